@@ -1,0 +1,42 @@
+/* symphony-emu: constants shared by p4/symphony.p4 and the Python side.
+ *
+ * hostapps/wire.py defines the same values; tests/unit/test_wire_p4_constants.py
+ * checks that the two agree. Change both together.
+ */
+#ifndef SYMPHONY_CONSTANTS_P4
+#define SYMPHONY_CONSTANTS_P4
+
+const bit<16> TYPE_IPV4       = 0x0800;
+const bit<8>  PROTO_UDP       = 17;
+
+/* UDP destination port of the collective transport header (CTH), DESIGN.md section 3. */
+const bit<16> CTH_UDP_PORT    = 4793;
+const bit<4>  CTH_VERSION     = 1;
+const bit<4>  CTH_TYPE_DATA   = 1;
+const bit<4>  CTH_TYPE_ACK    = 2;
+const bit<4>  CTH_TYPE_NACK   = 3;
+const bit<4>  CTH_TYPE_CNP    = 4;
+
+/* ECN codepoints in the low two bits of the IPv4 TOS byte (RFC 3168 section 5). */
+const bit<2>  ECN_NOT_ECT     = 0;
+const bit<2>  ECN_ECT1        = 1;
+const bit<2>  ECN_ECT0        = 2;
+const bit<2>  ECN_CE          = 3;
+
+/* Register sizes (DESIGN.md section 4). STEP_WINDOW >= MAX_RANKS so that the
+ * step_count slots never alias: a ring bounds the lead between ranks by N-1. */
+#define MAX_JOBS        16
+#define MAX_RANKS       64
+#define STEP_WINDOW     64
+#define FLOW_SLOTS      1024   /* MAX_JOBS * MAX_RANKS */
+#define STEP_SLOTS      1024   /* MAX_JOBS * STEP_WINDOW */
+#define MAX_PORTS       512    /* bit<9> port numbers */
+
+/* Fixed-point marking probability: slope and probability in units of 1/65536. */
+const bit<32> PROB_ONE        = 65536;
+
+/* Job modes (symphony_config table). */
+const bit<8>  MODE_BASELINE   = 0;
+const bit<8>  MODE_SYMPHONY   = 1;
+
+#endif
