@@ -1,0 +1,277 @@
+"""Asyncio adapter: one UDP socket bound to a :class:`hostapps.transport.Transport`.
+
+The core owns no socket and reads no clock; this adapter supplies ``loop.time()`` and
+does the I/O (docs/interfaces.md section 4):
+
+- receive: ``loop.add_reader`` + ``recvmsg``; the IP TOS byte comes in an ``IP_TOS``
+  control message because ``IP_RECVTOS`` is on (Linux ip(7)); its low two bits are the
+  ECN field (RFC 3168 section 5). The source rank is the CTH ``src_rank`` byte.
+- send: ``sendmsg`` with an ``IP_TOS`` control message carrying the datagram's ECN
+  codepoint (DATA ECT(0), the rest Not-ECT); if the kernel refuses the control message
+  the adapter falls back to ``setsockopt(IP_TOS)`` before each send whose TOS differs.
+- ``IP_MTU_DISCOVER = IP_PMTUDISC_DO`` sets DF so a datagram never fragments (an
+  oversize one fails with EMSGSIZE and is counted); receive and send buffers are sized
+  explicitly.
+- the transport's timers run from ``loop.call_at(transport.next_timer(), ...)``.
+- ICMP errors reported on the socket (ECONNREFUSED from a dead peer, EHOSTUNREACH,
+  ENETUNREACH) are counted in ``stats()["icmp_errors"]`` and never close the endpoint.
+
+Timer wake-ups follow the loop's resolution (epoll: 1 ms), so pacing is smooth up to
+roughly ``burst_packets * mtu * 8 / 1 ms`` (24 Mbit/s with the defaults); above that the
+effective rate is capped by the wake-up granularity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+import struct
+from collections import deque
+from typing import Any
+
+from hostapps.transport import Delivery, Outgoing, Transport, TransportConfig
+from hostapps.wire import CTH_LEN
+
+logger = logging.getLogger(__name__)
+
+#: Linux ``IP_MTU_DISCOVER`` / ``IP_PMTUDISC_DO`` (ip(7)); not exported by ``socket``.
+IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
+IP_PMTUDISC_DO = getattr(socket, "IP_PMTUDISC_DO", 2)
+IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
+#: Requested socket buffer sizes (bytes); the kernel caps them at net.core.[rw]mem_max.
+SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
+#: Datagrams read per readable callback before yielding to the loop.
+RECV_BATCH = 256
+_ICMP_ERRNOS = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
+_CMSG_SPACE = socket.CMSG_SPACE(4)
+
+
+class Endpoint:
+    """A transport on a UDP socket. Build it with :func:`open_endpoint`."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        sock: socket.socket,
+        peers: dict[int, tuple[str, int]],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.transport = transport
+        self.peers = dict(peers)
+        self._sock = sock
+        self._loop = loop
+        self._queue: asyncio.Queue[Delivery] = asyncio.Queue()
+        self._timer: asyncio.TimerHandle | None = None
+        self._backlog: deque[tuple[bytes, int, tuple[str, int]]] = deque()
+        self._writer = False
+        self._closed = False
+        self._tos_cmsg = True  # False after the kernel refused IP_TOS ancillary data
+        self._sock_tos: int | None = None
+        self._idle_waiters: list[asyncio.Future[None]] = []
+        self._stats = {"icmp_errors": 0, "send_errors": 0, "unknown_source": 0,
+                       "datagrams_received": 0, "datagrams_sent": 0}
+        loop.add_reader(sock.fileno(), self._on_readable)
+
+    @property
+    def local_address(self) -> tuple[str, int]:
+        """The bound (ip, port)."""
+        return self._sock.getsockname()
+
+    # --- public API --------------------------------------------------------------
+
+    def send(self, dst_rank: int, step: int, data: bytes, *, offset: int = 0, last: bool = True) -> None:
+        """Queue a message (``Transport.send`` at ``loop.time()``); never blocks."""
+        if self._closed:
+            raise RuntimeError("send on a closed Endpoint")
+        if dst_rank not in self.peers:
+            raise ValueError(f"dst_rank {dst_rank} is not in peers {sorted(self.peers)}")
+        self.transport.send(dst_rank, step, data, self._loop.time(), offset=offset, last=last)
+        self._pump()
+
+    async def recv(self) -> Delivery:
+        """Wait for the next delivery (in PSN order per source)."""
+        return await self._queue.get()
+
+    async def wait_idle(self) -> None:
+        """Wait until everything sent so far was acknowledged."""
+        if self.transport.idle():
+            return
+        fut: asyncio.Future[None] = self._loop.create_future()
+        self._idle_waiters.append(fut)
+        await fut
+
+    def stats(self) -> dict[str, Any]:
+        """Transport stats plus adapter counters (icmp_errors, send_errors, ...)."""
+        out = self.transport.stats()
+        out.update(self._stats)
+        return out
+
+    def close(self) -> None:
+        """Stop I/O and close the socket; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._loop.remove_reader(self._sock.fileno())
+        if self._writer:
+            self._loop.remove_writer(self._sock.fileno())
+        self._sock.close()
+        for fut in self._idle_waiters:
+            if not fut.done():
+                fut.cancel()
+
+    async def __aenter__(self) -> Endpoint:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- I/O ---------------------------------------------------------------------
+
+    def _on_readable(self) -> None:
+        sock, tr = self._sock, self.transport
+        for _ in range(RECV_BATCH):
+            try:
+                data, ancdata, _flags, _addr = sock.recvmsg(65535, _CMSG_SPACE)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                self._os_error(exc, "recvmsg")
+                if exc.errno not in _ICMP_ERRNOS:
+                    break
+                continue
+            self._stats["datagrams_received"] += 1
+            tos = 0
+            for level, ctype, cdata in ancdata:
+                if level == socket.IPPROTO_IP and ctype in (socket.IP_TOS, IP_RECVTOS) and cdata:
+                    tos = cdata[0]
+            src = data[6] if len(data) >= CTH_LEN else -1  # CTH src_rank byte
+            if src >= 0 and src not in self.peers:
+                self._stats["unknown_source"] += 1
+                src = -1  # the transport counts it as garbage
+            tr.on_datagram(src, data, tos & 0b11, self._loop.time())
+        self._pump()
+
+    def _pump(self) -> None:
+        """Poll the transport, send its output, hand out deliveries, re-arm the timer."""
+        if self._closed:
+            return
+        tr = self.transport
+        for out in tr.poll(self._loop.time()):
+            self._send_out(out)
+        for d in tr.deliveries():
+            self._queue.put_nowait(d)
+        if self._idle_waiters and tr.idle():
+            for fut in self._idle_waiters:
+                if not fut.done():
+                    fut.set_result(None)
+            self._idle_waiters.clear()
+        when = tr.next_timer()
+        if self._timer is not None:
+            if when is not None and self._timer.when() == when:
+                return
+            self._timer.cancel()
+            self._timer = None
+        if when is not None:
+            self._timer = self._loop.call_at(when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._pump()
+
+    def _send_out(self, out: Outgoing) -> None:
+        addr = self.peers.get(out.dst_rank)
+        if addr is None:
+            self._stats["send_errors"] += 1
+            logger.warning("rank %d: no address for rank %d, dropped a datagram",
+                           self.transport.rank, out.dst_rank)
+            return
+        if self._backlog:
+            self._backlog.append((out.datagram, out.ecn, addr))
+            return
+        if not self._sendto(out.datagram, out.ecn, addr):
+            self._backlog.append((out.datagram, out.ecn, addr))
+            if not self._writer:
+                self._writer = True
+                self._loop.add_writer(self._sock.fileno(), self._on_writable)
+
+    def _on_writable(self) -> None:
+        while self._backlog:
+            datagram, ecn, addr = self._backlog[0]
+            if not self._sendto(datagram, ecn, addr):
+                return
+            self._backlog.popleft()
+        self._writer = False
+        self._loop.remove_writer(self._sock.fileno())
+
+    def _sendto(self, datagram: bytes, ecn: int, addr: tuple[str, int]) -> bool:
+        """Send one datagram with TOS ``ecn``; False when the socket buffer is full."""
+        try:
+            if self._tos_cmsg:
+                try:
+                    self._sock.sendmsg(
+                        [datagram], [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", ecn))], 0, addr
+                    )
+                except OSError as exc:
+                    if exc.errno not in (errno.EINVAL, errno.ENOPROTOOPT, errno.EOPNOTSUPP):
+                        raise
+                    logger.info("IP_TOS control message refused (%s); using setsockopt per send", exc)
+                    self._tos_cmsg = False
+                    return self._sendto(datagram, ecn, addr)
+            else:
+                if self._sock_tos != ecn:
+                    self._sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, ecn)
+                    self._sock_tos = ecn
+                self._sock.sendto(datagram, addr)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError as exc:
+            self._os_error(exc, f"send to {addr[0]}:{addr[1]}")
+            return True  # dropped; the transport retransmits
+        self._stats["datagrams_sent"] += 1
+        return True
+
+    def _os_error(self, exc: OSError, what: str) -> None:
+        if exc.errno in _ICMP_ERRNOS:
+            self._stats["icmp_errors"] += 1
+            logger.debug("rank %d: %s: %s", self.transport.rank, what, exc)
+        else:
+            self._stats["send_errors"] += 1
+            logger.warning("rank %d: %s: %s", self.transport.rank, what, exc)
+
+
+async def open_endpoint(
+    job_id: int,
+    rank: int,
+    bind: tuple[str, int],
+    peers: dict[int, tuple[str, int]],
+    config: TransportConfig | None = None,
+    rate_control: str = "dcqcn",
+    rate_params: dict[str, Any] | None = None,
+) -> Endpoint:
+    """Bind a UDP socket to ``bind`` and attach a new Transport for (job_id, rank).
+
+    ``peers`` maps rank -> (ip, port) of every rank this one talks to. Raises OSError
+    when the address cannot be bound, ValueError on a bad transport argument.
+    """
+    loop = asyncio.get_running_loop()
+    transport = Transport(job_id, rank, config or TransportConfig(), rate_control, rate_params)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+        sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+        try:
+            sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+        except OSError as exc:  # pragma: no cover - non-Linux
+            logger.warning("cannot set IP_MTU_DISCOVER=DO: %s", exc)
+        sock.setblocking(False)
+        sock.bind(bind)
+    except BaseException:
+        sock.close()
+        raise
+    logger.debug("job %d rank %d bound to %s", job_id, rank, sock.getsockname())
+    return Endpoint(transport, sock, peers, loop)

@@ -1,0 +1,588 @@
+"""Reliable, paced, rate-controlled transport over CTH datagrams; no I/O, no clock.
+
+One :class:`Transport` per (job, rank). A flow is (job, src_rank -> dst_rank); each
+flow has PSNs starting at 0 (DESIGN.md section 5). Every entry point takes ``now``
+(seconds) and the core returns what to send (:meth:`Transport.poll`) and when it wants
+to be called again (:meth:`Transport.next_timer`); :mod:`hostapps.aio` and
+:mod:`hostapps.sim` drive it. Call :meth:`Transport.poll` after :meth:`Transport.send`
+and after :meth:`Transport.on_datagram`.
+
+Protocol (docs/interfaces.md section 4):
+
+- Sender: a message is cut into DATA packets of at most ``config.mss`` payload bytes;
+  DATA leaves with ECN ECT(0), everything else Not-ECT. Pacing: a DATA packet may leave
+  at ``last + wire_bytes * 8 / rate``, with ``rate = min(rate controller, line rate)``
+  per flow and the line rate over all flows; up to ``burst_packets`` may leave back to
+  back after an idle period. At most ``window_packets`` packets per flow are unacked.
+- Receiver: cumulative ACK (``psn`` = next expected PSN) every ``ack_every`` in-order
+  packets, on a LAST packet, on a duplicate, or ``ack_delay`` after the first unacked
+  packet. Out-of-order packets (up to ``recv_buffer_packets`` ahead) are buffered,
+  duplicates dropped, and each packet is delivered exactly once in PSN order. A gap
+  triggers one NACK (``psn`` = first missing PSN, which also acknowledges everything
+  before it); the same gap is NACKed again at most once per ``nack_interval``.
+- Retransmission is selective on NACK: only the NACKed PSN is resent (once per
+  smoothed RTT for a packet already resent); when it fills the hole the receiver NACKs
+  the next hole, if any. On a retransmission timeout the sender goes back N: every
+  unacked packet is resent, and the RTO doubles up to ``max_rto``. RTO estimation
+  follows RFC 6298 (SRTT, RTTVAR, Karn's rule: no sample from retransmitted packets),
+  clamped to [``min_rto``, ``max_rto``].
+- ECN notification point (DCQCN, Zhu et al. 2015, section 3.1): on a CE-marked DATA
+  packet the receiver sends a CNP to the sender, at most one per flow per
+  ``cnp_interval``; the next ACK carries ECE. The sender's rate controller
+  (:mod:`hostapps.ratecontrol`) reacts to CNPs only.
+- Steps travel modulo 2**16; :attr:`Delivery.step` is the wire value for the first
+  packet of a flow, then unwrapped against the previous step with serial arithmetic
+  (RFC 1982, never below 0), so it equals the step given to :meth:`Transport.send` when
+  the flow's first step is below 2**16 and consecutive messages differ by less than
+  2**15 steps. PSNs are unwrapped the same way modulo 2**32.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from hostapps.ratecontrol import RateController, make_rate_controller
+from hostapps.wire import (
+    CTH_LEN,
+    ECN_CE,
+    ECN_ECT0,
+    ECN_MASK,
+    ECN_NOT_ECT,
+    MAX_JOBS,
+    Cth,
+    CthFlags,
+    CthType,
+    WireError,
+    decode,
+)
+
+logger = logging.getLogger(__name__)
+
+#: IPv4 header without options (RFC 791), bytes.
+IPV4_HEADER_LEN = 20
+#: UDP header (RFC 768), bytes.
+UDP_HEADER_LEN = 8
+_PSN_MOD = 1 << 32
+_STEP_MOD = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class TransportConfig:
+    """Transport settings; times in seconds, rates in bit/s, sizes in bytes or packets.
+
+    Raises ValueError naming the field when a value is out of range.
+    """
+
+    #: Host line rate (bit/s); no flow and no host total is paced above it.
+    line_rate_bps: float = 10_000_000.0
+    #: IP MTU (bytes); ``mss = mtu - 20 (IPv4) - 8 (UDP) - 16 (CTH)``.
+    mtu: int = 1500
+    #: Unacked DATA packets per flow (packets); bounds retransmission state.
+    window_packets: int = 64
+    #: Packets allowed back to back after an idle period (packets).
+    burst_packets: int = 2
+    #: Bytes added to each datagram for pacing: Ethernet 14 + IPv4 20 + UDP 8 (bytes).
+    wire_overhead_bytes: int = 42
+    #: RTO before the first RTT sample (s); RFC 6298 says 1 s, emulated RTTs are ms.
+    initial_rto: float = 0.2
+    #: Lower bound of the RTO (s); RFC 6298 uses 1 s for the Internet.
+    min_rto: float = 0.02
+    #: Upper bound of the RTO after backoff (s).
+    max_rto: float = 2.0
+    #: Minimum time between two NACKs of the same gap (s).
+    nack_interval: float = 0.005
+    #: Minimum time between two CNPs of one flow at the receiver (s); DCQCN NP, paper
+    #: 3.1 uses 50 us at 40 Gbit/s, ms here.
+    cnp_interval: float = 0.0015
+    #: Send an ACK after this many in-order DATA packets (packets).
+    ack_every: int = 4
+    #: Longest delay of an ACK for in-order data (s).
+    ack_delay: float = 0.001
+    #: Out-of-order packets buffered per flow beyond the next expected PSN (packets).
+    recv_buffer_packets: int = 1024
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("line_rate_bps", self.line_rate_bps > 0, "> 0 bit/s"),
+            ("mtu", IPV4_HEADER_LEN + UDP_HEADER_LEN + CTH_LEN < self.mtu <= 65535,
+             f"in ({IPV4_HEADER_LEN + UDP_HEADER_LEN + CTH_LEN}, 65535] bytes"),
+            ("window_packets", self.window_packets >= 1, ">= 1"),
+            ("burst_packets", self.burst_packets >= 1, ">= 1"),
+            ("wire_overhead_bytes", self.wire_overhead_bytes >= 0, ">= 0"),
+            ("initial_rto", self.initial_rto > 0, "> 0 s"),
+            ("min_rto", self.min_rto > 0, "> 0 s"),
+            ("max_rto", self.max_rto >= self.min_rto, ">= min_rto"),
+            ("nack_interval", self.nack_interval >= 0, ">= 0 s"),
+            ("cnp_interval", self.cnp_interval >= 0, ">= 0 s"),
+            ("ack_every", self.ack_every >= 1, ">= 1"),
+            ("ack_delay", self.ack_delay >= 0, ">= 0 s"),
+            ("recv_buffer_packets", self.recv_buffer_packets >= 1, ">= 1"),
+        )
+        for field, ok, want in checks:
+            if not ok:
+                raise ValueError(f"TransportConfig.{field}={getattr(self, field)!r} must be {want}")
+
+    @property
+    def mss(self) -> int:
+        """Largest DATA payload (bytes): mtu - 20 IPv4 - 8 UDP - 16 CTH."""
+        return self.mtu - IPV4_HEADER_LEN - UDP_HEADER_LEN - CTH_LEN
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One datagram to send: UDP payload for ``dst_rank`` with IP ECN codepoint ``ecn``."""
+
+    dst_rank: int
+    datagram: bytes
+    ecn: int
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One DATA packet's payload, delivered once and in PSN order per source."""
+
+    src_rank: int
+    step: int
+    offset: int
+    payload: bytes
+    last: bool
+
+
+class _TxPacket:
+    __slots__ = ("psn", "step", "offset", "payload", "last", "sent_at", "sends")
+
+    def __init__(self, psn: int, step: int, offset: int, payload: bytes, last: bool) -> None:
+        self.psn = psn
+        self.step = step
+        self.offset = offset
+        self.payload = payload
+        self.last = last
+        self.sent_at = -math.inf
+        self.sends = 0
+
+
+class _SendFlow:
+    def __init__(self, dst: int, rc: RateController, rto: float) -> None:
+        self.dst = dst
+        self.rc = rc
+        self.next_psn = 0  # next PSN to assign
+        self.una = 0  # oldest unacked PSN
+        self.pending: deque[_TxPacket] = deque()  # never sent yet
+        self.inflight: dict[int, _TxPacket] = {}  # sent, unacked; PSNs in [una, snd_nxt)
+        self.snd_nxt = 0  # next never-sent PSN
+        self.retx_heap: list[int] = []
+        self.retx_set: set[int] = set()
+        self.next_send = -math.inf  # pacing: earliest time of the next DATA packet
+        self.rto = rto
+        self.rto_at: float | None = None
+        self.srtt: float | None = None
+        self.rttvar = 0.0
+
+    def sendable(self, window: int) -> bool:
+        return bool(self.retx_heap) or (bool(self.pending) and self.snd_nxt - self.una < window)
+
+
+class _RecvFlow:
+    def __init__(self) -> None:
+        self.expected = 0  # next expected PSN
+        self.buffer: dict[int, tuple[int, int, bytes, bool]] = {}
+        self.step: int | None = None  # last delivered step, unwrapped
+        self.last_cnp = -math.inf
+        self.nacked_psn: int | None = None
+        self.last_nack = -math.inf
+        self.unacked = 0  # in-order packets not yet acknowledged
+        self.ack_due: float | None = None
+        self.ece = False
+        self.last_step_wire = 0
+
+
+def _unwrap(wire: int, ref: int, mod: int) -> int:
+    """Full value nearest to ``ref`` congruent to ``wire`` modulo ``mod`` (RFC 1982)."""
+    half = mod >> 1
+    return ref + ((wire - ref + half) % mod) - half
+
+
+class Transport:
+    """Transport core of one rank of one job.
+
+    Args:
+        job_id: job number, 0 <= job_id < MAX_JOBS.
+        rank: own rank, 0..255.
+        config: :class:`TransportConfig`.
+        rate_control: name in :data:`hostapps.ratecontrol.RATE_CONTROLLERS` (one
+            controller per sending flow).
+        rate_params: parameters of that controller (e.g. DcqcnParams fields).
+
+    Raises ValueError (or RateControlError) on a bad argument.
+    """
+
+    def __init__(
+        self,
+        job_id: int,
+        rank: int,
+        config: TransportConfig | None = None,
+        rate_control: str = "dcqcn",
+        rate_params: dict[str, Any] | None = None,
+    ) -> None:
+        if not 0 <= job_id < MAX_JOBS:
+            raise ValueError(f"job_id {job_id} out of range 0..{MAX_JOBS - 1}")
+        if not 0 <= rank <= 255:
+            raise ValueError(f"rank {rank} out of range 0..255")
+        self.job_id = job_id
+        self.rank = rank
+        self.config = config or TransportConfig()
+        self.rate_control = rate_control
+        self.rate_params = dict(rate_params or {})
+        make_rate_controller(rate_control, self.config.line_rate_bps, self.rate_params)  # validate
+        self._send: dict[int, _SendFlow] = {}
+        self._recv: dict[int, _RecvFlow] = {}
+        self._ctrl: list[Outgoing] = []
+        self._ctrl_at: float | None = None
+        self._deliveries: list[Delivery] = []
+        self._host_next_send = -math.inf
+        self._stats: dict[str, int] = dict.fromkeys(
+            (
+                "packets_sent", "bytes_sent", "retransmissions", "timeouts",
+                "cnps_sent", "cnps_received", "ce_received", "ece_received",
+                "acks_sent", "acks_received", "nacks_sent", "nacks_received",
+                "packets_received", "duplicates", "out_of_order", "beyond_window",
+                "packets_delivered", "bytes_delivered", "garbage",
+            ),
+            0,
+        )
+
+    # --- sending -----------------------------------------------------------------
+
+    def send(
+        self, dst_rank: int, step: int, data: bytes | bytearray | memoryview, now: float,
+        *, offset: int = 0, last: bool = True,
+    ) -> None:
+        """Queue one message for ``dst_rank``.
+
+        The message is cut into DATA packets of at most ``config.mss`` payload bytes;
+        packet i carries CTH offset ``offset + i * mss`` and the final one the LAST flag
+        when ``last``. An empty message still sends one (empty) packet. Raises
+        ValueError for a bad rank, a negative step or an offset beyond 2**32.
+        """
+        if not 0 <= dst_rank <= 255 or dst_rank == self.rank:
+            raise ValueError(f"dst_rank {dst_rank} must be 0..255 and not own rank {self.rank}")
+        if step < 0:
+            raise ValueError(f"step {step} must be >= 0")
+        view = memoryview(data).cast("B")
+        if offset < 0 or offset + len(view) >= _PSN_MOD:
+            raise ValueError(f"offset {offset} + {len(view)} bytes does not fit the 32-bit CTH offset")
+        flow = self._flow_to(dst_rank)
+        mss = self.config.mss
+        n = max(1, -(-len(view) // mss))
+        for i in range(n):
+            chunk = bytes(view[i * mss:(i + 1) * mss])
+            pkt = _TxPacket(flow.next_psn, step, offset + i * mss, chunk, last and i == n - 1)
+            flow.next_psn += 1
+            flow.pending.append(pkt)
+
+    def _flow_to(self, dst: int) -> _SendFlow:
+        flow = self._send.get(dst)
+        if flow is None:
+            rc = make_rate_controller(self.rate_control, self.config.line_rate_bps, self.rate_params)
+            flow = _SendFlow(dst, rc, self.config.initial_rto)
+            self._send[dst] = flow
+        return flow
+
+    def pending_bytes(self, dst_rank: int | None = None) -> int:
+        """Payload bytes queued or unacked (to ``dst_rank`` or to all)."""
+        flows = self._send.values() if dst_rank is None else [self._send.get(dst_rank)]
+        return sum(
+            sum(len(p.payload) for p in f.pending) + sum(len(p.payload) for p in f.inflight.values())
+            for f in flows if f is not None
+        )
+
+    def idle(self) -> bool:
+        """True when every queued packet was acknowledged and no control packet waits."""
+        return not self._ctrl and all(not f.pending and not f.inflight for f in self._send.values())
+
+    # --- receiving ---------------------------------------------------------------
+
+    def on_datagram(self, src_rank: int, datagram: bytes | memoryview, ecn: int, now: float) -> None:
+        """Process one UDP payload from ``src_rank`` that arrived with IP ECN ``ecn``.
+
+        Garbage (short, bad version or type, another job, not for this rank, or a
+        ``src_rank`` that disagrees with the CTH) is counted in ``stats()["garbage"]``
+        and ignored; this method never raises on packet contents.
+        """
+        try:
+            hdr, payload = decode(datagram)
+        except WireError as exc:
+            self._garbage(f"from rank {src_rank}: {exc}")
+            return
+        if hdr.job_id != self.job_id or hdr.dst_rank != self.rank or hdr.src_rank != src_rank:
+            self._garbage(
+                f"job {hdr.job_id} {hdr.src_rank}->{hdr.dst_rank} (from rank {src_rank}) "
+                f"is not for job {self.job_id} rank {self.rank}"
+            )
+            return
+        if hdr.type == CthType.DATA:
+            self._on_data(hdr, payload, ecn & ECN_MASK, now)
+            return
+        flow = self._send.get(src_rank)
+        if flow is None:
+            self._garbage(f"{hdr.type.name} from rank {src_rank} without a flow to it")
+            return
+        if hdr.type == CthType.CNP:
+            self._stats["cnps_received"] += 1
+            flow.rc.on_cnp(now)
+        elif hdr.type == CthType.ACK:
+            self._stats["acks_received"] += 1
+            if hdr.flags & CthFlags.ECE:
+                self._stats["ece_received"] += 1
+            self._on_ack(flow, hdr.psn, now)
+        else:  # NACK
+            self._stats["nacks_received"] += 1
+            self._on_nack(flow, hdr.psn, now)
+
+    def _garbage(self, why: str) -> None:
+        self._stats["garbage"] += 1
+        logger.debug("job %d rank %d: ignored datagram %s", self.job_id, self.rank, why)
+
+    def _on_ack(self, flow: _SendFlow, wire_psn: int, now: float) -> bool:
+        """Cumulative ACK up to (not including) ``wire_psn``; True when it was valid."""
+        ack = _unwrap(wire_psn, flow.una, _PSN_MOD)
+        if ack > flow.snd_nxt:
+            self._garbage(f"ACK psn {ack} beyond sent psn {flow.snd_nxt} to rank {flow.dst}")
+            return False
+        if ack < flow.una:
+            return False  # stale: reordered behind a newer ACK
+        if ack == flow.una:
+            return True
+        newest = flow.inflight.get(ack - 1)
+        if newest is not None and newest.sends == 1:
+            self._rtt_sample(flow, now - newest.sent_at)
+        for psn in range(flow.una, ack):
+            flow.inflight.pop(psn, None)
+            flow.retx_set.discard(psn)
+        while flow.retx_heap and flow.retx_heap[0] < ack:
+            heapq.heappop(flow.retx_heap)
+        flow.una = ack
+        flow.rto_at = now + flow.rto if flow.inflight else None
+        return True
+
+    def _rtt_sample(self, flow: _SendFlow, r: float) -> None:
+        """RFC 6298 section 2: SRTT, RTTVAR, RTO = SRTT + max(G, 4 RTTVAR), clamped."""
+        cfg = self.config
+        r = max(r, 0.0)
+        if flow.srtt is None:
+            flow.srtt, flow.rttvar = r, r / 2
+        else:
+            flow.rttvar = 0.75 * flow.rttvar + 0.25 * abs(flow.srtt - r)
+            flow.srtt = 0.875 * flow.srtt + 0.125 * r
+        flow.rto = min(cfg.max_rto, max(cfg.min_rto, flow.srtt + 4 * flow.rttvar))
+
+    def _on_nack(self, flow: _SendFlow, wire_psn: int, now: float) -> None:
+        if not self._on_ack(flow, wire_psn, now):
+            return
+        psn = _unwrap(wire_psn, flow.una, _PSN_MOD)
+        pkt = flow.inflight.get(psn)
+        if pkt is None or psn in flow.retx_set:
+            return
+        guard = flow.srtt if flow.srtt is not None else self.config.min_rto
+        if pkt.sends > 1 and now - pkt.sent_at < guard:
+            return  # its retransmission may still be on the way
+        self._queue_retx(flow, psn)
+
+    def _queue_retx(self, flow: _SendFlow, psn: int) -> None:
+        if psn not in flow.retx_set:
+            flow.retx_set.add(psn)
+            heapq.heappush(flow.retx_heap, psn)
+
+    def _on_data(self, hdr: Cth, payload: memoryview, ecn: int, now: float) -> None:
+        cfg = self.config
+        src = hdr.src_rank
+        flow = self._recv.get(src)
+        if flow is None:
+            flow = self._recv[src] = _RecvFlow()
+        self._stats["packets_received"] += 1
+        if ecn == ECN_CE:
+            self._stats["ce_received"] += 1
+            flow.ece = True
+            if now - flow.last_cnp >= cfg.cnp_interval:
+                flow.last_cnp = now
+                self._stats["cnps_sent"] += 1
+                self._control(src, CthType.CNP, hdr.psn, now, step=hdr.step)
+        psn = _unwrap(hdr.psn, flow.expected, _PSN_MOD)
+        if psn < flow.expected or psn in flow.buffer:
+            self._stats["duplicates"] += 1
+            self._send_ack(src, flow, now)
+            return
+        if psn >= flow.expected + cfg.recv_buffer_packets:
+            self._stats["beyond_window"] += 1
+            return
+        last = bool(hdr.flags & CthFlags.LAST)
+        if psn > flow.expected:
+            self._stats["out_of_order"] += 1
+            flow.buffer[psn] = (hdr.step, hdr.offset, bytes(payload), last)
+            self._maybe_nack(src, flow, now)
+            return
+        # in order: deliver it and whatever it releases from the buffer
+        self._deliver(src, flow, hdr.step, hdr.offset, bytes(payload), last)
+        ack_now = last
+        while flow.expected in flow.buffer:
+            step, offset, data, blast = flow.buffer.pop(flow.expected)
+            self._deliver(src, flow, step, offset, data, blast)
+            ack_now = ack_now or blast
+        if flow.buffer:
+            self._maybe_nack(src, flow, now)  # the next hole, NACKed at once
+        elif ack_now or flow.unacked >= cfg.ack_every:
+            self._send_ack(src, flow, now)
+        elif flow.ack_due is None:
+            flow.ack_due = now + cfg.ack_delay
+
+    def _deliver(self, src: int, flow: _RecvFlow, step_wire: int, offset: int, data: bytes, last: bool) -> None:
+        step = step_wire if flow.step is None else _unwrap(step_wire, flow.step, _STEP_MOD)
+        flow.step = step if step >= 0 else step_wire
+        flow.expected += 1
+        flow.unacked += 1
+        self._stats["packets_delivered"] += 1
+        self._stats["bytes_delivered"] += len(data)
+        self._deliveries.append(Delivery(src, flow.step, offset, data, last))
+
+    def _maybe_nack(self, src: int, flow: _RecvFlow, now: float) -> None:
+        if flow.nacked_psn == flow.expected and now - flow.last_nack < self.config.nack_interval:
+            return
+        flow.nacked_psn = flow.expected
+        flow.last_nack = now
+        self._stats["nacks_sent"] += 1
+        self._control(src, CthType.NACK, flow.expected % _PSN_MOD, now, ece=flow.ece)
+        flow.ece = False
+        flow.unacked = 0
+        flow.ack_due = None
+
+    def _send_ack(self, src: int, flow: _RecvFlow, now: float) -> None:
+        self._stats["acks_sent"] += 1
+        self._control(src, CthType.ACK, flow.expected % _PSN_MOD, now, ece=flow.ece)
+        flow.ece = False
+        flow.unacked = 0
+        flow.ack_due = None
+
+    def _control(self, dst: int, ctype: CthType, psn: int, now: float, *, step: int = 0, ece: bool = False) -> None:
+        hdr = Cth(ctype, self.job_id, step, self.rank, dst, psn, 0, CthFlags.ECE if ece else 0)
+        self._ctrl.append(Outgoing(dst, hdr.pack(), ECN_NOT_ECT))
+        if self._ctrl_at is None:
+            self._ctrl_at = now
+
+    # --- timers and output -------------------------------------------------------
+
+    def poll(self, now: float) -> list[Outgoing]:
+        """Run due timers and return the datagrams to send at ``now`` (control first)."""
+        cfg = self.config
+        for src, rflow in self._recv.items():
+            if rflow.ack_due is not None and rflow.ack_due <= now:
+                self._send_ack(src, rflow, now)
+        for flow in self._send.values():
+            t = flow.rc.next_timer()
+            if t is not None and t <= now:
+                flow.rc.on_timer(now)
+            if flow.rto_at is not None and flow.rto_at <= now:
+                self._timeout(flow, now)
+        out, self._ctrl, self._ctrl_at = self._ctrl, [], None
+        window = cfg.window_packets
+        while self._host_next_send <= now:
+            best: _SendFlow | None = None
+            for flow in self._send.values():
+                if flow.next_send <= now and flow.sendable(window) and (
+                    best is None or flow.next_send < best.next_send
+                ):
+                    best = flow
+            if best is None:
+                break
+            out.append(self._transmit(best, now))
+        return out
+
+    def _timeout(self, flow: _SendFlow, now: float) -> None:
+        self._stats["timeouts"] += 1
+        logger.debug("job %d rank %d: RTO %.3f s to rank %d, resending %d packets",
+                     self.job_id, self.rank, flow.rto, flow.dst, len(flow.inflight))
+        for psn in flow.inflight:
+            self._queue_retx(flow, psn)
+        flow.rto = min(self.config.max_rto, flow.rto * 2)
+        flow.rto_at = now + flow.rto
+
+    def _transmit(self, flow: _SendFlow, now: float) -> Outgoing:
+        cfg = self.config
+        if flow.retx_heap:
+            psn = heapq.heappop(flow.retx_heap)
+            flow.retx_set.discard(psn)
+            pkt = flow.inflight[psn]
+            self._stats["retransmissions"] += 1
+        else:
+            pkt = flow.pending.popleft()
+            flow.inflight[pkt.psn] = pkt
+            flow.snd_nxt = pkt.psn + 1
+        flags = (CthFlags.LAST if pkt.last else 0) | (CthFlags.RETX if pkt.sends else 0)
+        hdr = Cth(CthType.DATA, self.job_id, pkt.step, self.rank, flow.dst,
+                  pkt.psn % _PSN_MOD, pkt.offset, flags)
+        datagram = hdr.pack() + pkt.payload
+        pkt.sends += 1
+        pkt.sent_at = now
+        if flow.rto_at is None:
+            flow.rto_at = now + flow.rto
+        wire = len(datagram) + cfg.wire_overhead_bytes
+        rate = min(flow.rc.rate_bps, cfg.line_rate_bps)
+        flow.next_send = max(flow.next_send, now - (cfg.burst_packets - 1) * wire * 8 / rate) + wire * 8 / rate
+        line = cfg.line_rate_bps
+        self._host_next_send = (
+            max(self._host_next_send, now - (cfg.burst_packets - 1) * wire * 8 / line) + wire * 8 / line
+        )
+        flow.rc.on_packet_sent(wire, now)
+        self._stats["packets_sent"] += 1
+        self._stats["bytes_sent"] += len(datagram)
+        return Outgoing(flow.dst, datagram, ECN_ECT0)
+
+    def next_timer(self) -> float | None:
+        """Absolute time (s) :meth:`poll` wants to run next, or None when idle."""
+        times: list[float] = []
+        if self._ctrl_at is not None:
+            times.append(self._ctrl_at)
+        window = self.config.window_packets
+        for flow in self._send.values():
+            if flow.sendable(window):
+                times.append(max(flow.next_send, self._host_next_send))
+            if flow.rto_at is not None:
+                times.append(flow.rto_at)
+            t = flow.rc.next_timer()
+            if t is not None:
+                times.append(t)
+        for rflow in self._recv.values():
+            if rflow.ack_due is not None:
+                times.append(rflow.ack_due)
+        return min(times) if times else None
+
+    def deliveries(self) -> list[Delivery]:
+        """Return and forget the deliveries made since the last call."""
+        out, self._deliveries = self._deliveries, []
+        return out
+
+    def rate_bps(self, dst_rank: int) -> float:
+        """Current pacing rate of the flow to ``dst_rank`` (bit/s); line rate if none."""
+        flow = self._send.get(dst_rank)
+        if flow is None:
+            return self.config.line_rate_bps
+        return min(flow.rc.rate_bps, self.config.line_rate_bps)
+
+    def stats(self) -> dict[str, Any]:
+        """Counters plus rate samples.
+
+        ``packets_sent``/``bytes_sent`` count DATA datagrams (retransmissions included)
+        and their UDP payload bytes; ``retransmissions``, ``timeouts``, ``cnps_sent``,
+        ``cnps_received``, ``ce_received``, ``nacks_sent``, ``acks_sent`` and the other
+        counters are packets. ``rate_samples`` is ``[[t, bps], ...]`` of every sending
+        flow merged in time order; ``rate_samples_by_dst`` keeps them per flow.
+        """
+        out: dict[str, Any] = dict(self._stats)
+        by_dst = {dst: [[t, r] for t, r in f.rc.rate_samples] for dst, f in sorted(self._send.items())}
+        out["rate_samples"] = sorted((s for v in by_dst.values() for s in v), key=lambda s: s[0])
+        out["rate_samples_by_dst"] = by_dst
+        return out
