@@ -1,0 +1,400 @@
+"""Metrics from the workers' JSON lines (DESIGN.md section 7, docs/interfaces.md section 4).
+
+A scheme's results folder holds ``job{J}-rank{R}.jsonl`` files with ``step``,
+``iteration``, ``transport`` and ``error`` records. From them:
+
+- **CCT** of iteration k of a job: last rank's ``end`` minus first rank's ``start``
+  (seconds, wall clock of the workers);
+- **bandwidth bound**: ``2(N-1)/N * S / B`` for all-reduce, ``(N-1)/N * S / B`` for
+  all-gather and reduce-scatter (S bytes per rank, B bit/s per ring flow), and CCT/bound;
+- **step lead** over time: at evenly spaced instants, each rank's step in progress is the
+  ordinal of the newest step it has started (-1 before its first); the lead is max - min
+  across the job's ranks (the paper's "degree of step overlap"). Ordinals of the rank's
+  distinct ``(iteration, step)`` pairs are used, so global and per-iteration step numbers
+  work alike. Reported as the max and the time average over the job's span;
+- **JCT**: last iteration end minus first iteration start of the job (includes compute);
+- transport totals (sums over ranks) and the verified flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .topology import Topology
+
+log = logging.getLogger(__name__)
+
+_FILE_RE = re.compile(r"^job(\d+)-rank(\d+)\.jsonl$")
+#: Samples of the step-lead time series per job.
+LEAD_SAMPLES = 2000
+
+
+@dataclasses.dataclass(frozen=True)
+class JobInfo:
+    """What the metrics need to know about a job beyond its logs."""
+
+    collective: str  #: allreduce | allgather | reducescatter
+    nranks: int
+    size_bytes: int  #: bytes per rank per iteration
+    bandwidth_bps: float  #: B of the bound: per-ring-flow bandwidth (bit/s)
+    iterations: int | None = None  #: expected iterations (None = unchecked)
+
+    @property
+    def bound_s(self) -> float:
+        return bandwidth_bound_s(self.collective, self.nranks, self.size_bytes, self.bandwidth_bps)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepRecord:
+    job: int
+    rank: int
+    iteration: int
+    step: int
+    start: float  #: s (worker wall clock)
+    end: float  #: s
+
+
+@dataclasses.dataclass(frozen=True)
+class IterationRecord:
+    job: int
+    rank: int
+    iteration: int
+    start: float
+    end: float
+    verified: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class IterationCct:
+    """One collective of one job."""
+
+    job: int
+    iteration: int
+    start: float  #: first rank's start (s)
+    end: float  #: last rank's end (s)
+    ranks: int  #: ranks that logged this iteration
+    verified: bool  #: every rank logged it and verified its result
+    bound_s: float | None  #: bandwidth bound (s), None when the job is unknown
+
+    @property
+    def cct_s(self) -> float:
+        return self.end - self.start
+
+    @property
+    def over_bound(self) -> float | None:
+        return self.cct_s / self.bound_s if self.bound_s else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """Mean, median and 99th percentile (linear interpolation); None when empty."""
+
+    mean: float | None
+    p50: float | None
+    p99: float | None
+    n: int
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Summary:
+        arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+        if arr.size == 0:
+            return cls(None, None, None, 0)
+        return cls(
+            float(arr.mean()), float(np.percentile(arr, 50)), float(np.percentile(arr, 99)), int(arr.size)
+        )
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"mean": self.mean, "p50": self.p50, "p99": self.p99}
+
+
+@dataclasses.dataclass
+class JobMetrics:
+    job: int
+    nranks: int
+    ccts: list[IterationCct]
+    lead_times: np.ndarray  #: sample instants (s, absolute)
+    lead_values: np.ndarray  #: step lead at each instant (steps)
+    jct_s: float | None
+    transport: dict[str, float]  #: numeric transport stats summed over ranks
+    errors: list[str]
+    verified: bool
+
+    @property
+    def step_lead_max(self) -> float | None:
+        return float(self.lead_values.max()) if self.lead_values.size else None
+
+    @property
+    def step_lead_mean(self) -> float | None:
+        return float(self.lead_values.mean()) if self.lead_values.size else None
+
+
+@dataclasses.dataclass
+class SchemeMetrics:
+    """Everything measured for one scheme of a run."""
+
+    scheme: str
+    jobs: dict[int, JobMetrics]
+    steps: list[StepRecord]
+    errors: list[str]  #: ``error`` records and missing/unreadable data
+    verified: bool  #: every expected iteration of every job present and verified, no errors
+
+    @property
+    def ccts(self) -> list[IterationCct]:
+        return [c for j in sorted(self.jobs) for c in self.jobs[j].ccts]
+
+    @property
+    def iterations(self) -> int:
+        """Collectives measured (complete iterations over all jobs)."""
+        return len(self.ccts)
+
+    def cct_summary(self) -> Summary:
+        """CCT (s) over every complete iteration of every job."""
+        return Summary.of(c.cct_s for c in self.ccts)
+
+    def over_bound_summary(self) -> Summary:
+        return Summary.of(c.over_bound for c in self.ccts if c.over_bound is not None)
+
+    @property
+    def step_lead_max(self) -> float | None:
+        vals = [j.step_lead_max for j in self.jobs.values() if j.step_lead_max is not None]
+        return max(vals) if vals else None
+
+    @property
+    def step_lead_mean(self) -> float | None:
+        vals = [j.step_lead_mean for j in self.jobs.values() if j.step_lead_mean is not None]
+        return float(np.mean(vals)) if vals else None
+
+    def transport_totals(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for j in self.jobs.values():
+            for k, v in j.transport.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+
+def bandwidth_bound_s(collective: str, nranks: int, size_bytes: int, bandwidth_bps: float) -> float:
+    """Bandwidth bound of one ring collective (s).
+
+    All-reduce ``2(N-1)/N * S / B``; all-gather and reduce-scatter ``(N-1)/N * S / B``
+    (ring algorithm lower bound, e.g. Patarasuk & Yuan 2009; DESIGN.md section 7).
+    S in bytes per rank, B in bit/s; headers are not counted.
+    """
+    if nranks < 1 or bandwidth_bps <= 0:
+        raise ValueError(f"need nranks >= 1 and bandwidth > 0, got {nranks}, {bandwidth_bps}")
+    factor = 2 if collective == "allreduce" else 1
+    return factor * (nranks - 1) / nranks * size_bytes * 8 / bandwidth_bps
+
+
+def job_infos(topo: Topology, routes: Any = None) -> dict[int, JobInfo]:
+    """JobInfo of every job; B = the lockstep fair share of its ring flows (routing)."""
+    from .routing import compute_routes  # noqa: PLC0415 - avoid a cycle at import
+
+    routes = routes or compute_routes(topo)
+    out = {}
+    for job in topo.jobs:
+        bw = routes.job_bandwidth(job.id)
+        out[job.id] = JobInfo(
+            job.collective, len(job.ranks), job.size_bytes, bw.fair_share_bps, job.iterations
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class RunRecords:
+    """The parsed JSON lines of one scheme folder."""
+
+    steps: list[StepRecord] = dataclasses.field(default_factory=list)
+    iterations: list[IterationRecord] = dataclasses.field(default_factory=list)
+    transport: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    ranks: dict[int, set[int]] = dataclasses.field(default_factory=dict)  #: job -> ranks with a file
+    bad_lines: int = 0
+
+
+def load_records(scheme_dir: str | Path) -> RunRecords:
+    """Parse every ``job*-rank*.jsonl`` in ``scheme_dir``; malformed lines are counted."""
+    out = RunRecords()
+    d = Path(scheme_dir)
+    for path in sorted(d.glob("job*-rank*.jsonl")):
+        m = _FILE_RE.match(path.name)
+        if not m:
+            continue
+        out.ranks.setdefault(int(m.group(1)), set()).add(int(m.group(2)))
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                    _add_record(out, rec)
+                except (ValueError, KeyError, TypeError) as exc:
+                    out.bad_lines += 1
+                    log.warning("%s:%d: skipped malformed record (%s)", path, lineno, exc)
+    return out
+
+
+def _add_record(out: RunRecords, rec: dict[str, Any]) -> None:
+    kind = rec.get("kind")
+    if kind == "step":
+        out.steps.append(
+            StepRecord(
+                int(rec["job"]),
+                int(rec["rank"]),
+                int(rec["iteration"]),
+                int(rec["step"]),
+                float(rec["start"]),
+                float(rec["end"]),
+            )
+        )
+    elif kind == "iteration":
+        out.iterations.append(
+            IterationRecord(
+                int(rec["job"]),
+                int(rec["rank"]),
+                int(rec["iteration"]),
+                float(rec["start"]),
+                float(rec["end"]),
+                bool(rec.get("verified", False)),
+            )
+        )
+    elif kind == "transport":
+        out.transport.append(rec)
+    elif kind == "error":
+        out.errors.append(rec)
+    else:
+        raise ValueError(f"unknown kind {kind!r}")
+
+
+# --------------------------------------------------------------------------------------
+# Computing
+# --------------------------------------------------------------------------------------
+
+
+def step_lead_series(
+    steps: Iterable[StepRecord], samples: int = LEAD_SAMPLES
+) -> tuple[np.ndarray, np.ndarray]:
+    """(instants, lead) of one job's step records; see the module docstring.
+
+    Instants are ``samples`` evenly spaced points from the first step start to the last
+    step end of the job (absolute seconds). Empty arrays when fewer than 2 ranks logged.
+    """
+    by_rank: dict[int, dict[tuple[int, int], float]] = {}
+    t0, t1 = math.inf, -math.inf
+    for s in steps:
+        starts = by_rank.setdefault(s.rank, {})
+        key = (s.iteration, s.step)
+        starts[key] = min(starts.get(key, math.inf), s.start)
+        t0 = min(t0, s.start)
+        t1 = max(t1, s.end)
+    if len(by_rank) < 2 or not t1 > t0:
+        return np.zeros(0), np.zeros(0)
+    times = np.linspace(t0, t1, samples)
+    progress = []
+    for starts in by_rank.values():
+        ordered = np.maximum.accumulate(np.array([starts[k] for k in sorted(starts)], dtype=float))
+        progress.append(np.searchsorted(ordered, times, side="right") - 1)
+    stack = np.vstack(progress)
+    return times, (stack.max(axis=0) - stack.min(axis=0)).astype(float)
+
+
+def compute_metrics(
+    scheme_dir: str | Path,
+    *,
+    scheme: str,
+    jobs: Mapping[int, JobInfo] | None = None,
+    lead_samples: int = LEAD_SAMPLES,
+) -> SchemeMetrics:
+    """Metrics of one scheme from its results folder.
+
+    ``jobs`` (from :func:`job_infos`) gives each job's size and bandwidth for the bound,
+    its rank count (an iteration is complete when every rank logged it) and its expected
+    iterations (checked for ``verified``). Without it, ranks are the files found and no
+    bound is computed.
+    """
+    recs = load_records(scheme_dir)
+    jobs = dict(jobs or {})
+    errors = [f"job {e.get('job')} rank {e.get('rank')}: {e.get('message', '')}" for e in recs.errors]
+    if recs.bad_lines:
+        errors.append(f"{recs.bad_lines} malformed JSON line(s) in {scheme_dir}")
+    job_ids = sorted(set(jobs) | set(recs.ranks))
+    out: dict[int, JobMetrics] = {}
+    for job_id in job_ids:
+        info = jobs.get(job_id)
+        nranks = info.nranks if info else len(recs.ranks.get(job_id, ()))
+        job_errors = [e for e in errors if e.startswith(f"job {job_id} ")]
+        if job_id not in recs.ranks:
+            job_errors.append(f"job {job_id}: no results in {scheme_dir}")
+            errors.append(job_errors[-1])
+        iters: dict[int, list[IterationRecord]] = {}
+        for it in recs.iterations:
+            if it.job == job_id:
+                iters.setdefault(it.iteration, []).append(it)
+        ccts = []
+        for k in sorted(iters):
+            rows = iters[k]
+            ranks = {r.rank for r in rows}
+            complete = len(ranks) >= nranks
+            if not complete:
+                msg = f"job {job_id} iteration {k}: {len(ranks)} of {nranks} ranks logged it"
+                job_errors.append(msg)
+                errors.append(msg)
+                continue
+            ccts.append(
+                IterationCct(
+                    job=job_id,
+                    iteration=k,
+                    start=min(r.start for r in rows),
+                    end=max(r.end for r in rows),
+                    ranks=len(ranks),
+                    verified=all(r.verified for r in rows),
+                    bound_s=info.bound_s if info else None,
+                )
+            )
+        expected = info.iterations if info and info.iterations is not None else None
+        if expected is not None and len(ccts) < expected:
+            msg = f"job {job_id}: {len(ccts)} of {expected} iterations complete"
+            job_errors.append(msg)
+            errors.append(msg)
+        all_rows = [r for rows in iters.values() for r in rows]
+        jct = (max(r.end for r in all_rows) - min(r.start for r in all_rows)) if all_rows else None
+        transport: dict[str, float] = {}
+        for t in recs.transport:
+            if t.get("job") != job_id:
+                continue
+            for key, val in t.items():
+                if key in ("job", "rank", "kind") or isinstance(val, bool):
+                    continue
+                if isinstance(val, int | float):
+                    transport[key] = transport.get(key, 0) + val
+        times, lead = step_lead_series((s for s in recs.steps if s.job == job_id), lead_samples)
+        verified = bool(ccts) and all(c.verified for c in ccts) and not job_errors
+        out[job_id] = JobMetrics(job_id, nranks, ccts, times, lead, jct, transport, job_errors, verified)
+    verified = bool(out) and all(j.verified for j in out.values()) and not errors
+    log.info(
+        "%s: %d iterations over %d job(s), verified=%s",
+        scheme,
+        sum(len(j.ccts) for j in out.values()),
+        len(out),
+        verified,
+    )
+    return SchemeMetrics(scheme, out, sorted(recs.steps, key=_step_key), errors, verified)
+
+
+def _step_key(s: StepRecord) -> tuple[int, int, int, int]:
+    return (s.job, s.rank, s.iteration, s.step)

@@ -1,0 +1,341 @@
+"""Routes and switch table entries for a topology (pure; no root, no I/O).
+
+Routing rule (deterministic, destination-based because ``MyIngress.ipv4_lpm`` matches
+only ``hdr.ipv4.dstAddr``):
+
+1. For each destination host d, a BFS over the switch graph from d's access switch gives
+   every switch its hop distance to d (hosts never forward).
+2. At switch s the equal-cost next hops toward d are the neighbour switches one hop
+   closer, sorted by name: ``c[0..k-1]``.
+3. s forwards d's traffic to ``c[(i * k) // H]``, where i is d's index in the file's
+   ``hosts`` list and H the number of hosts ("destination blocks"): the host list is cut
+   into k contiguous blocks and block j is reached through the j-th next hop. In a
+   leaf-spine with hosts listed leaf by leaf and 2 spines, the first half of the hosts is
+   reached via the first spine and the second half via the second, so every leaf uplink
+   and spine downlink is used and placement in the file decides which flows share.
+
+A flow's path is the chain of these next hops, so paths and forwarding tables agree.
+
+Table entries use the control API form of docs/interfaces.md section 3
+(``table, match, action, params``, fully qualified P4 names), so the runner replays
+``SwitchProgram.entries`` with ``table_add`` and ``SwitchProgram.queues`` with
+``set_queue``. The per-job ``expected_flows`` of ``MyIngress.symphony_config`` is the
+number of the job's ring flows (rank r -> rank (r+1) % N, DATA direction) whose path
+crosses the switch (DESIGN.md section 4).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from hostapps.wire import MAX_RANKS, STEP_WINDOW
+
+from .topology import NetworkPlan, PortPlan, Topology
+
+log = logging.getLogger(__name__)
+
+Scheme = Literal["baseline", "symphony"]
+
+#: ``mode`` parameter of ``set_symphony_config`` per scheme (p4/include/constants.p4).
+MODES: dict[str, int] = {"baseline": 0, "symphony": 1}
+#: Fixed-point unit of the marking slope and probability (``PROB_ONE`` in constants.p4).
+PROB_ONE = 65536
+
+TABLE_LPM = "MyIngress.ipv4_lpm"
+TABLE_SYMPHONY = "MyIngress.symphony_config"
+TABLE_QUEUE_ECN = "MyEgress.queue_ecn"
+ACTION_FORWARD = "MyIngress.ipv4_forward"
+ACTION_SYMPHONY = "MyIngress.set_symphony_config"
+ACTION_ECN = "MyEgress.set_ecn_threshold"
+#: Counters the runner reads (docs/interfaces.md section 2).
+COUNTER_SYMPHONY_MARKS = "MyEgress.symphony_marks"  # [job]
+COUNTER_QUEUE_MARKS = "MyEgress.queue_marks"  # [job]
+COUNTER_DROPS = "MyIngress.drops"  # [ingress port]
+
+
+@dataclasses.dataclass(frozen=True)
+class TableEntry:
+    """One ``table_add`` of the control API (docs/interfaces.md section 3)."""
+
+    table: str
+    match: dict[str, Any]
+    action: str
+    params: dict[str, Any]
+    priority: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"table", "match", "action", "params"}`` (+ ``priority`` when set)."""
+        out: dict[str, Any] = {
+            "table": self.table,
+            "match": dict(self.match),
+            "action": self.action,
+            "params": dict(self.params),
+        }
+        if self.priority is not None:
+            out["priority"] = self.priority
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueConfig:
+    """Egress shaping of one switch port (``set_queue``), from the attached link."""
+
+    port: int
+    rate_bps: float  #: service rate (bit/s)
+    depth_pkts: int  #: queue depth (packets)
+    delay_us: int  #: propagation delay (microseconds)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class SwitchProgram:
+    """Everything the runner installs on one switch."""
+
+    switch: str
+    entries: tuple[TableEntry, ...]
+    queues: tuple[QueueConfig, ...]
+    #: job id -> expected_flows installed here (jobs with none are absent)
+    expected_flows: dict[int, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "switch": self.switch,
+            "entries": [e.as_dict() for e in self.entries],
+            "queues": [q.as_dict() for q in self.queues],
+            "expected_flows": dict(self.expected_flows),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowPath:
+    """The path of one ring flow (DATA direction)."""
+
+    job: int
+    src_rank: int
+    dst_rank: int
+    nodes: tuple[str, ...]  #: src host, switches..., dst host
+    links: tuple[int, ...]  #: index in Topology.links of each hop
+
+    @property
+    def src_host(self) -> str:
+        return self.nodes[0]
+
+    @property
+    def dst_host(self) -> str:
+        return self.nodes[-1]
+
+    @property
+    def switches(self) -> tuple[str, ...]:
+        return self.nodes[1:-1]
+
+    @property
+    def hops(self) -> tuple[tuple[str, str], ...]:
+        """Directed hops ``(from, to)``."""
+        return tuple(zip(self.nodes[:-1], self.nodes[1:], strict=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class JobBandwidth:
+    """Bandwidth available to a job's ring flows, for the bandwidth bound (DESIGN.md 7).
+
+    ``bottleneck_bps``: min link rate over every ring-flow path (the brief's B).
+    ``fair_share_bps``: min over directed hops of link rate / number of the job's ring
+    flows on that hop: what each flow gets when the ring runs in lockstep, so the tight
+    bound when ring flows share links (equal to ``bottleneck_bps`` when none do).
+    ``max_flows_per_hop``: most ring flows of the job sharing one directed hop.
+    """
+
+    job: int
+    bottleneck_bps: float
+    fair_share_bps: float
+    max_flows_per_hop: int
+
+
+class Routes:
+    """Next hops toward every host and the resulting paths (see the module docstring)."""
+
+    def __init__(self, topo: Topology) -> None:
+        self.topo = topo
+        self.plan: NetworkPlan = topo.plan
+        #: switch -> destination host -> egress port
+        self.next_hop: dict[str, dict[str, PortPlan]] = {s.name: {} for s in self.plan.switches}
+        self._compute()
+
+    def _compute(self) -> None:
+        plan = self.plan
+        sw_ports = {s.name: s.ports for s in plan.switches}
+        neighbours = {
+            s: sorted({p.peer for p in ports if p.peer in sw_ports}) for s, ports in sw_ports.items()
+        }
+        n_hosts = len(plan.hosts)
+        for host in plan.hosts:
+            # BFS distances to the host's access switch over switches only.
+            dist = {host.switch: 0}
+            queue = deque([host.switch])
+            while queue:
+                cur = queue.popleft()
+                for nxt in neighbours[cur]:
+                    if nxt not in dist:
+                        dist[nxt] = dist[cur] + 1
+                        queue.append(nxt)
+            for sw in plan.switches:
+                if sw.name == host.switch:
+                    self.next_hop[sw.name][host.name] = sw.port_to(host.name)
+                    continue
+                if sw.name not in dist:  # cannot happen in a connected topology
+                    continue
+                cands = [n for n in neighbours[sw.name] if dist.get(n) == dist[sw.name] - 1]
+                choice = cands[(host.index * len(cands)) // n_hosts]
+                self.next_hop[sw.name][host.name] = sw.port_to(choice)
+
+    def path(self, src_host: str, dst_host: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """(nodes, link indices) from ``src_host`` to ``dst_host``."""
+        src = self.plan.host(src_host)
+        nodes = [src_host, src.switch]
+        links = [self.plan.switch(src.switch).port_to(src_host).link_index]
+        cur = src.switch
+        while True:
+            port = self.next_hop[cur][dst_host]
+            nodes.append(port.peer)
+            links.append(port.link_index)
+            if port.peer == dst_host:
+                break
+            cur = port.peer
+            if len(nodes) > len(self.plan.switches) + 2:  # pragma: no cover - defensive
+                raise RuntimeError(f"routing loop from {src_host} to {dst_host}")
+        return tuple(nodes), tuple(links)
+
+    def ring_flows(self, job_id: int) -> list[FlowPath]:
+        """Paths of job ``job_id``'s ring flows, rank r -> (r+1) % N, in rank order."""
+        job = self.topo.job(job_id)
+        n = len(job.ranks)
+        out = []
+        for r in range(n):
+            nodes, links = self.path(job.ranks[r], job.ranks[(r + 1) % n])
+            out.append(FlowPath(job.id, r, (r + 1) % n, nodes, links))
+        return out
+
+    def expected_flows(self) -> dict[str, dict[int, int]]:
+        """switch -> job id -> ring flows of the job crossing it (only counts >= 1)."""
+        out: dict[str, dict[int, int]] = {s.name: {} for s in self.plan.switches}
+        for job in self.topo.jobs:
+            for flow in self.ring_flows(job.id):
+                for sw in set(flow.switches):
+                    out[sw][job.id] = out[sw].get(job.id, 0) + 1
+        return out
+
+    def hop_load(self, job_id: int) -> dict[tuple[str, str], list[int]]:
+        """Directed hop ``(from, to)`` -> src ranks of the job's ring flows on it."""
+        load: dict[tuple[str, str], list[int]] = {}
+        for flow in self.ring_flows(job_id):
+            for hop in flow.hops:
+                load.setdefault(hop, []).append(flow.src_rank)
+        return load
+
+    def job_bandwidth(self, job_id: int) -> JobBandwidth:
+        """Bottleneck and lockstep fair share of job ``job_id``'s ring flows (bit/s)."""
+        rate = {}
+        for flow in self.ring_flows(job_id):
+            for hop, li in zip(flow.hops, flow.links, strict=True):
+                rate[hop] = self.plan.links[li].bandwidth_bps
+        load = self.hop_load(job_id)
+        return JobBandwidth(
+            job=job_id,
+            bottleneck_bps=min(rate.values()),
+            fair_share_bps=min(rate[h] / len(ranks) for h, ranks in load.items()),
+            max_flows_per_hop=max(len(r) for r in load.values()),
+        )
+
+
+def compute_routes(topo: Topology) -> Routes:
+    """The deterministic routes of ``topo`` (see the module docstring for the rule)."""
+    return Routes(topo)
+
+
+def slope_to_fixed(slope: float) -> int:
+    """Marking slope per step of lead -> ``set_symphony_config.slope`` in 1/65536.
+
+    0.5 -> 32768. Capped at ``PROB_ONE`` (65536): the P4 marks when a 16-bit draw
+    (0..65535) is ``<`` ``(lead - T) * slope``, so 65536 already marks with probability
+    1 at one step beyond T, and the cap keeps the product inside 32 bits for any lead
+    below 2^15. A positive slope never rounds to 0.
+    """
+    if slope <= 0:
+        return 0
+    return max(1, min(PROB_ONE, round(slope * PROB_ONE)))
+
+
+def symphony_entry(topo: Topology, job_id: int, flows: int, scheme: Scheme) -> TableEntry:
+    """The ``MyIngress.symphony_config`` entry of one job on one switch."""
+    params = topo.symphony_for(job_id)
+    return TableEntry(
+        table=TABLE_SYMPHONY,
+        match={"hdr.cth.job_id": job_id},
+        action=ACTION_SYMPHONY,
+        params={
+            "flows": flows,
+            "lead_threshold": params.lead_threshold,
+            "slope": slope_to_fixed(params.slope),
+            "queue_gate": params.queue_gate,
+            "mode": MODES[scheme],
+        },
+    )
+
+
+def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None) -> dict[str, SwitchProgram]:
+    """Per switch (file order): table entries and queue configs for ``scheme``.
+
+    Entries, in install order: ``ipv4_lpm`` (one /32 per host, hosts in file order),
+    ``queue_ecn`` (one per port, when ``ecn.enabled``), ``symphony_config`` (one per job
+    crossing the switch; installed in both schemes so the per-job mark counters count,
+    ``mode`` 0 for baseline and 1 for symphony).
+    """
+    if scheme not in MODES:
+        raise ValueError(f"unknown scheme {scheme!r}; use one of {', '.join(MODES)}")
+    routes = routes or compute_routes(topo)
+    plan = routes.plan
+    expected = routes.expected_flows()
+    out: dict[str, SwitchProgram] = {}
+    for sw in plan.switches:
+        entries: list[TableEntry] = []
+        for host in plan.hosts:
+            port = routes.next_hop[sw.name][host.name]
+            entries.append(
+                TableEntry(
+                    table=TABLE_LPM,
+                    match={"hdr.ipv4.dstAddr": f"{host.ip}/32"},
+                    action=ACTION_FORWARD,
+                    params={"srcAddr": port.mac, "dstAddr": host.mac, "port": port.port},
+                )
+            )
+        if topo.ecn.enabled:
+            for port in sw.ports:
+                entries.append(
+                    TableEntry(
+                        table=TABLE_QUEUE_ECN,
+                        match={"standard_metadata.egress_port": port.port},
+                        action=ACTION_ECN,
+                        params={"threshold": topo.ecn.threshold_packets},
+                    )
+                )
+        for job_id, flows in sorted(expected[sw.name].items()):
+            entries.append(symphony_entry(topo, job_id, flows, scheme))
+        queues = tuple(QueueConfig(p.port, p.rate_bps, p.depth_pkts, p.delay_us) for p in sw.ports)
+        out[sw.name] = SwitchProgram(sw.name, tuple(entries), queues, dict(sorted(expected[sw.name].items())))
+        log.debug("switch %s: %d entries, %d queues", sw.name, len(entries), len(queues))
+    return out
+
+
+def job_register_resets(job_id: int) -> Mapping[str, range]:
+    """Register name -> indices to zero before job ``job_id`` starts (DESIGN.md 4)."""
+    return {
+        "MyIngress.flow_step": range(job_id * MAX_RANKS, (job_id + 1) * MAX_RANKS),
+        "MyIngress.step_count": range(job_id * STEP_WINDOW, (job_id + 1) * STEP_WINDOW),
+        "MyIngress.frontier": range(job_id, job_id + 1),
+    }

@@ -1,0 +1,197 @@
+"""Metrics on synthetic worker JSON lines, checked against hand-computed values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emu.metrics import (
+    JobInfo,
+    StepRecord,
+    Summary,
+    bandwidth_bound_s,
+    compute_metrics,
+    job_infos,
+    step_lead_series,
+)
+from emu.topology import load_topology
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_rank(folder: Path, job: int, rank: int, records: list[dict[str, Any]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"job{job}-rank{rank}.jsonl").open("w") as fh:
+        for rec in records:
+            fh.write(json.dumps({"job": job, "rank": rank, **rec}) + "\n")
+
+
+def it(k: int, start: float, end: float, verified: bool = True) -> dict[str, Any]:
+    return {
+        "kind": "iteration",
+        "iteration": k,
+        "start": start,
+        "end": end,
+        "verified": verified,
+        "digest": "x",
+    }
+
+
+def steps(k: int, starts: list[float], end: float, base: int = 0) -> list[dict[str, Any]]:
+    ends = starts[1:] + [end]
+    return [
+        {"kind": "step", "iteration": k, "step": base + s, "start": a, "end": b}
+        for s, (a, b) in enumerate(zip(starts, ends, strict=True))
+    ]
+
+
+def make_run(folder: Path) -> None:
+    """3 ranks, 2 iterations. CCTs: it0 1.2 - 0.0 = 1.2 s; it1 3.5 - 2.0 = 1.5 s."""
+    tr = {
+        "kind": "transport",
+        "packets_sent": 100,
+        "retransmissions": 2,
+        "cnps_sent": 1,
+        "cnps_received": 3,
+        "rate_samples": [[0.0, 1e7]],
+    }
+    write_rank(
+        folder,
+        0,
+        0,
+        [
+            *steps(0, [0.0, 0.2, 0.4, 0.6], 1.0),
+            it(0, 0.0, 1.0),
+            *steps(1, [2.0, 2.2, 2.4, 2.6], 3.0, 4),
+            it(1, 2.0, 3.0),
+            tr,
+        ],
+    )
+    write_rank(
+        folder,
+        0,
+        1,
+        [
+            *steps(0, [0.1, 0.3, 0.5, 0.7], 1.2),
+            it(0, 0.1, 1.2),
+            *steps(1, [2.0, 2.3, 2.5, 2.7], 2.9, 4),
+            it(1, 2.0, 2.9),
+            tr,
+        ],
+    )
+    write_rank(
+        folder,
+        0,
+        2,
+        [
+            *steps(0, [0.05, 0.25, 0.45, 0.65], 1.1),
+            it(0, 0.05, 1.1),
+            *steps(1, [2.1, 2.4, 2.8, 3.2], 3.5, 4),
+            it(1, 2.1, 3.5),
+            tr,
+        ],
+    )
+
+
+INFO = {0: JobInfo("allreduce", 3, 3_000_000, 8e6, iterations=2)}
+
+
+def test_bandwidth_bound() -> None:
+    # 2(N-1)/N * S / B: 2 * 2/3 * 3e6 B * 8 / 8e6 bit/s = 4/3 * 3 = 4 s
+    assert bandwidth_bound_s("allreduce", 3, 3_000_000, 8e6) == pytest.approx(4.0)
+    assert bandwidth_bound_s("allgather", 3, 3_000_000, 8e6) == pytest.approx(2.0)
+    assert bandwidth_bound_s("reducescatter", 4, 1_000_000, 1e6) == pytest.approx(6.0)
+    with pytest.raises(ValueError):
+        bandwidth_bound_s("allreduce", 3, 10, 0)
+
+
+def test_cct_by_hand(tmp_path: Path) -> None:
+    make_run(tmp_path)
+    m = compute_metrics(tmp_path, scheme="baseline", jobs=INFO)
+    assert [c.cct_s for c in m.ccts] == pytest.approx([1.2, 1.5])
+    assert [c.over_bound for c in m.ccts] == pytest.approx([0.3, 0.375])
+    assert m.iterations == 2
+    assert m.verified and not m.errors
+    s = m.cct_summary()
+    assert s.mean == pytest.approx(1.35)
+    assert s.p50 == pytest.approx(1.35)
+    assert s.p99 == pytest.approx(1.2 + 0.99 * 0.3)
+    assert m.over_bound_summary().mean == pytest.approx(0.3375)
+    job = m.jobs[0]
+    assert job.jct_s == pytest.approx(3.5)
+    assert job.transport == {"packets_sent": 300, "retransmissions": 6, "cnps_sent": 3, "cnps_received": 9}
+    assert len(m.steps) == 24
+
+
+def test_step_lead_by_hand() -> None:
+    # rank 0 enters steps 0..3 at 0, 1, 2, 3; rank 1 at 0, 2.5, 3, 3.5; both end at 4.
+    # lead: [0,1) 0, [1,2) 1, [2,2.5) 2, [2.5,3) 1, [3,3.5) 1, [3.5,4] 0
+    # max 2, time average (1 + 2*0.5 + 0.5 + 0.5) / 4 = 0.75
+    recs = [StepRecord(0, 0, 0, s, t, t + 1) for s, t in enumerate([0.0, 1.0, 2.0, 3.0])]
+    starts1 = [0.0, 2.5, 3.0, 3.5]
+    recs += [StepRecord(0, 1, 0, s, t, (starts1 + [4.0])[s + 1]) for s, t in enumerate(starts1)]
+    times, lead = step_lead_series(recs, samples=40_001)
+    assert times[0] == 0.0 and times[-1] == 4.0
+    assert lead.max() == 2
+    assert lead.mean() == pytest.approx(0.75, abs=1e-3)
+
+
+def test_step_lead_in_metrics(tmp_path: Path) -> None:
+    make_run(tmp_path)
+    m = compute_metrics(tmp_path, scheme="baseline", jobs=INFO, lead_samples=20_001)
+    # Iteration 1 at t=3.3: rank 0 and rank 1 have started their last step (ordinal 7)
+    # while rank 2 entered step 7 at 3.2 -> all 7; at t=2.75: ranks 0,1 at 7 (2.6/2.7),
+    # rank 2 at ordinal 5 (2.4) -> lead 2. Never more than 2.
+    assert m.step_lead_max == 2
+    assert 0 < m.step_lead_mean < 1
+
+
+def test_incomplete_and_unverified(tmp_path: Path) -> None:
+    make_run(tmp_path)
+    # rank 2 failed iteration 1: drop its record, add an error; rank 1 did not verify it0.
+    lines = (tmp_path / "job0-rank2.jsonl").read_text().splitlines()
+    lines = [ln for ln in lines if '"iteration": 1, "start": 2.1' not in ln]
+    lines.append(json.dumps({"kind": "error", "job": 0, "rank": 2, "message": "step 7: no data"}))
+    lines.append("{truncated")
+    (tmp_path / "job0-rank2.jsonl").write_text("\n".join(lines) + "\n")
+    text = (tmp_path / "job0-rank1.jsonl").read_text().replace('"verified": true', '"verified": false', 1)
+    (tmp_path / "job0-rank1.jsonl").write_text(text)
+    m = compute_metrics(tmp_path, scheme="symphony", jobs=INFO)
+    assert [c.iteration for c in m.ccts] == [0]
+    assert not m.ccts[0].verified
+    assert not m.verified
+    joined = " | ".join(m.errors)
+    assert "step 7: no data" in joined
+    assert "iteration 1: 2 of 3 ranks" in joined
+    assert "1 of 2 iterations complete" in joined
+    assert "malformed" in joined
+
+
+def test_missing_job_is_not_verified(tmp_path: Path) -> None:
+    m = compute_metrics(tmp_path, scheme="baseline", jobs=INFO)
+    assert not m.verified and m.iterations == 0
+    assert m.cct_summary() == Summary(None, None, None, 0)
+    assert m.step_lead_max is None
+
+
+def test_without_job_info(tmp_path: Path) -> None:
+    make_run(tmp_path)
+    m = compute_metrics(tmp_path, scheme="baseline")
+    assert m.jobs[0].nranks == 3
+    assert m.ccts[0].bound_s is None and m.over_bound_summary().mean is None
+    assert m.verified
+
+
+def test_job_infos_from_topology() -> None:
+    info = job_infos(load_topology(REPO / "topologies" / "default.yaml"))[0]
+    assert (info.collective, info.nranks, info.size_bytes, info.bandwidth_bps) == (
+        "allreduce",
+        8,
+        262144,
+        5e6,
+    )
+    # 2 * 7/8 * 262144 B * 8 / 5e6 bit/s
+    assert info.bound_s == pytest.approx(0.73400, abs=1e-5)

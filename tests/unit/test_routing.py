@@ -1,0 +1,198 @@
+"""Routing: deterministic paths, expected_flows by hand, well-formed table entries."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import pytest
+
+from emu.routing import (
+    ACTION_ECN,
+    ACTION_FORWARD,
+    ACTION_SYMPHONY,
+    TABLE_LPM,
+    TABLE_QUEUE_ECN,
+    TABLE_SYMPHONY,
+    compute_routes,
+    job_register_resets,
+    slope_to_fixed,
+    switch_programs,
+)
+from emu.topology import Topology, load_topology, parse_topology
+
+REPO = Path(__file__).resolve().parents[2]
+TOPOLOGIES = sorted((REPO / "topologies").glob("*.yaml"))
+
+
+def _load(name: str) -> Topology:
+    return load_topology(REPO / "topologies" / f"{name}.yaml")
+
+
+def test_default_paths_by_hand() -> None:
+    # h1-h4 (first half of 'hosts') are reached via spine1, h5-h8 via spine2.
+    routes = compute_routes(_load("default"))
+    paths = [f.nodes for f in routes.ring_flows(0)]
+    assert paths == [
+        ("h1", "leaf1", "spine2", "leaf3", "h5"),
+        ("h5", "leaf3", "spine1", "leaf2", "h3"),
+        ("h3", "leaf2", "spine2", "leaf4", "h7"),
+        ("h7", "leaf4", "spine1", "leaf1", "h2"),
+        ("h2", "leaf1", "spine2", "leaf4", "h8"),
+        ("h8", "leaf4", "spine1", "leaf2", "h4"),
+        ("h4", "leaf2", "spine2", "leaf3", "h6"),
+        ("h6", "leaf3", "spine1", "leaf1", "h1"),
+    ]
+
+
+def test_default_shared_links_by_hand() -> None:
+    load = compute_routes(_load("default")).hop_load(0)
+    shared = {hop: ranks for hop, ranks in load.items() if len(ranks) > 1}
+    assert shared == {
+        ("leaf1", "spine2"): [0, 4],
+        ("leaf2", "spine2"): [2, 6],
+        ("leaf3", "spine1"): [1, 7],
+        ("leaf4", "spine1"): [3, 5],
+        ("spine2", "leaf3"): [0, 6],
+        ("spine2", "leaf4"): [2, 4],
+        ("spine1", "leaf1"): [3, 7],
+        ("spine1", "leaf2"): [1, 5],
+    }
+    # Each flow shares its uplink with one flow and its downlink with a different one.
+    for flow in compute_routes(_load("default")).ring_flows(0):
+        up = set(load[flow.hops[1]]) - {flow.src_rank}
+        down = set(load[flow.hops[2]]) - {flow.src_rank}
+        assert len(up) == 1 and len(down) == 1 and up != down
+
+
+def test_expected_flows_default_by_hand() -> None:
+    # Each leaf: 2 flows out + 2 in; each spine: 4 of the 8 flows pass through it.
+    expected = compute_routes(_load("default")).expected_flows()
+    assert expected == {sw: {0: 4} for sw in ("leaf1", "leaf2", "leaf3", "leaf4", "spine1", "spine2")}
+
+
+def test_expected_flows_single_and_dumbbell() -> None:
+    assert compute_routes(_load("single")).expected_flows() == {"s1": {0: 4}}
+    assert compute_routes(_load("dumbbell")).expected_flows() == {"s1": {0: 8}, "s2": {0: 8}}
+
+
+def test_job_bandwidth() -> None:
+    default = compute_routes(_load("default")).job_bandwidth(0)
+    assert (default.bottleneck_bps, default.fair_share_bps, default.max_flows_per_hop) == (10e6, 5e6, 2)
+    dumbbell = compute_routes(_load("dumbbell")).job_bandwidth(0)
+    assert (dumbbell.fair_share_bps, dumbbell.max_flows_per_hop) == (2.5e6, 4)
+    single = compute_routes(_load("single")).job_bandwidth(0)
+    assert (single.bottleneck_bps, single.fair_share_bps) == (10e6, 10e6)
+
+
+@pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.name)
+def test_deterministic(path: Path) -> None:
+    a = switch_programs(load_topology(path), "symphony")
+    b = switch_programs(load_topology(path), "symphony")
+    assert {k: v.as_dict() for k, v in a.items()} == {k: v.as_dict() for k, v in b.items()}
+
+
+@pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.name)
+@pytest.mark.parametrize("scheme", ["baseline", "symphony"])
+def test_entries_well_formed(path: Path, scheme: str) -> None:
+    topo = load_topology(path)
+    plan = topo.plan
+    routes = compute_routes(topo)
+    progs = switch_programs(topo, scheme, routes)  # type: ignore[arg-type]
+    assert list(progs) == [s.name for s in topo.switches]
+    macs = {h.ip: h.mac for h in plan.hosts}
+    for sw in plan.switches:
+        prog = progs[sw.name]
+        port_macs = {p.port: p.mac for p in sw.ports}
+        lpm = [e for e in prog.entries if e.table == TABLE_LPM]
+        assert len(lpm) == len(plan.hosts)
+        for e in lpm:
+            assert set(e.as_dict()) == {"table", "match", "action", "params"}
+            assert e.action == ACTION_FORWARD
+            net = ipaddress.IPv4Network(e.match["hdr.ipv4.dstAddr"])
+            assert net.prefixlen == 32
+            assert set(e.params) == {"srcAddr", "dstAddr", "port"}
+            assert e.params["dstAddr"] == macs[str(net.network_address)]
+            assert port_macs[e.params["port"]] == e.params["srcAddr"]
+        ecn = [e for e in prog.entries if e.table == TABLE_QUEUE_ECN]
+        assert sorted(e.match["standard_metadata.egress_port"] for e in ecn) == sorted(port_macs)
+        assert all(
+            e.action == ACTION_ECN and e.params == {"threshold": topo.ecn.threshold_packets} for e in ecn
+        )
+        sym = [e for e in prog.entries if e.table == TABLE_SYMPHONY]
+        assert len(sym) == len(prog.expected_flows) >= 1
+        for e in sym:
+            assert e.action == ACTION_SYMPHONY
+            assert set(e.params) == {"flows", "lead_threshold", "slope", "queue_gate", "mode"}
+            assert e.params["flows"] == prog.expected_flows[e.match["hdr.cth.job_id"]] >= 1
+            assert e.params["mode"] == (1 if scheme == "symphony" else 0)
+        assert [(q.port, q.rate_bps, q.depth_pkts, q.delay_us) for q in prog.queues] == [
+            (p.port, p.rate_bps, p.depth_pkts, p.delay_us) for p in sw.ports
+        ]
+    # Following the lpm entries hop by hop from every host reaches every other host.
+    by_switch = {
+        sw: {e.match["hdr.ipv4.dstAddr"]: e.params["port"] for e in p.entries if e.table == TABLE_LPM}
+        for sw, p in progs.items()
+    }
+    for src in plan.hosts:
+        for dst in plan.hosts:
+            if src is dst:
+                continue
+            cur, hops = src.switch, 0
+            while True:
+                port = plan.switch(cur).ports[by_switch[cur][f"{dst.ip}/32"] - 1]
+                hops += 1
+                if port.peer == dst.name:
+                    break
+                cur = port.peer
+                assert hops <= len(plan.switches)
+            assert (cur, port.port) == (dst.switch, dst.switch_port)
+
+
+def test_default_symphony_entry_values() -> None:
+    prog = switch_programs(_load("default"), "symphony")["spine1"]
+    (entry,) = [e for e in prog.entries if e.table == TABLE_SYMPHONY]
+    assert entry.as_dict() == {
+        "table": "MyIngress.symphony_config",
+        "match": {"hdr.cth.job_id": 0},
+        "action": "MyIngress.set_symphony_config",
+        "params": {"flows": 4, "lead_threshold": 1, "slope": 32768, "queue_gate": 1, "mode": 1},
+    }
+
+
+def test_switch_without_job_flows_gets_no_symphony_entry() -> None:
+    topo = parse_topology(
+        """
+name: t
+hosts: [{name: h1}, {name: h2}, {name: h3}]
+switches: [{name: s1}, {name: s2}]
+links: [{a: h1, b: s1}, {a: h2, b: s1}, {a: s1, b: s2}, {a: h3, b: s2}]
+jobs: [{id: 3, ranks: [h1, h2]}]
+ecn: {enabled: false}
+""",
+        "t.yaml",
+    )
+    progs = switch_programs(topo, "baseline")
+    assert progs["s1"].expected_flows == {3: 2}
+    assert progs["s2"].expected_flows == {}
+    assert not [e for e in progs["s2"].entries if e.table in (TABLE_SYMPHONY, TABLE_QUEUE_ECN)]
+
+
+def test_slope_fixed_point() -> None:
+    assert slope_to_fixed(0.5) == 32768
+    assert slope_to_fixed(1.0) == 65536
+    assert slope_to_fixed(7.0) == 65536  # capped: probability 1 at one step past T
+    assert slope_to_fixed(0.0) == 0
+    assert slope_to_fixed(1e-9) == 1
+
+
+def test_unknown_scheme() -> None:
+    with pytest.raises(ValueError, match="unknown scheme"):
+        switch_programs(_load("single"), "fast")  # type: ignore[arg-type]
+
+
+def test_register_resets() -> None:
+    resets = job_register_resets(2)
+    assert resets["MyIngress.flow_step"] == range(128, 192)
+    assert resets["MyIngress.step_count"] == range(128, 192)
+    assert resets["MyIngress.frontier"] == range(2, 3)

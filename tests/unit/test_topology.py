@@ -1,0 +1,198 @@
+"""Topology schema: every shipped file loads; each mistake gives one line naming file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emu.topology import TopologyError, load_topology, parse_topology
+
+REPO = Path(__file__).resolve().parents[2]
+TOPOLOGIES = sorted((REPO / "topologies").glob("*.yaml"))
+
+GOOD = """\
+name: t
+hosts:
+  - {name: h1}
+  - {name: h2, ip: 10.0.0.9}
+  - {name: h3}
+switches:
+  - {name: s1}
+  - {name: s2}
+links:
+  - {a: h1, b: s1}
+  - {a: h2, b: s1, bandwidth_mbps: 20, delay_ms: 0.5, queue_packets: 10}
+  - {a: s1, b: s2}
+  - {a: s2, b: h3}
+jobs:
+  - {id: 2, ranks: [h1, h2, h3]}
+"""
+
+
+def test_shipped_topologies_exist() -> None:
+    names = {p.stem for p in TOPOLOGIES}
+    assert {"default", "dumbbell", "single"} <= names
+
+
+@pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.name)
+def test_shipped_topology_loads(path: Path) -> None:
+    topo = load_topology(path)
+    assert topo.jobs, "every shipped scenario runs a job"
+    plan = topo.plan
+    assert len(plan.hosts) == len(topo.hosts)
+    for link in topo.links:
+        assert link.bandwidth_mbps and link.delay_ms is not None and link.queue_packets
+
+
+def test_defaults_and_ips_resolved() -> None:
+    topo = parse_topology(GOOD, "t.yaml")
+    assert [str(h.ip) for h in topo.hosts] == ["10.0.0.1", "10.0.0.9", "10.0.0.2"]
+    assert topo.links[0].bandwidth_mbps == 10.0
+    assert topo.links[0].delay_ms == 0.1
+    assert topo.links[0].queue_packets == 64
+    assert topo.line_rate_bps("h2") == 20e6
+    assert topo.symphony_for(2).slope == 0.5
+    job = topo.job(2)
+    assert job.collective == "allreduce" and job.iterations == 5
+
+
+def test_plan_ports_interfaces_macs() -> None:
+    plan = parse_topology(GOOD, "t.yaml").plan
+    s1 = plan.switch("s1")
+    assert [(p.port, p.intf, p.peer) for p in s1.ports] == [
+        (1, "s1-eth1", "h1"),
+        (2, "s1-eth2", "h2"),
+        (3, "s1-eth3", "s2"),
+    ]
+    assert s1.ports[2].peer_port == 1 and s1.ports[2].peer_intf == "s2-eth1"
+    assert s1.ports[1].rate_bps == 20e6 and s1.ports[1].delay_us == 500 and s1.ports[1].depth_pkts == 10
+    h3 = plan.host("h3")
+    assert (h3.intf, h3.switch, h3.switch_port, h3.mac) == ("h3-eth0", "s2", 2, "02:00:00:00:00:03")
+    assert s1.ports[0].mac == "02:01:00:01:00:01"
+    assert plan.switch("s2").ports[1].mac == "02:01:00:02:00:02"
+    assert plan.arp_table()["10.0.0.9"] == "02:00:00:00:00:02"
+    macs = [p.mac for s in plan.switches for p in s.ports] + [h.mac for h in plan.hosts]
+    assert len(set(macs)) == len(macs)
+
+
+def _error(text: str, name: str = "topologies/bad.yaml") -> str:
+    with pytest.raises(TopologyError) as info:
+        parse_topology(text, name)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{name}: ")
+    assert "; " in msg  # problem; fix
+    return msg
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "words"),
+    [
+        ("  - {id: 2, ranks", "  - {id: 2, colour: red, ranks", "jobs[0].colour", "unknown key 'colour'"),
+        ("name: t\n", "name: t\nswitchez: []\n", "switchez", "unknown key"),
+        ("{a: s2, b: h3}", "{a: s2, b: h9}", "links[3].b", "unknown node 'h9'"),
+        ("bandwidth_mbps: 20", "bandwidth_mbps: -5", "links[1].bandwidth_mbps", "must be > 0, got -5"),
+        ("ranks: [h1, h2, h3]", "ranks: [h1, h7, h3]", "jobs[0].ranks[1]", "rank 1 on 'h7'"),
+        ("ranks: [h1, h2, h3]", "ranks: [h1, s1, h3]", "jobs[0].ranks[1]", "a switch, not a host"),
+        ("  - {a: s1, b: s2}\n", "", "", "disconnected graph"),
+        ("ranks: [h1, h2, h3]", "ranks: [h1, h1, h3]", "jobs[0].ranks[1]", "two ranks"),
+        ("ranks: [h1, h2, h3]", "ranks: [h1]", "jobs[0].ranks", "at least 2 ranks"),
+        ("{id: 2,", "{id: 16,", "jobs[0].id", "MAX_JOBS"),
+        ("{name: h3}", "{name: h3, ip: 10.0.0.9}", "hosts[2].ip", "duplicate IP"),
+        ("{name: s2}", "{name: h1}", "switches[1].name", "duplicate name"),
+        (
+            "  - {a: s2, b: h3}\n",
+            "  - {a: s2, b: h3}\n  - {a: s1, b: h3}\n",
+            "links[4].b",
+            "already has a link",
+        ),
+        ("{name: h1}", "{name: host-one}", "hosts[0].name", "not a valid name"),
+        (
+            "  - {id: 2, ranks",
+            "  - {id: 2, collective: broadcast, ranks",
+            "jobs[0].collective",
+            "must be one of",
+        ),
+        ("{id: 2,", "{id: 2, size_bytes: 10,", "jobs[0].size_bytes", "multiple of 4"),
+        ("name: t\n", "name: t\ndcqcn: {gee: 1}\n", "dcqcn.gee", "unknown DCQCN parameter"),
+        (
+            "name: t\n",
+            "name: t\nbackground: [{src: h1, dst: h5, rate_mbps: 1, on_ms: 5}]\n",
+            "background[0].dst",
+            "unknown host 'h5'",
+        ),
+    ],
+)
+def test_bad_files(old: str, new: str, field: str, words: str) -> None:
+    assert old in GOOD
+    msg = _error(GOOD.replace(old, new, 1))
+    if field:
+        assert f"topologies/bad.yaml: {field}: " in msg, msg
+    assert words in msg, msg
+
+
+def test_disconnected_names_the_node() -> None:
+    msg = _error(GOOD.replace("  - {a: s1, b: s2}\n", ""))
+    # h3 and s2 are cut off from h1; the first unreachable node (sorted) is named.
+    assert "hosts[2].name: not connected to 'h1'" in msg
+    assert "unreachable: h3, s2" in msg
+
+
+def test_unknown_key_lists_allowed_keys() -> None:
+    msg = _error(GOOD.replace("{a: h1, b: s1}", "{a: h1, b: s1, bw: 3}"))
+    assert msg.startswith(
+        "topologies/bad.yaml: links[0].bw: unknown key 'bw' (line 10); remove it or use one of: a, b,"
+    )
+
+
+def test_negative_bandwidth_exact_message() -> None:
+    msg = _error(GOOD.replace("bandwidth_mbps: 20", "bandwidth_mbps: -5"))
+    assert msg == (
+        "topologies/bad.yaml: links[1].bandwidth_mbps: must be > 0, got -5 (line 11); "
+        "give the link rate in Mbit/s (e.g. 10)"
+    )
+
+
+def test_yaml_syntax_error_has_line() -> None:
+    msg = _error(GOOD.replace("  - {name: h1}", "  - {name: h1"))
+    assert msg.startswith("topologies/bad.yaml: line ")
+    assert "YAML syntax error" in msg
+
+
+def test_not_a_mapping() -> None:
+    assert "expected a mapping" in _error("- just\n- a list\n")
+
+
+def test_missing_required() -> None:
+    msg = _error(GOOD.replace("name: t\n", ""))
+    assert "topologies/bad.yaml: name: required but missing" in msg
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TopologyError) as info:
+        load_topology(tmp_path / "nope.yaml")
+    assert str(info.value).startswith(f"{tmp_path / 'nope.yaml'}: (file): cannot read")
+
+
+def test_load_from_file_names_path(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("bandwidth_mbps: 20", "bandwidth_mbps: 0"))
+    with pytest.raises(TopologyError) as info:
+        load_topology(bad)
+    assert str(info.value).startswith(f"{bad}: links[1].bandwidth_mbps: must be > 0, got 0")
+
+
+def test_symphony_override_merges() -> None:
+    topo = parse_topology(
+        GOOD.replace("ranks: [h1, h2, h3]}", "ranks: [h1, h2, h3], symphony: {slope: 1.0}}")
+        + "symphony: {lead_threshold: 0}\n",
+        "t.yaml",
+    )
+    params = topo.symphony_for(2)
+    assert (params.lead_threshold, params.slope, params.queue_gate) == (0, 1.0, 1)
+
+
+def test_dcqcn_known_params_pass() -> None:
+    topo = parse_topology(GOOD + "dcqcn: {g: 0.125}\n", "t.yaml")
+    assert topo.dcqcn_for(2) == {"g": 0.125}
