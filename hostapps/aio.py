@@ -63,7 +63,10 @@ class Endpoint:
         self._sock = sock
         self._loop = loop
         self._queue: asyncio.Queue[Delivery] = asyncio.Queue()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        # uvloop's call_at returns a plain Handle (no .when()) for past deadlines,
+        # so the deadline is kept beside the handle.
+        self._timer_when: float | None = None
         self._backlog: deque[tuple[bytes, int, tuple[str, int]]] = deque()
         self._writer = False
         self._closed = False
@@ -171,15 +174,18 @@ class Endpoint:
             self._idle_waiters.clear()
         when = tr.next_timer()
         if self._timer is not None:
-            if when is not None and self._timer.when() == when:
+            if when is not None and self._timer_when == when:
                 return
             self._timer.cancel()
             self._timer = None
+            self._timer_when = None
         if when is not None:
             self._timer = self._loop.call_at(when, self._on_timer)
+            self._timer_when = when
 
     def _on_timer(self) -> None:
         self._timer = None
+        self._timer_when = None
         self._pump()
 
     def _send_out(self, out: Outgoing) -> None:

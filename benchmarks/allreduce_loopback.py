@@ -1,0 +1,166 @@
+"""Ring all-reduce of N worker processes over UDP on 127.0.0.1: bus bandwidth vs line rate.
+
+Usage::
+
+    .venv/bin/python benchmarks/allreduce_loopback.py [--ranks 4] [--size 1048576] \\
+        [--rate 20] [--iterations 5] [--out DIR] [--rate-control none|dcqcn] [--slices 1]
+
+Starts ``--ranks`` ``python -m hostapps.worker`` processes on 127.0.0.1 with distinct free
+ports, all paced at ``--rate`` Mbit/s (the host line rate of the spec), waits for them,
+checks that every rank wrote its JSON lines file and verified every iteration, and prints
+per-iteration figures and, on the LAST line, the bus bandwidth over the line rate.
+
+Definitions (nccl-tests, doc/PERFORMANCE.md):
+
+- ``CCT`` of iteration k = last rank's iteration end - first rank's iteration start
+  (DESIGN.md section 7);
+- ``algbw = size / CCT``; ``busbw = algbw * 2(N-1)/N`` for all-reduce;
+- the figure printed last is ``busbw / line rate`` using the **median** CCT over the
+  iterations (robust to a slow first iteration).
+
+The line rate counts wire bytes (Ethernet + IPv4 + UDP + CTH headers, 58 bytes per
+1456-byte payload at MTU 1500), so the ceiling of the ratio is about 1456/1514 = 0.96.
+Loopback never ECN-marks, so ``dcqcn`` behaves like ``none`` here.
+Exit status 0 when everything verified, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+#: Seconds between launching the workers and iteration 0 (imports take ~0.5 s each).
+START_DELAY_S = 2.5
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct UDP ports that are free on 127.0.0.1 right now."""
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def write_specs(args: argparse.Namespace, out: Path) -> list[Path]:
+    """Write one spec per rank into ``out``; return their paths."""
+    ports = free_ports(args.ranks)
+    ranks = [{"rank": r, "ip": "127.0.0.1", "port": p} for r, p in enumerate(ports)]
+    start_at = time.time() + START_DELAY_S
+    paths = []
+    for r in range(args.ranks):
+        spec = {
+            "job_id": 0, "rank": r, "ranks": ranks, "collective": "allreduce",
+            "size_bytes": args.size, "iterations": args.iterations, "compute_s": 0.0,
+            "start_at": start_at, "line_rate_bps": args.rate * 1e6,
+            "rate_control": {"name": args.rate_control, "params": {}}, "mtu": 1500,
+            "step_timeout_s": args.step_timeout, "slices": args.slices, "seed": 1,
+            "results_dir": str(out),
+        }
+        path = out / f"spec-rank{r}.json"
+        path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def read_iterations(out: Path, nranks: int) -> dict[int, list[dict]]:
+    """Iteration records by iteration number; raises SystemExit naming a missing file."""
+    by_iter: dict[int, list[dict]] = {}
+    for r in range(nranks):
+        path = out / f"job0-rank{r}.jsonl"
+        if not path.exists():
+            raise SystemExit(f"missing results file {path}")
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            if rec["kind"] == "iteration":
+                by_iter.setdefault(rec["iteration"], []).append(rec)
+    return by_iter
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ranks", type=int, default=4, help="ring size N (default 4)")
+    parser.add_argument("--size", type=int, default=1_048_576, help="buffer bytes per rank (default 1 MiB)")
+    parser.add_argument("--rate", type=float, default=20.0, help="line rate, Mbit/s (default 20)")
+    parser.add_argument("--iterations", type=int, default=5, help="all-reduces to run (default 5)")
+    parser.add_argument("--out", type=Path, default=None, help="results folder (default: a new temp dir)")
+    parser.add_argument("--rate-control", choices=("none", "dcqcn"), default="none")
+    parser.add_argument("--slices", type=int, default=1, help="slices per chunk (default 1)")
+    parser.add_argument("--step-timeout", type=float, default=10.0, help="worker step timeout, s")
+    parser.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto",
+                        help="worker event loop (default auto: uvloop when installed)")
+    args = parser.parse_args(argv)
+    if args.ranks < 2:
+        parser.error("--ranks must be >= 2")
+    out = args.out or Path(tempfile.mkdtemp(prefix="allreduce-loopback-"))
+    out.mkdir(parents=True, exist_ok=True)
+    specs = write_specs(args, out)
+    bound_s = 2 * (args.ranks - 1) / args.ranks * args.size * 8 / (args.rate * 1e6)
+    deadline = START_DELAY_S + 30.0 + 5 * args.iterations * bound_s + args.step_timeout
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "hostapps.worker", "--spec", str(p), "--loop", args.loop],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for p in specs
+    ]
+    failed = []
+    t_end = time.monotonic() + deadline
+    for r, proc in enumerate(procs):
+        try:
+            _, err = proc.communicate(timeout=max(0.1, t_end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            failed.append(f"rank {r}: no exit within {deadline:.0f} s")
+            continue
+        if proc.returncode != 0:
+            failed.append(f"rank {r}: exit {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}")
+    if failed:
+        for line in failed:
+            print(line, file=sys.stderr)
+        return 1
+    by_iter = read_iterations(out, args.ranks)
+    ccts = []
+    print(f"results in {out}")
+    print(f"{args.ranks} ranks, {args.size} bytes, line rate {args.rate:g} Mbit/s, "
+          f"bound 2(N-1)/N*S/B = {bound_s * 1e3:.1f} ms, rate control {args.rate_control}")
+    print("iter   CCT ms   algbw Mbit/s   busbw Mbit/s   busbw/line")
+    for k in range(args.iterations):
+        recs = by_iter.get(k, [])
+        if len(recs) != args.ranks or not all(r["verified"] for r in recs):
+            print(f"iteration {k}: {len(recs)} records, not all verified", file=sys.stderr)
+            return 1
+        if len({r["digest"] for r in recs}) != 1:
+            print(f"iteration {k}: ranks disagree on the result digest", file=sys.stderr)
+            return 1
+        cct = max(r["end"] for r in recs) - min(r["start"] for r in recs)
+        ccts.append(cct)
+        algbw = args.size * 8 / cct / 1e6
+        busbw = algbw * 2 * (args.ranks - 1) / args.ranks
+        print(f"{k:4d} {cct * 1e3:8.1f} {algbw:14.2f} {busbw:14.2f} {busbw / args.rate:12.3f}")
+    cct = statistics.median(ccts)
+    busbw = args.size * 8 / cct / 1e6 * 2 * (args.ranks - 1) / args.ranks
+    print(f"median CCT {cct * 1e3:.1f} ms (CCT/bound {cct / bound_s:.3f}), busbw {busbw:.2f} Mbit/s")
+    print(f"busbw/line_rate = {busbw / args.rate:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,405 @@
+"""Ring collectives as state machines with no I/O and no clock (DESIGN.md section 5).
+
+:class:`RingCollective` runs one ring all-reduce, all-gather or reduce-scatter on one rank.
+It never reads a clock or owns a socket: every entry point takes ``now`` (seconds, any
+monotonic origin) and :meth:`RingCollective.poll` returns what to send; the caller hands
+the requests to a transport (``Transport.send`` / ``Endpoint.send``) and feeds the
+transport's deliveries back through :meth:`RingCollective.on_delivery`.
+
+Ring and chunks
+    Rank ``r`` sends to ``(r + 1) % N`` and receives from ``(r - 1) % N``. The buffer of
+    ``S`` elements is cut into ``N`` chunks; chunk ``i`` has ``S // N`` elements plus one
+    when ``i < S % N`` (:func:`chunk_bounds`), so every size, 0 included, works.
+
+Steps (``s`` is the step inside one collective, the CTH step is ``step_base + s``)
+    reduce-scatter, ``s = 0 .. N-2``: send chunk ``(r - s - 1) % N``, receive chunk
+    ``(r - s - 2) % N`` and add it into the local copy (``local += received``). After
+    ``N-1`` steps rank ``r`` holds the fully reduced chunk ``r`` (NCCL's convention).
+
+    all-gather, ``s = 0 .. N-2``: send chunk ``(r - s) % N``, receive chunk
+    ``(r - s - 1) % N`` and copy it unchanged. Rank ``r`` starts owning chunk ``r``.
+
+    all-reduce = reduce-scatter then all-gather: ``2(N-1)`` steps. Each reduced chunk is
+    computed exactly once (on its owner rank) and then only copied, so every rank ends
+    with bit-identical results.
+
+    The chunk sent at step ``s+1`` is always the chunk received at step ``s``, so slice
+    ``j`` of step ``s+1`` leaves as soon as slice ``j`` of step ``s`` has arrived
+    (NCCL-style slicing, ``slices > 1``); with ``slices = 1`` whole chunks are forwarded.
+    A chunk of ``L`` elements is cut into ``max(1, min(slices, L))`` slices with the
+    remainder spread over the first ones; each slice is one transport message, so every
+    step sends at least one packet (an empty chunk sends one empty message).
+
+Step numbers
+    The worker uses ``step_base = iteration * steps_per_collective(kind, N)``, i.e.
+    ``iteration * 2(N-1)`` for all-reduce and ``iteration * (N-1)`` otherwise, so CTH steps
+    only move forward within a job (DESIGN.md section 4). The CTH carries the step modulo
+    2**16; deliveries are mapped back with serial arithmetic around ``step_base``.
+
+Step log
+    ``step_log`` has one ``(step, start, end)`` per completed step: ``start`` is when this
+    rank began sending its data for the step (its first slice was handed to the
+    transport), ``end`` is when it had received (and applied) all of the step's data from
+    its left neighbour. With slicing, a step may start before the previous one ends.
+
+Timeout
+    The collective fails when nothing arrives from the left neighbour for
+    ``step_timeout`` seconds while a step still waits for data (the clock restarts at
+    :meth:`start` and at every delivery from the left). ``error`` then reads
+    ``"step 5: no data from rank 2 within 10.0 s"`` with the oldest incomplete step.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+CollectiveKind = Literal["allreduce", "allgather", "reducescatter"]
+#: Names accepted by :class:`RingCollective`.
+COLLECTIVE_KINDS: tuple[str, ...] = ("allreduce", "allgather", "reducescatter")
+
+_STEP_MOD = 1 << 16  # the CTH step field is 16 bits (DESIGN.md section 3)
+_DTYPE = np.dtype("<f4")  # wire format of the payload: float32 little-endian
+_ITEM = _DTYPE.itemsize
+
+
+class DeliveryLike(Protocol):
+    """What :meth:`RingCollective.on_delivery` reads from a transport ``Delivery``."""
+
+    src_rank: int
+    step: int  # CTH step, modulo 2**16
+    offset: int  # byte offset of ``payload`` in the step's chunk
+    payload: bytes | bytearray | memoryview
+    last: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    """One message for the transport: ``Transport.send(dst_rank, step, payload, now, offset=, last=)``.
+
+    ``payload`` is a float32 little-endian slice of the step's chunk starting at byte
+    ``offset`` of the chunk; ``last`` marks the step's final slice.
+    """
+
+    dst_rank: int
+    step: int
+    offset: int
+    payload: bytes
+    last: bool
+
+
+class CollectiveError(RuntimeError):
+    """A collective failed (timeout or protocol violation); ``str()`` is one line."""
+
+
+def steps_per_collective(kind: str, nranks: int) -> int:
+    """Ring steps of one collective: ``2(N-1)`` for all-reduce, ``N-1`` otherwise."""
+    if kind not in COLLECTIVE_KINDS:
+        raise ValueError(f"unknown collective {kind!r}; expected one of {', '.join(COLLECTIVE_KINDS)}")
+    return (2 if kind == "allreduce" else 1) * (nranks - 1)
+
+
+def chunk_bounds(size: int, parts: int) -> list[tuple[int, int]]:
+    """Cut ``size`` elements into ``parts`` contiguous ``(start, stop)`` ranges.
+
+    Part ``i`` has ``size // parts`` elements plus one for ``i < size % parts``; parts may
+    be empty. Raises ``ValueError`` for ``parts < 1`` or ``size < 0``.
+    """
+    if parts < 1 or size < 0:
+        raise ValueError(f"cannot cut {size} elements into {parts} parts")
+    base, extra = divmod(size, parts)
+    bounds = []
+    start = 0
+    for i in range(parts):
+        stop = start + base + (1 if i < extra else 0)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def slice_bounds(length: int, slices: int) -> list[tuple[int, int]]:
+    """Slices of a chunk of ``length`` elements: ``max(1, min(slices, length))`` ranges.
+
+    No slice is empty unless the chunk is (then there is exactly one), so byte offsets
+    identify slices uniquely.
+    """
+    return chunk_bounds(length, max(1, min(slices, length)))
+
+
+class _RecvStep:
+    """Receive state of one step: a byte buffer and bytes received per slice."""
+
+    __slots__ = ("buf", "got", "seen", "complete", "applied", "napplied")
+
+    def __init__(self, nbytes: int, nslices: int) -> None:
+        self.buf = bytearray(nbytes)
+        self.got = [0] * nslices
+        self.seen = False  # any delivery at all (needed for empty chunks)
+        self.complete = [False] * nslices
+        self.applied = [False] * nslices
+        self.napplied = 0
+
+
+class RingCollective:
+    """One ring collective on one rank, driven by explicit times (no I/O).
+
+    Args:
+        kind: ``"allreduce"``, ``"allgather"`` or ``"reducescatter"``.
+        rank: this rank, ``0 <= rank < nranks``.
+        nranks: ring size ``N >= 1``.
+        data: 1-D float32 array of ``S`` elements, the full buffer on every rank (copied;
+            for all-gather only chunk ``rank`` of it is this rank's contribution).
+        step_base: CTH step of this collective's first step (``>= 0``).
+        slices: slices per chunk for pipelined forwarding (``>= 1``).
+        step_timeout: seconds without data from the left neighbour before failing.
+
+    Results: ``result`` is the reduced ``S``-element buffer (all-reduce), the gathered
+    buffer (all-gather, chunk ``i`` from rank ``i``) or the reduced chunk ``rank``
+    (reduce-scatter, ``chunk_bounds(S, N)[rank]``); ``None`` until ``done`` without error.
+
+    Raises ``ValueError`` for invalid arguments and ``TypeError`` for non-float32 data.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        rank: int,
+        nranks: int,
+        data: np.ndarray,
+        *,
+        step_base: int,
+        slices: int = 1,
+        step_timeout: float,
+    ) -> None:
+        if kind not in COLLECTIVE_KINDS:
+            raise ValueError(f"unknown collective {kind!r}; expected one of {', '.join(COLLECTIVE_KINDS)}")
+        if nranks < 1:
+            raise ValueError(f"nranks must be >= 1, got {nranks}")
+        if not 0 <= rank < nranks:
+            raise ValueError(f"rank {rank} outside 0..{nranks - 1}")
+        if not isinstance(data, np.ndarray) or data.dtype != np.float32 or data.ndim != 1:
+            raise TypeError("data must be a 1-D numpy float32 array")
+        if step_base < 0:
+            raise ValueError(f"step_base must be >= 0, got {step_base}")
+        if slices < 1:
+            raise ValueError(f"slices must be >= 1, got {slices}")
+        if not step_timeout > 0:
+            raise ValueError(f"step_timeout must be > 0 s, got {step_timeout}")
+        self.kind = kind
+        self.rank = rank
+        self.nranks = nranks
+        self.step_base = step_base
+        self.slices = slices
+        self.step_timeout = float(step_timeout)
+        self.left = (rank - 1) % nranks
+        self.right = (rank + 1) % nranks
+
+        self._buf = np.array(data, dtype=_DTYPE, copy=True)
+        self._chunks = chunk_bounds(len(self._buf), nranks)
+        self._slices = [slice_bounds(b - a, slices) for a, b in self._chunks]
+        self._slice_byte_starts = [[a * _ITEM for a, _ in sl] for sl in self._slices]
+
+        n = nranks
+        plan: list[tuple[int, int, bool]] = []  # (send chunk, recv chunk, reduce?)
+        if kind in ("allreduce", "reducescatter"):
+            plan += [((rank - s - 1) % n, (rank - s - 2) % n, True) for s in range(n - 1)]
+        if kind in ("allreduce", "allgather"):
+            plan += [((rank - s) % n, (rank - s - 1) % n, False) for s in range(n - 1)]
+        self._plan = plan
+        self.nsteps = len(plan)
+        # A received slice may be applied only after every earlier send of the same chunk
+        # has copied it out (the all-gather overwrites chunks the reduce-scatter sent).
+        self._hazards = [
+            [k for k in range(i + 1) if plan[k][0] == plan[i][1]] for i in range(self.nsteps)
+        ]
+        self._sent = [[False] * len(self._slices[p[0]]) for p in plan]
+        self._recv: list[_RecvStep | None] = [None] * self.nsteps
+        self._waiting: set[tuple[int, int]] = set()  # complete, not yet applied
+        self._starts: list[float | None] = [None] * self.nsteps
+        self._ends: list[float | None] = [None] * self.nsteps
+        self._nended = 0
+        self._outbox: list[SendRequest] = []
+        self._started = False
+        self._last_rx = 0.0
+        self.done = False
+        self.error: str | None = None
+        self.result: np.ndarray | None = None
+
+    # --- public API ---------------------------------------------------------------
+
+    @property
+    def step_log(self) -> list[tuple[int, float, float]]:
+        """``(step, start, end)`` for every completed step, CTH step numbers, ascending."""
+        out = []
+        for i in range(self.nsteps):
+            start, end = self._starts[i], self._ends[i]
+            if start is not None and end is not None:
+                out.append((self.step_base + i, start, end))
+        return out
+
+    @property
+    def last_step(self) -> int:
+        """CTH step number after this collective's last step (next ``step_base``)."""
+        return self.step_base + self.nsteps
+
+    def start(self, now: float) -> None:
+        """Begin: queue step 0's slices (raises ``RuntimeError`` when called twice)."""
+        if self._started:
+            raise RuntimeError("collective already started")
+        self._started = True
+        self._last_rx = now
+        if self.nsteps == 0:
+            self._finish()
+            return
+        for j in range(len(self._sent[0])):
+            self._send_slice(0, j, now)
+        self._progress(now)
+
+    def on_delivery(self, d: DeliveryLike, now: float) -> bool:
+        """Take one transport delivery; return False when it belongs to a later collective.
+
+        A ``False`` delivery (a step at or after :attr:`last_step`) is left to the caller,
+        who hands it to the next collective. Deliveries for steps before ``step_base``,
+        from a rank other than the left neighbour or after the end are dropped with a
+        warning (return True). Data outside the step's chunk fails the collective.
+        """
+        diff = (d.step - self.step_base) % _STEP_MOD
+        if diff >= _STEP_MOD // 2:
+            logger.warning("rank %d: dropped data of old step %d from rank %d", self.rank, d.step, d.src_rank)
+            return True
+        if diff >= self.nsteps:
+            return False
+        if d.src_rank != self.left:
+            logger.warning(
+                "rank %d: dropped step %d data from rank %d (left neighbour is %d)",
+                self.rank, d.step, d.src_rank, self.left,
+            )
+            return True
+        if self.done:
+            return True
+        self._last_rx = now
+        i = diff
+        chunk = self._plan[i][1]
+        a, b = self._chunks[chunk]
+        nbytes = (b - a) * _ITEM
+        rs = self._recv[i]
+        if rs is None:
+            rs = self._recv[i] = _RecvStep(nbytes, len(self._slices[chunk]))
+        payload = memoryview(d.payload).cast("B")
+        lo, hi = d.offset, d.offset + len(payload)
+        if hi > nbytes:
+            self._fail(
+                f"step {self.step_base + i}: rank {d.src_rank} sent bytes {lo}..{hi} "
+                f"beyond the {nbytes}-byte chunk"
+            )
+            return True
+        rs.seen = True
+        rs.buf[lo:hi] = payload
+        starts = self._slice_byte_starts[chunk]
+        slices = self._slices[chunk]
+        j = max(0, bisect.bisect_right(starts, lo) - 1)
+        while True:
+            s_lo, s_hi = slices[j][0] * _ITEM, slices[j][1] * _ITEM
+            rs.got[j] += max(0, min(hi, s_hi) - max(lo, s_lo))
+            if rs.got[j] > s_hi - s_lo:
+                self._fail(f"step {self.step_base + i}: rank {d.src_rank} sent slice {j} twice")
+                return True
+            if not rs.complete[j] and rs.got[j] == s_hi - s_lo:
+                rs.complete[j] = True
+                self._waiting.add((i, j))
+            j += 1
+            if j >= len(slices) or slices[j][0] * _ITEM >= hi:
+                break
+        self._progress(now)
+        return True
+
+    def poll(self, now: float) -> list[SendRequest]:
+        """Return (and forget) the messages to send now; fires the step timeout when due."""
+        if not self.done and self._started and now >= self._last_rx + self.step_timeout:
+            i = self._nended_first_incomplete()
+            self._fail(
+                f"step {self.step_base + i}: no data from rank {self.left} within {self.step_timeout:g} s"
+            )
+        out, self._outbox = self._outbox, []
+        return out
+
+    def next_timer(self) -> float | None:
+        """Absolute time at which :meth:`poll` must run next (the step timeout), or None."""
+        if self.done or not self._started:
+            return None
+        return self._last_rx + self.step_timeout
+
+    # --- internals ----------------------------------------------------------------
+
+    def _nended_first_incomplete(self) -> int:
+        for i in range(self.nsteps):
+            if self._ends[i] is None:
+                return i
+        return self.nsteps - 1
+
+    def _send_slice(self, i: int, j: int, now: float) -> None:
+        chunk = self._plan[i][0]
+        a, _ = self._chunks[chunk]
+        sa, sb = self._slices[chunk][j]
+        payload = self._buf[a + sa : a + sb].tobytes()
+        last = j == len(self._slices[chunk]) - 1
+        self._outbox.append(SendRequest(self.right, self.step_base + i, sa * _ITEM, payload, last))
+        self._sent[i][j] = True
+        if self._starts[i] is None:
+            self._starts[i] = now
+
+    def _progress(self, now: float) -> None:
+        """Apply every complete slice whose hazards are clear, forwarding as we go."""
+        changed = True
+        while changed and self._waiting and not self.done:
+            changed = False
+            for i, j in sorted(self._waiting):
+                if not all(self._sent[k][j] for k in self._hazards[i]):
+                    continue
+                self._waiting.discard((i, j))
+                self._apply(i, j, now)
+                changed = True
+        if self._nended == self.nsteps and not self.done:
+            self._finish()
+
+    def _apply(self, i: int, j: int, now: float) -> None:
+        _, chunk, reduce = self._plan[i]
+        rs = self._recv[i]
+        assert rs is not None
+        a, _ = self._chunks[chunk]
+        sa, sb = self._slices[chunk][j]
+        if sb > sa:
+            incoming = np.frombuffer(rs.buf, dtype=_DTYPE, count=sb - sa, offset=sa * _ITEM)
+            target = self._buf[a + sa : a + sb]
+            if reduce:
+                np.add(target, incoming, out=target)
+            else:
+                target[:] = incoming
+        rs.applied[j] = True
+        rs.napplied += 1
+        if i + 1 < self.nsteps:
+            self._send_slice(i + 1, j, now)
+        if rs.napplied == len(rs.applied):
+            self._ends[i] = now
+            self._nended += 1
+            self._recv[i] = None  # free the receive buffer
+
+    def _finish(self) -> None:
+        self.done = True
+        if self.kind == "reducescatter":
+            a, b = self._chunks[self.rank]
+            self.result = self._buf[a:b].copy()
+        else:
+            self.result = self._buf
+
+    def _fail(self, message: str) -> None:
+        logger.warning("rank %d: %s", self.rank, message)
+        self.error = message
+        self.done = True
+        self.result = None

@@ -1,0 +1,233 @@
+"""Worker: spec validation, verification, and real worker processes on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hostapps.collectives import RingCollective
+from hostapps.transport import Delivery
+from hostapps.worker import SpecError, WorkerSpec, digest, make_input, parse_spec, verify
+
+REPO = Path(__file__).resolve().parents[2]
+#: Event loop of the worker processes under test ("auto" = uvloop when installed).
+LOOP = os.environ.get("SYMPHONY_TEST_LOOP", "auto")
+#: Bound on any worker process run (s); a hang fails the test instead of blocking CI.
+PROC_TIMEOUT_S = 60
+
+
+def base_spec(**over) -> dict:
+    spec = {
+        "job_id": 0, "rank": 1,
+        "ranks": [{"rank": i, "ip": "127.0.0.1", "port": 40000 + i} for i in range(4)],
+        "collective": "allreduce", "size_bytes": 4096, "iterations": 2, "compute_s": 0.0,
+        "start_at": None, "line_rate_bps": 20e6, "rate_control": {"name": "dcqcn", "params": {}},
+        "mtu": 1500, "step_timeout_s": 5.0, "slices": 1, "seed": 7, "results_dir": "/tmp/x",
+    }
+    spec.update(over)
+    return spec
+
+
+def test_parse_valid_spec() -> None:
+    spec = parse_spec(base_spec())
+    assert isinstance(spec, WorkerSpec)
+    assert spec.nranks == 4 and spec.n_elements == 1024 and spec.rate_control == "dcqcn"
+    assert spec.output_path == Path("/tmp/x/job0-rank1.jsonl")
+
+
+@pytest.mark.parametrize(
+    "over,field",
+    [
+        ({"rank": 4}, "'rank'"),
+        ({"job_id": 16}, "'job_id'"),
+        ({"collective": "broadcast"}, "'collective'"),
+        ({"size_bytes": -4}, "'size_bytes'"),
+        ({"iterations": 0}, "'iterations'"),
+        ({"line_rate_bps": 0}, "'line_rate_bps'"),
+        ({"step_timeout_s": "10"}, "'step_timeout_s'"),
+        ({"slices": True}, "'slices'"),
+        ({"rate_control": {"name": "reno"}}, "'rate_control'"),
+        ({"rate_control": {"name": "dcqcn", "params": {"gain": 1}}}, "'rate_control'"),
+        ({"ranks": [{"rank": 0, "ip": "10.0.0.300", "port": 1}]}, "ranks[0]: field 'ip'"),
+        ({"ranks": [{"rank": 0, "ip": "10.0.0.1", "port": 1}, {"rank": 0, "ip": "10.0.0.2", "port": 2}]},
+         "ranks[1]"),
+        ({"colective": "allreduce"}, "unknown field 'colective'"),
+    ],
+)
+def test_spec_errors_name_the_field(over: dict, field: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec(base_spec(**over), "s.json")
+    message = str(info.value)
+    assert message.startswith("s.json: ") and field in message and "\n" not in message
+
+
+def test_missing_field_is_named() -> None:
+    spec = base_spec()
+    del spec["results_dir"]
+    with pytest.raises(SpecError, match="missing field 'results_dir'"):
+        parse_spec(spec)
+
+
+def test_cli_spec_error_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(base_spec(mtu=20)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostapps.worker", "--spec", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=PROC_TIMEOUT_S,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().count("\n") == 0
+    assert str(path) in proc.stderr and "'mtu'" in proc.stderr
+
+
+def test_verify_accepts_the_ring_result_and_rejects_a_wrong_one() -> None:
+    spec = parse_spec(base_spec(size_bytes=4 * 1001, rank=2))
+    datas = [make_input(spec, r, 1) for r in range(4)]
+    colls = [RingCollective("allreduce", r, 4, datas[r], step_base=6, step_timeout=5.0) for r in range(4)]
+    for c in colls:
+        c.start(0.0)
+    while not all(c.done for c in colls):  # perfect in-memory ring, one message per request
+        for r, c in enumerate(colls):
+            for req in c.poll(0.0):
+                colls[req.dst_rank].on_delivery(
+                    Delivery(r, req.step, req.offset, req.payload, req.last), 0.0
+                )
+    result = colls[2].result
+    assert verify(spec, 1, result) is None
+    bad = result.copy()
+    bad[17] += 1e-3
+    problem = verify(spec, 1, bad)
+    assert problem is not None and "element 17" in problem and problem.startswith("iteration 1:")
+    assert len(digest(result)) == 64
+
+
+def test_inputs_follow_the_contract() -> None:
+    spec = parse_spec(base_spec(seed=3, job_id=2))
+    expected = np.random.default_rng([3, 2, 1, 4]).standard_normal(1024).astype(np.float32)
+    assert make_input(spec, 1, 4).tobytes() == expected.tobytes()
+
+
+# --- worker processes over real UDP sockets ---------------------------------------------
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def write_specs(tmp_path: Path, n: int, **over) -> list[Path]:
+    ports = free_ports(n)
+    ranks = [{"rank": r, "ip": "127.0.0.1", "port": p} for r, p in enumerate(ports)]
+    paths = []
+    for r in range(n):
+        spec = base_spec(rank=r, ranks=ranks, results_dir=str(tmp_path / "results"), **over)
+        path = tmp_path / f"spec{r}.json"
+        path.write_text(json.dumps(spec))
+        paths.append(path)
+    return paths
+
+
+def start_worker(path: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hostapps.worker", "--spec", str(path), "--loop", LOOP],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def finish(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
+    out = []
+    try:
+        for p in procs:
+            _, err = p.communicate(timeout=PROC_TIMEOUT_S)
+            out.append((p.returncode, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return out
+
+
+def read_lines(tmp_path: Path, rank: int) -> list[dict]:
+    text = (tmp_path / "results" / f"job0-rank{rank}.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_four_workers_allreduce_on_loopback(tmp_path: Path) -> None:
+    n, iterations = 4, 3
+    paths = write_specs(
+        tmp_path, n, size_bytes=4 * 50_001, iterations=iterations, start_at=time.time() + 1.0,
+        step_timeout_s=10.0, slices=2,
+    )
+    results = finish([start_worker(p) for p in paths])
+    assert all(rc == 0 for rc, _ in results), results
+    digests: dict[int, set[str]] = {}
+    for r in range(n):
+        lines = read_lines(tmp_path, r)
+        kinds = [ln["kind"] for ln in lines]
+        assert kinds.count("step") == iterations * 2 * (n - 1)
+        assert kinds.count("iteration") == iterations and kinds[-1] == "transport"
+        assert "error" not in kinds
+        for ln in lines:
+            assert ln["job"] == 0 and ln["rank"] == r
+            if ln["kind"] == "step":
+                assert set(ln) == {"kind", "job", "rank", "iteration", "step", "start", "end"}
+                assert ln["step"] // (2 * (n - 1)) == ln["iteration"]
+                assert ln["start"] <= ln["end"] or ln["step"] % (2 * (n - 1)) > 0
+            elif ln["kind"] == "iteration":
+                assert set(ln) == {"kind", "job", "rank", "iteration", "start", "end", "verified", "digest"}
+                assert ln["verified"] is True and ln["start"] < ln["end"]
+                digests.setdefault(ln["iteration"], set()).add(ln["digest"])
+            elif ln["kind"] == "transport":
+                assert set(ln) == {"kind", "job", "rank", "packets_sent", "retransmissions",
+                                   "cnps_sent", "cnps_received", "rate_samples"}
+                assert ln["packets_sent"] > 0
+    assert all(len(d) == 1 for d in digests.values())  # every rank has the same bits
+
+
+def test_dead_neighbour_is_named(tmp_path: Path) -> None:
+    """Rank 2 of 3 never starts: rank 0 (its right neighbour) names it after the timeout."""
+    paths = write_specs(tmp_path, 3, iterations=1, start_at=time.time() + 0.5, step_timeout_s=2.0)
+    results = finish([start_worker(p) for p in paths[:2]])
+    rc0, err0 = results[0]
+    assert rc0 == 1
+    assert err0.strip().splitlines()[-1].endswith("step 0: no data from rank 2 within 2 s")
+    errors = [ln for ln in read_lines(tmp_path, 0) if ln["kind"] == "error"]
+    assert errors == [{"kind": "error", "job": 0, "rank": 0, "message": "step 0: no data from rank 2 within 2 s"}]
+    assert results[1][0] == 1  # rank 1 starves too
+
+
+def test_sigterm_exits_promptly(tmp_path: Path) -> None:
+    (path,) = write_specs(tmp_path, 2, start_at=time.time() + 3600)[:1]
+    proc = start_worker(path)
+    out = tmp_path / "results" / "job0-rank0.jsonl"
+    try:
+        for _ in range(PROC_TIMEOUT_S * 20):  # wait for the worker to be up (file created)
+            if out.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert out.exists(), proc.stderr.read() if proc.poll() is not None else "no results file"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=PROC_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1 and "stopped by SIGTERM" in err
+    kinds = [json.loads(line)["kind"] for line in out.read_text().splitlines()]
+    assert kinds == ["error", "transport"]
