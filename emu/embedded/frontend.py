@@ -1,0 +1,831 @@
+"""P4_16 front end of the embedded switch: pcpp preprocessing + lark LALR parsing -> IR.
+
+``load_program(path)`` returns an :class:`emu.embedded.ir.Program`. The supported subset
+is documented in ``docs/p4-subset.md``; anything outside it raises
+:class:`P4FrontendError` whose ``str()`` is ``FILE:LINE: unsupported <construct>``
+(syntax errors: ``FILE:LINE: syntax error: ...``), with FILE and LINE of the original
+source, mapped back through the preprocessor's ``#line`` markers.
+
+Sources: P4_16 language specification v1.2.x (grammar appendix; sections 7-13),
+p4c's lexer trick for ``>>`` (R_ANGLE_SHIFT), v1model.p4 for the architecture.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import lark
+from lark import Token, Transformer, v_args
+from pcpp import Preprocessor
+
+from . import ir
+from .errors import P4FrontendError
+
+__all__ = ["P4FrontendError", "load_program", "parse_text"]
+
+logger = logging.getLogger(__name__)
+
+P4INCLUDE_DIR = Path(__file__).resolve().parent / "p4include"
+_GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar.lark"
+
+#: NAME tokens that start an unsupported construct, with the token that must follow
+#: (None: anything) and the construct name used in the error message.
+_UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
+    "switch": ("(", "switch statement"),
+    "varbit": ("<", "varbit"),
+    "header_union": (None, "header_union"),
+    "value_set": ("<", "value_set"),
+    "tuple": ("<", "tuple"),
+    "abstract": (None, "abstract method"),
+    "entries": ("=", "const entries"),
+}
+#: Method names (after '.') that are unsupported.
+_UNSUPPORTED_METHODS = {
+    "lookahead": "lookahead",
+    "advance": "advance",
+    "push_front": "header stack",
+    "pop_front": "header stack",
+    "lastIndex": "header stack",
+}
+_SUPPORTED_EXTERN_INSTANCES = {"register", "counter"}
+_TYPE_DECL_WORDS = {"header", "struct", "enum", "parser", "control", "package"}
+
+
+def display_path(path: str) -> str:
+    """Path as shown in messages: relative to the working directory when below it."""
+    ab = os.path.normpath(os.path.abspath(path))
+    try:
+        rel = os.path.relpath(ab)
+    except ValueError:
+        return ab
+    return ab if rel.startswith("..") else rel
+
+
+# ------------------------------------------------------------------ preprocessing
+
+
+class _Pre(Preprocessor):
+    """pcpp with P4 include resolution and errors raised as P4FrontendError."""
+
+    def __init__(self, include_dirs: Iterable[str]) -> None:
+        super().__init__()
+        self.line_directive = "#line"
+        self.add_path(str(P4INCLUDE_DIR))
+        for d in include_dirs:
+            self.add_path(str(d))
+
+    def on_error(self, file: str, line: int, msg: str) -> None:  # noqa: D102
+        raise P4FrontendError(display_path(file or "<input>"), line, f"preprocessor: {msg}")
+
+    def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):  # noqa: D102
+        d = self.lastdirective
+        raise P4FrontendError(display_path(d.source), d.lineno, f"include file {includepath} not found")
+
+    def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):  # noqa: D102
+        if directive.value in ("error",):
+            raise P4FrontendError(display_path(directive.source), directive.lineno,
+                                  "#error " + "".join(t.value for t in toks).strip())
+        logger.debug("%s:%s: ignoring #%s", directive.source, directive.lineno, directive.value)
+        return True
+
+
+_LINE_RE = re.compile(r'^\s*#\s*line\s+(\d+)(?:\s+"([^"]*)")?\s*$')
+
+
+def preprocess(path: str, include_dirs: Iterable[str] = ()) -> tuple[str, list[tuple[str, int]]]:
+    """Run pcpp on ``path``; return (text without directives, line map).
+
+    ``linemap[i]`` is (display file, line) of line ``i + 1`` of the returned text.
+    """
+    src_path = os.path.abspath(path)
+    try:
+        text = Path(src_path).read_text()
+    except OSError as exc:
+        raise P4FrontendError(display_path(path), 0, f"cannot read: {exc.strerror}") from None
+    pre = _Pre(include_dirs)
+    pre.parse(text, src_path)
+    out = io.StringIO()
+    pre.write(out)
+    lines = out.getvalue().split("\n")
+    cur_file, cur_line = display_path(src_path), 1
+    linemap: list[tuple[str, int]] = []
+    clean: list[str] = []
+    for raw in lines:
+        m = _LINE_RE.match(raw)
+        if m:
+            cur_line = int(m.group(1))
+            if m.group(2) is not None:
+                cur_file = display_path(m.group(2))
+            clean.append("")
+            linemap.append((cur_file, cur_line))
+            continue
+        if raw.lstrip().startswith("#"):
+            raw = ""  # any other directive left by pcpp
+        clean.append(raw)
+        linemap.append((cur_file, cur_line))
+        cur_line += 1
+    return "\n".join(clean), linemap
+
+
+# ------------------------------------------------------------------ lexing fix-ups
+
+
+class _PostLex:
+    """Token-stream pass: type names, '>>' splitting, unsupported-keyword detection."""
+
+    always_accept = ("NAME",)
+
+    def __init__(self) -> None:
+        self.where = lambda line: ("<input>", line)
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        """Rewrite the token stream (see module docstring of the grammar)."""
+        toks = list(stream)
+        n = len(toks)
+        val = [t.value if t.type != "STRING" else "" for t in toks]
+        # unsupported words
+        for i, t in enumerate(toks):
+            if t.type == "NAME":
+                prev = val[i - 1] if i else ""
+                nxt = val[i + 1] if i + 1 < n else ""
+                if prev == "." and t.value in _UNSUPPORTED_METHODS:
+                    self._fail(t, f"unsupported {_UNSUPPORTED_METHODS[t.value]}")
+                rule = _UNSUPPORTED_WORDS.get(t.value)
+                if rule and prev != "." and (rule[0] is None or nxt == rule[0]):
+                    self._fail(t, f"unsupported {rule[1]}")
+            elif t.value == "enum" and i + 1 < n and val[i + 1] in ("bit", "int"):
+                self._fail(t, "unsupported serializable enum")
+        # global type names
+        types: set[str] = set()
+        for i, t in enumerate(toks):
+            v = val[i]
+            if i + 1 >= n:
+                break
+            if v in _TYPE_DECL_WORDS and t.type != "NAME" and toks[i + 1].type == "NAME":
+                types.add(toks[i + 1].value)
+            elif v == "extern" and t.type != "NAME" and toks[i + 1].type == "NAME" \
+                    and i + 2 < n and val[i + 2] in ("{", "<"):
+                types.add(toks[i + 1].value)
+            elif v == "typedef" and t.type != "NAME":
+                j = i + 1
+                while j < n and val[j] != ";":
+                    j += 1
+                if toks[j - 1].type == "NAME":
+                    types.add(toks[j - 1].value)
+        # scoped type parameters: NAME '<' NAME (',' NAME)* '>' ...
+        scoped: dict[int, set[str]] = {}
+        for i in range(1, n):
+            if val[i] != "<" or toks[i - 1].type not in ("NAME",) and val[i - 1] not in types:
+                continue
+            names, j = [], i + 1
+            while j + 1 < n and toks[j].type == "NAME" and val[j + 1] in (",", ">"):
+                names.append(val[j])
+                j += 2
+                if val[j - 1] == ">":
+                    break
+            if not names or val[j - 1] != ">" or j >= n or val[j] not in ("(", "{"):
+                continue
+            end, depth, opened = j, 0, False
+            while end < n:
+                v = val[end]
+                if v in ("(", "{", "["):
+                    depth += 1
+                    opened = opened or (v == "{" and depth == 1)
+                elif v in (")", "}", "]"):
+                    depth -= 1
+                    if depth == 0 and v == "}" and opened:
+                        break
+                elif v == ";" and depth == 0:
+                    break
+                end += 1
+            for k in range(i - 1, end + 1):
+                scoped.setdefault(k, set()).update(names)
+        for i, t in enumerate(toks):
+            if t.type == "NAME" and (i == 0 or val[i - 1] != "."):
+                if t.value in types or t.value in scoped.get(i, ()):
+                    toks[i] = Token.new_borrow_pos("TYPE_NAME", t.value, t)
+            elif t.value == ">" and t.type != "STRING" and i + 1 < n and val[i + 1] == ">" \
+                    and toks[i + 1].start_pos == t.end_pos:
+                toks[i] = Token.new_borrow_pos("RANGLE_SHIFT", t.value, t)
+        yield from toks
+
+    def _fail(self, tok: Token, msg: str) -> None:
+        f, line = self.where(tok.line)
+        raise P4FrontendError(f, line, msg)
+
+
+_POSTLEX = _PostLex()
+_PARSER: lark.Lark | None = None
+
+
+def _parser() -> lark.Lark:
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = lark.Lark(_GRAMMAR_PATH.read_text(), parser="lalr", lexer="basic",
+                            postlex=_POSTLEX, propagate_positions=True, maybe_placeholders=True)
+    return _PARSER
+
+
+# ------------------------------------------------------------------ tree -> IR
+
+
+class _Ann:
+    """A parsed annotation (kept only by name)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+_BINOPS = {
+    "lor": "||", "land": "&&", "eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=",
+    "ge": ">=", "bor": "|", "bxor": "^", "band": "&", "shl": "<<", "shr": ">>", "add": "+",
+    "sub": "-", "concat": "++", "mul": "*", "div": "/", "mod": "%",
+}
+
+
+def _parse_int(text: str) -> tuple[int, ir.Type | None]:
+    """P4 integer literal (spec 6.4.3.3): optional ``<w>w``/``<w>s`` prefix, 0x/0b/0o/0d."""
+    typ: ir.Type | None = None
+    m = re.match(r"(\d+)([ws])(.*)$", text)
+    if m:
+        w = int(m.group(1))
+        typ = ir.BitT(w) if m.group(2) == "w" else ir.IntT(w)
+        text = m.group(3)
+    t = text.replace("_", "").lower()
+    if t.startswith("0x"):
+        v = int(t[2:], 16)
+    elif t.startswith("0b"):
+        v = int(t[2:], 2)
+    elif t.startswith("0o"):
+        v = int(t[2:], 8)
+    elif t.startswith("0d"):
+        v = int(t[2:], 10)
+    else:
+        v = int(t, 10)
+    if typ is not None:
+        w = typ.width  # type: ignore[union-attr]
+        v = v & ((1 << w) - 1) if isinstance(typ, ir.BitT) else ((v + (1 << (w - 1))) % (1 << w)) - (1 << (w - 1))
+    return v, typ
+
+
+def _make_binop(rule: str, op: str):
+    def fn(self, meta, ch):
+        ch = [c for c in ch if not (isinstance(c, Token) and c.type == "RANGLE_SHIFT")]
+        return ir.Binary(self._loc(meta), op, ch[0], ch[1])
+    fn.__name__ = rule
+    return fn
+
+
+@v_args(meta=True)
+class _Builder(Transformer):
+    """Bottom-up transformer from the lark tree to IR, resolving types in source order."""
+
+    def __init__(self, where) -> None:
+        super().__init__()
+        self.where = where
+        self.types: dict[str, ir.Type] = {}
+        self.consts: dict[str, ir.ConstDecl] = {}
+        self.errors: list[str] = []
+        self.match_kinds: list[str] = []
+        self.actions: dict[str, ir.Action] = {}
+        self.parsers: dict[str, ir.ParserDecl] = {}
+        self.controls: dict[str, ir.ControlDecl] = {}
+        self.externs: dict[str, ir.Loc] = {}
+        self.extern_functions: dict[str, ir.Loc] = {}
+        self.instances: list[ir.Instance] = []
+        self.named: set[str] = set()
+
+    # -- helpers
+    def _loc(self, meta) -> ir.Loc:
+        return self.where(getattr(meta, "line", 0) or 0)
+
+    def _fail(self, meta, msg: str):
+        f, line = self._loc(meta)
+        raise P4FrontendError(f, line, msg)
+
+    @staticmethod
+    def _strip(children: list) -> list:
+        return [c for c in children if not isinstance(c, _Ann)]
+
+    def const_eval(self, e: ir.Expr) -> int:
+        """Evaluate a compile-time integer expression (literals, consts, + - * << etc.)."""
+        if isinstance(e, ir.Lit):
+            return e.value
+        if isinstance(e, ir.Name) and e.name in self.consts:
+            return self.const_eval(self.consts[e.name].value)
+        if isinstance(e, ir.Binary):
+            a, b = self.const_eval(e.left), self.const_eval(e.right)
+            ops = {"+": a + b, "-": a - b, "*": a * b, "<<": a << b if b >= 0 else 0,
+                   ">>": a >> b if b >= 0 else 0, "&": a & b, "|": a | b, "^": a ^ b}
+            if e.op in ops:
+                return ops[e.op]
+            if e.op in ("/", "%") and b:
+                return a // b if e.op == "/" else a % b
+        if isinstance(e, ir.Cast):
+            return self.const_eval(e.expr)
+        f, line = e.loc
+        raise P4FrontendError(f, line, "expected a compile-time constant")
+
+    # -- annotations
+    def annotation(self, meta, ch):
+        return _Ann(str(ch[0]))
+
+    # -- types
+    def width(self, meta, ch):
+        c = ch[0]
+        return _parse_int(str(c))[0] if isinstance(c, Token) else self.const_eval(c)
+
+    def bit_type(self, meta, ch):
+        return ir.BitT(ch[0])
+
+    def bit1_type(self, meta, ch):
+        return ir.BitT(1)
+
+    def int_type(self, meta, ch):
+        return ir.IntT(ch[0])
+
+    def bool_type(self, meta, ch):
+        return ir.BoolT()
+
+    def error_type(self, meta, ch):
+        return ir.ErrorT()
+
+    def named_type(self, meta, ch):
+        name = str(ch[0])
+        return self.types.get(name) or ir.NamedT(name)
+
+    def generic_type(self, meta, ch):
+        name = str(ch[0])
+        return ir.NamedT(name, tuple(c for c in ch[1:] if not isinstance(c, Token)))
+
+    def stack_type(self, meta, ch):
+        self._fail(meta, "unsupported header stack")
+
+    def type_or_void(self, meta, ch):
+        return ch[0]
+
+    def type_params(self, meta, ch):
+        return [str(c) for c in ch]
+
+    # -- top-level declarations
+    def start(self, meta, ch):
+        main = next((i for i in self.instances if i.name == "main"), None)
+        return ir.Program(
+            source="", types=self.types, consts=self.consts, errors=self.errors,
+            match_kinds=self.match_kinds, actions=self.actions, parsers=self.parsers,
+            controls=self.controls, externs=self.externs, extern_functions=self.extern_functions,
+            instances=self.instances, main=main)
+
+    def top_decl(self, meta, ch):
+        ch = self._strip(ch)
+        item = ch[0] if ch else None
+        if isinstance(item, ir.ConstDecl):
+            self.consts[item.name] = item
+        elif isinstance(item, ir.Action):
+            self.actions[item.name] = item
+        elif isinstance(item, ir.Instance):
+            if item.type.name != "V1Switch":
+                f, line = item.loc
+                raise P4FrontendError(f, line, f"unsupported top-level instantiation of {item.type.name}")
+            self.instances.append(item)
+        return item
+
+    def empty_decl(self, meta, ch):
+        return None
+
+    def const_decl(self, meta, ch):
+        return ir.ConstDecl(self._loc(meta), ch[0], str(ch[1]), ch[2])
+
+    def typedef_decl(self, meta, ch):
+        self.types[str(ch[1])] = ch[0]
+        return None
+
+    def field(self, meta, ch):
+        ch = self._strip(ch)
+        return (str(ch[1]), ch[0], meta)
+
+    def header_decl(self, meta, ch):
+        name = str(ch[0])
+        fields = []
+        for fname, ftype, fmeta in ch[1:]:
+            if not isinstance(ftype, ir.BitT | ir.IntT):
+                self._fail(fmeta, f"unsupported header field type in header {name}")
+            fields.append((fname, ftype))
+        t = ir.HeaderT(name, tuple(fields))
+        if t.width % 8:
+            self._fail(meta, f"header {name} is {t.width} bits, not a whole number of bytes")
+        self.types[name] = t
+        return None
+
+    def struct_decl(self, meta, ch):
+        name = str(ch[0])
+        fields = []
+        for fname, ftype, fmeta in ch[1:]:
+            if isinstance(ftype, ir.NamedT) and ftype.name not in self.types:
+                self._fail(fmeta, f"unknown type {ftype.name}")
+            fields.append((fname, ftype))
+        self.types[name] = ir.StructT(name, tuple(fields))
+        return None
+
+    def error_decl(self, meta, ch):
+        for c in ch:
+            if c is not None and str(c) not in self.errors:
+                self.errors.append(str(c))
+        return None
+
+    def match_kind_decl(self, meta, ch):
+        for c in ch:
+            if c is not None and str(c) not in self.match_kinds:
+                self.match_kinds.append(str(c))
+        return None
+
+    def enum_decl(self, meta, ch):
+        name = str(ch[0])
+        self.types[name] = ir.EnumT(name, tuple(str(c) for c in ch[1:] if c is not None))
+        return None
+
+    def extern_decl(self, meta, ch):
+        self.externs[str(ch[0])] = self._loc(meta)
+        return None
+
+    def method_proto(self, meta, ch):
+        return None
+
+    def ctor_proto(self, meta, ch):
+        return None
+
+    def extern_func_decl(self, meta, ch):
+        self.extern_functions[str(ch[1])] = self._loc(meta)
+        return None
+
+    def package_decl(self, meta, ch):
+        self.named.add(str(ch[0]))
+        return None
+
+    def instantiation(self, meta, ch):
+        typ, args, name = ch[0], ch[1], str(ch[2])
+        if not isinstance(typ, ir.NamedT):
+            self._fail(meta, "unsupported instantiation of a non-extern type")
+        return ir.Instance(self._loc(meta), typ, args, name)
+
+    def params(self, meta, ch):
+        return [c for c in ch if c is not None]
+
+    def direction(self, meta, ch):
+        return str(ch[0])
+
+    def param(self, meta, ch):
+        ch = self._strip(ch)
+        direction = str(ch[0]) if ch[0] is not None else ""
+        return ir.Param(self._loc(meta), direction, ch[1], str(ch[2]))
+
+    # -- parsers
+    def parser_decl(self, meta, ch):
+        name, params, body = str(ch[0]), ch[2], (ch[3] if len(ch) > 3 else None)
+        if body is None:  # parser type declaration
+            self.named.add(name)
+            return None
+        locals_, states = body
+        if "start" not in states:
+            self._fail(meta, f"parser {name} has no start state")
+        self.parsers[name] = ir.ParserDecl(self._loc(meta), name, params, locals_, states)
+        return None
+
+    def parser_body(self, meta, ch):
+        locals_ = [c for c in ch if not isinstance(c, ir.ParserState)]
+        states: dict[str, ir.ParserState] = {}
+        for c in ch:
+            if isinstance(c, ir.ParserState):
+                states[c.name] = c
+        return locals_, states
+
+    def var_decl(self, meta, ch):
+        return ir.VarDecl(self._loc(meta), ch[0], str(ch[1]), ch[2])
+
+    def parser_state(self, meta, ch):
+        ch = self._strip(ch)
+        name = str(ch[0])
+        stmts = [c for c in ch[1:-1]]
+        trans = ch[-1]
+        st = ir.ParserState(self._loc(meta), name, stmts, "reject")
+        if trans is not None:
+            kind, data = trans
+            if kind == "direct":
+                st.next_state = data
+            else:
+                st.next_state = None
+                st.select, st.cases = data
+        return st
+
+    def direct_transition(self, meta, ch):
+        return ("direct", str(ch[0]))
+
+    def select_transition(self, meta, ch):
+        return ("select", ch[0])
+
+    def select_expr(self, meta, ch):
+        exprs = [c for c in ch if isinstance(c, ir.Expr)]
+        cases = [c for c in ch if isinstance(c, ir.SelectCase)]
+        for c in cases:
+            if len(c.keys) == 1 and len(exprs) > 1 and c.keys[0][0] == "default":
+                c.keys = c.keys * len(exprs)
+            if len(c.keys) != len(exprs):
+                f, line = c.loc
+                raise P4FrontendError(f, line, f"select case has {len(c.keys)} keys, expected {len(exprs)}")
+        return exprs, cases
+
+    def select_case(self, meta, ch):
+        ks = ch[0]
+        keys = ks if isinstance(ks, list) else [ks]
+        keys = [k if isinstance(k, tuple) else ("value", k) for k in keys]
+        return ir.SelectCase(self._loc(meta), keys, str(ch[1]))
+
+    def tuple_keyset(self, meta, ch):
+        return [k if isinstance(k, tuple) else ("value", k) for k in ch]
+
+    def mask_keyset(self, meta, ch):
+        return ("mask", ch[0], ch[1])
+
+    def range_keyset(self, meta, ch):
+        return ("range", ch[0], ch[1])
+
+    def default_keyset(self, meta, ch):
+        return ("default",)
+
+    def dontcare_keyset(self, meta, ch):
+        return ("default",)
+
+    # -- controls
+    def control_decl(self, meta, ch):
+        name, params, body = str(ch[0]), ch[2], (ch[3] if len(ch) > 3 else None)
+        if body is None:
+            self.named.add(name)
+            return None
+        locals_, instances, actions, tables, apply = body
+        self.controls[name] = ir.ControlDecl(self._loc(meta), name, params, locals_, instances,
+                                             actions, tables, apply)
+        return None
+
+    def control_local(self, meta, ch):
+        ch = self._strip(ch)
+        return ch[0]
+
+    def control_body(self, meta, ch):
+        apply = ch[-1]
+        locals_, instances, actions, tables = [], [], {}, {}
+        for c in ch[:-1]:
+            if isinstance(c, ir.VarDecl | ir.ConstDecl):
+                locals_.append(c)
+            elif isinstance(c, ir.Instance):
+                tname = c.type.name
+                if tname not in _SUPPORTED_EXTERN_INSTANCES:
+                    f, line = c.loc
+                    raise P4FrontendError(f, line, f"unsupported extern {tname}")
+                instances.append(c)
+            elif isinstance(c, ir.Action):
+                actions[c.name] = c
+            elif isinstance(c, ir.Table):
+                tables[c.name] = c
+        return locals_, instances, actions, tables, apply
+
+    def action_decl(self, meta, ch):
+        return ir.Action(self._loc(meta), str(ch[0]), ch[1], ch[2])
+
+    def table_decl(self, meta, ch):
+        name = str(ch[0])
+        t = ir.Table(self._loc(meta), name, [], [], None, False, None)
+        seen_key = False
+        for prop in ch[1:]:
+            pname, is_const, value, pmeta = prop
+            if pname == "key":
+                if not isinstance(value, list):
+                    self._fail(pmeta, "table key must be a { ... } list")
+                seen_key = True
+                for e, mk, emeta, text in value:
+                    if mk is None:
+                        self._fail(emeta, "table key element needs a match kind")
+                    if mk not in ("exact", "lpm", "ternary", "optional", "range"):
+                        self._fail(emeta, f"unsupported match kind {mk}")
+                    t.keys.append(ir.KeyElement(self._loc(emeta), e, mk, text))
+            elif pname == "actions":
+                if not isinstance(value, list):
+                    self._fail(pmeta, "table actions must be a { ... } list")
+                for e, _mk, emeta, _text in value:
+                    t.actions.append(self._action_ref(e, emeta))
+            elif pname == "default_action":
+                t.default_action = self._action_ref(value, pmeta)
+                t.const_default = is_const
+            elif pname == "size":
+                t.size = self.const_eval(value)
+            elif pname in ("counters", "meters"):
+                self._fail(pmeta, "unsupported direct counter/meter")
+            elif pname in ("support_timeout", "max_group_size", "psa_empty_group_action"):
+                logger.debug("ignoring table property %s", pname)
+            else:
+                self._fail(pmeta, f"unsupported table property {pname}")
+        if not seen_key:
+            t.keys = []
+        return t
+
+    def _action_ref(self, e, meta) -> ir.ActionRef:
+        if isinstance(e, ir.Name):
+            return ir.ActionRef(e.loc, e.name, None)
+        if isinstance(e, ir.Call) and isinstance(e.func, ir.Name):
+            return ir.ActionRef(e.loc, e.func.name, e.args)
+        self._fail(meta, "expected an action name")
+        raise AssertionError  # pragma: no cover
+
+    def table_prop_block(self, meta, ch):
+        ch = self._strip(ch)
+        return (str(ch[1]), ch[0] is not None, ch[2], meta)
+
+    def table_prop_expr(self, meta, ch):
+        ch = self._strip(ch)
+        return (str(ch[1]), ch[0] is not None, ch[2], meta)
+
+    def prop_block(self, meta, ch):
+        return list(ch)
+
+    def prop_elem(self, meta, ch):
+        ch = self._strip(ch)
+        e = ch[0]
+        mk = str(ch[1]) if len(ch) > 1 and ch[1] is not None else None
+        return (e, mk, meta, _expr_text(e))
+
+    # -- statements
+    def block(self, meta, ch):
+        return ir.Block(self._loc(meta), [c for c in ch if c is not None])
+
+    def assign_stmt(self, meta, ch):
+        return ir.Assign(self._loc(meta), ch[0], ch[1])
+
+    def call_stmt(self, meta, ch):
+        return ir.CallStmt(self._loc(meta), ir.Call(self._loc(meta), ch[0], ch[1]))
+
+    def generic_call_stmt(self, meta, ch):
+        return ir.CallStmt(self._loc(meta), ir.Call(self._loc(meta), ch[0], ch[-1], tuple(ch[1:-1])))
+
+    def if_stmt(self, meta, ch):
+        return ir.If(self._loc(meta), ch[0], ch[1], ch[2])
+
+    def exit_stmt(self, meta, ch):
+        return ir.Exit(self._loc(meta))
+
+    def return_stmt(self, meta, ch):
+        return ir.Return(self._loc(meta), ch[0])
+
+    def empty_stmt(self, meta, ch):
+        return ir.Empty(self._loc(meta))
+
+    # -- expressions
+    def name(self, meta, ch):
+        return ir.Name(self._loc(meta), str(ch[0]))
+
+    def member(self, meta, ch):
+        if isinstance(ch[0], Token) or isinstance(ch[0], str):  # the `member` token rule
+            return str(ch[0])
+        return ir.Member(self._loc(meta), ch[0], ch[1])
+
+    def index(self, meta, ch):
+        self._fail(meta, "unsupported header stack index")
+
+    def slice(self, meta, ch):
+        return ir.Slice(self._loc(meta), ch[0], ch[1], ch[2])
+
+    def call(self, meta, ch):
+        return ir.Call(self._loc(meta), ch[0], ch[1])
+
+    def args(self, meta, ch):
+        return [c for c in ch if c is not None]
+
+    def list_expr(self, meta, ch):
+        return ir.ListExpr(self._loc(meta), [c for c in ch if c is not None])
+
+    def dontcare(self, meta, ch):
+        return ir.DontCare(self._loc(meta))
+
+    def int_lit(self, meta, ch):
+        v, t = _parse_int(str(ch[0]))
+        return ir.Lit(self._loc(meta), v, t)
+
+    def true_lit(self, meta, ch):
+        return ir.BoolLit(self._loc(meta), True)
+
+    def false_lit(self, meta, ch):
+        return ir.BoolLit(self._loc(meta), False)
+
+    def string_lit(self, meta, ch):
+        return ir.StringLit(self._loc(meta), str(ch[0])[1:-1])
+
+    def type_member(self, meta, ch):
+        return ir.TypeMember(self._loc(meta), str(ch[0]), ch[1])
+
+    def error_member(self, meta, ch):
+        return ir.TypeMember(self._loc(meta), "error", ch[0])
+
+    def ctor(self, meta, ch):
+        name = str(ch[0])
+        return ir.Ctor(self._loc(meta), self.types.get(name) or ir.NamedT(name), ch[1])
+
+    def generic_ctor(self, meta, ch):
+        return ir.Ctor(self._loc(meta), ir.NamedT(str(ch[0]), tuple(ch[1:-1])), ch[-1])
+
+    def cond(self, meta, ch):
+        return ir.Cond(self._loc(meta), ch[0], ch[1], ch[2])
+
+    def lnot(self, meta, ch):
+        return ir.Unary(self._loc(meta), "!", ch[0])
+
+    def bnot(self, meta, ch):
+        return ir.Unary(self._loc(meta), "~", ch[0])
+
+    def neg(self, meta, ch):
+        return ir.Unary(self._loc(meta), "-", ch[0])
+
+    def cast(self, meta, ch):
+        return ir.Cast(self._loc(meta), ch[0], ch[1])
+
+    for _rule, _op in _BINOPS.items():
+        locals()[_rule] = _make_binop(_rule, _op)
+    del _rule, _op
+
+
+
+
+def _expr_text(e: Any) -> str:
+    """Source-like text of a key expression (``hdr.ipv4.dstAddr``) used as its control name."""
+    if isinstance(e, ir.Name):
+        return e.name
+    if isinstance(e, ir.Member):
+        return f"{_expr_text(e.expr)}.{e.name}"
+    if isinstance(e, ir.Slice):
+        return f"{_expr_text(e.expr)}[{_expr_text(e.hi)}:{_expr_text(e.lo)}]"
+    if isinstance(e, ir.Lit):
+        return str(e.value)
+    if isinstance(e, ir.Call):
+        return f"{_expr_text(e.func)}()"
+    if isinstance(e, ir.Cast):
+        return _expr_text(e.expr)
+    return type(e).__name__
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def parse_text(text: str, linemap: list[tuple[str, int]] | None = None, source: str = "<input>") -> ir.Program:
+    """Parse preprocessed P4 text into a Program (``linemap`` as from :func:`preprocess`)."""
+
+    def where(line: int) -> tuple[str, int]:
+        if linemap and 1 <= line <= len(linemap):
+            return linemap[line - 1]
+        return (source, line)
+
+    _POSTLEX.where = where
+    try:
+        tree = _parser().parse(text)
+    except lark.exceptions.UnexpectedToken as exc:
+        f, line = where(exc.line)
+        tok = exc.token
+        what = "end of input" if tok.type == "$END" else repr(str(tok))
+        raise P4FrontendError(f, line, f"syntax error: unexpected {what}") from None
+    except lark.exceptions.UnexpectedCharacters as exc:
+        f, line = where(exc.line)
+        raise P4FrontendError(f, line, f"syntax error: unexpected character {exc.char!r}") from None
+    except lark.exceptions.UnexpectedEOF:
+        f, line = where(len(linemap) if linemap else 0)
+        raise P4FrontendError(f, line, "syntax error: unexpected end of input") from None
+    except lark.exceptions.VisitError as exc:  # pragma: no cover - transformer wraps errors
+        if isinstance(exc.orig_exc, P4FrontendError):
+            raise exc.orig_exc from None
+        raise
+    builder = _Builder(where)
+    try:
+        prog = builder.transform(tree)
+    except lark.exceptions.VisitError as exc:
+        if isinstance(exc.orig_exc, P4FrontendError):
+            raise exc.orig_exc from None
+        raise
+    prog.source = source
+    return prog
+
+
+def load_program(path: str | os.PathLike, include_dirs: Iterable[str] = ()) -> ir.Program:
+    """Preprocess, parse and resolve the P4_16 program at ``path``.
+
+    ``#include <core.p4>`` and ``<v1model.p4>`` resolve to this package's ``p4include/``;
+    quoted includes are relative to the including file, then ``include_dirs``.
+    Raises :class:`P4FrontendError` (``FILE:LINE: ...``) for syntax errors and
+    unsupported constructs.
+    """
+    text, linemap = preprocess(str(path), include_dirs)
+    prog = parse_text(text, linemap, display_path(str(path)))
+    if prog.main is None:
+        raise P4FrontendError(display_path(str(path)), len(linemap), "no 'V1Switch(...) main;' instance")
+    logger.debug("loaded %s: %d parsers, %d controls", path, len(prog.parsers), len(prog.controls))
+    return prog

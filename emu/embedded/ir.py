@@ -1,0 +1,440 @@
+"""Intermediate representation of a P4_16 program, produced by :mod:`frontend`.
+
+Every node carries ``loc = (file, line)`` of the original source (after the
+preprocessor's ``#line`` markers are mapped back). Types are resolved by the front
+end (typedefs expanded); expressions are untyped trees that the runtime types and
+compiles (:mod:`runtime`). Node and field names follow the P4_16 specification.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Loc = tuple[str, int]
+
+# ---------------------------------------------------------------- types
+
+
+@dataclass(frozen=True)
+class BitT:
+    """``bit<width>``: unsigned, arithmetic modulo 2**width (P4_16 spec 8.6)."""
+
+    width: int
+
+
+@dataclass(frozen=True)
+class IntT:
+    """``int<width>``: two's complement signed (P4_16 spec 8.6)."""
+
+    width: int
+
+
+@dataclass(frozen=True)
+class BoolT:
+    """``bool``."""
+
+
+@dataclass(frozen=True)
+class ErrorT:
+    """``error``."""
+
+
+@dataclass(frozen=True)
+class IntLitT:
+    """The infinite-precision type of an unsized integer literal or constant."""
+
+
+@dataclass(frozen=True)
+class EnumT:
+    """A (non-serializable) ``enum``; members are numbered 0.. in declaration order."""
+
+    name: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HeaderT:
+    """``header``: ordered fields of fixed width plus a validity bit."""
+
+    name: str
+    fields: tuple[tuple[str, Type], ...]
+
+    @property
+    def width(self) -> int:
+        """Header width in bits."""
+        return sum(t.width for _, t in self.fields)  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class StructT:
+    """``struct``: ordered members."""
+
+    name: str
+    fields: tuple[tuple[str, Type], ...]
+
+
+@dataclass(frozen=True)
+class NamedT:
+    """An extern, parser, control or package type (with type arguments)."""
+
+    name: str
+    args: tuple[Type, ...] = ()
+
+
+@dataclass(frozen=True)
+class StackT:
+    """A header stack ``T[n]`` (recognised only to be rejected)."""
+
+    elem: Type
+    size: int
+
+
+Type = BitT | IntT | BoolT | ErrorT | IntLitT | EnumT | HeaderT | StructT | NamedT | StackT
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass
+class Expr:
+    """Base class of expressions."""
+
+    loc: Loc
+
+
+@dataclass
+class Lit(Expr):
+    """Integer literal; ``type`` is ``BitT``/``IntT`` for width-prefixed ones, else None."""
+
+    value: int
+    type: Type | None = None
+
+
+@dataclass
+class BoolLit(Expr):
+    """``true`` / ``false``."""
+
+    value: bool
+
+
+@dataclass
+class StringLit(Expr):
+    """String literal (annotations only)."""
+
+    value: str
+
+
+@dataclass
+class Name(Expr):
+    """A reference to a declared name."""
+
+    name: str
+
+
+@dataclass
+class Member(Expr):
+    """``expr.name``."""
+
+    expr: Expr
+    name: str
+
+
+@dataclass
+class TypeMember(Expr):
+    """``Type.member`` (enum member) or ``error.member``."""
+
+    type_name: str
+    member: str
+
+
+@dataclass
+class Index(Expr):
+    """``expr[index]`` (header stacks; rejected)."""
+
+    expr: Expr
+    index: Expr
+
+
+@dataclass
+class Slice(Expr):
+    """``expr[hi:lo]`` (P4_16 spec 8.6)."""
+
+    expr: Expr
+    hi: Expr
+    lo: Expr
+
+
+@dataclass
+class Call(Expr):
+    """``func(args)`` or ``func<typeargs>(args)``; ``func`` is a Name or Member."""
+
+    func: Expr
+    args: list[Expr]
+    type_args: tuple[Type, ...] = ()
+
+
+@dataclass
+class Unary(Expr):
+    """Unary operator: ``!``, ``~``, ``-``."""
+
+    op: str
+    expr: Expr
+
+
+@dataclass
+class Binary(Expr):
+    """Binary operator (``+ - * / % ++ & | ^ << >> == != < <= > >= && ||``)."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass
+class Cast(Expr):
+    """``(type) expr``."""
+
+    type: Type
+    expr: Expr
+
+
+@dataclass
+class Cond(Expr):
+    """``cond ? a : b``."""
+
+    cond: Expr
+    then: Expr
+    other: Expr
+
+
+@dataclass
+class ListExpr(Expr):
+    """``{a, b, ...}`` (checksum and hash field lists)."""
+
+    items: list[Expr]
+
+
+@dataclass
+class DontCare(Expr):
+    """``_``."""
+
+
+@dataclass
+class Ctor(Expr):
+    """``Type(args)`` in an instantiation argument (e.g. ``MyParser()``)."""
+
+    type: Type
+    args: list[Expr]
+
+
+# ---------------------------------------------------------------- statements
+
+
+@dataclass
+class Stmt:
+    """Base class of statements."""
+
+    loc: Loc
+
+
+@dataclass
+class Assign(Stmt):
+    """``lvalue = expr;``."""
+
+    target: Expr
+    value: Expr
+
+
+@dataclass
+class CallStmt(Stmt):
+    """A method or function call statement."""
+
+    call: Call
+
+
+@dataclass
+class If(Stmt):
+    """``if (cond) then else other``."""
+
+    cond: Expr
+    then: Stmt
+    other: Stmt | None
+
+
+@dataclass
+class Block(Stmt):
+    """``{ stmts }`` (a new scope)."""
+
+    stmts: list[Stmt]
+
+
+@dataclass
+class VarDecl(Stmt):
+    """Local variable; uninitialised ones read 0 (bmv2 behaviour)."""
+
+    type: Type
+    name: str
+    init: Expr | None
+
+
+@dataclass
+class ConstDecl(Stmt):
+    """``const T name = value;`` (top level, control local or statement)."""
+
+    type: Type
+    name: str
+    value: Expr
+
+
+@dataclass
+class Exit(Stmt):
+    """``exit;``."""
+
+
+@dataclass
+class Return(Stmt):
+    """``return;`` (in an action or control)."""
+
+    value: Expr | None
+
+
+@dataclass
+class Empty(Stmt):
+    """``;``."""
+
+
+# ---------------------------------------------------------------- declarations
+
+
+@dataclass
+class Param:
+    """A parameter; ``direction`` is 'in', 'out', 'inout' or '' (action data)."""
+
+    loc: Loc
+    direction: str
+    type: Type
+    name: str
+
+
+@dataclass
+class Action:
+    """``action name(params) { body }``."""
+
+    loc: Loc
+    name: str
+    params: list[Param]
+    body: Block
+    annotations: tuple[str, ...] = ()
+
+
+@dataclass
+class KeyElement:
+    """One table key: expression and match kind name; ``text`` is the key as written."""
+
+    loc: Loc
+    expr: Expr
+    match_kind: str
+    text: str
+
+
+@dataclass
+class ActionRef:
+    """An action named in a table: ``name`` or ``name(args)``."""
+
+    loc: Loc
+    name: str
+    args: list[Expr] | None = None
+
+
+@dataclass
+class Table:
+    """``table name { key; actions; size; default_action }`` (P4_16 spec 14.2)."""
+
+    loc: Loc
+    name: str
+    keys: list[KeyElement]
+    actions: list[ActionRef]
+    default_action: ActionRef | None
+    const_default: bool
+    size: int | None
+
+
+@dataclass
+class Instance:
+    """``Type<args>(ctor args) name;`` (register, counter, package instance...)."""
+
+    loc: Loc
+    type: NamedT
+    args: list[Expr]
+    name: str
+
+
+@dataclass
+class SelectCase:
+    """One case of a select: ``keys`` is one entry per select expression.
+
+    Each key is ``('default',)``, ``('value', expr)``, ``('mask', value, mask)`` or
+    ``('range', lo, hi)``.
+    """
+
+    loc: Loc
+    keys: list[tuple]
+    next_state: str
+
+
+@dataclass
+class ParserState:
+    """``state name { stmts; transition }``; ``select`` is None for a direct transition."""
+
+    loc: Loc
+    name: str
+    stmts: list[Stmt]
+    next_state: str | None
+    select: list[Expr] | None = None
+    cases: list[SelectCase] = field(default_factory=list)
+
+
+@dataclass
+class ParserDecl:
+    """A parser with its locals and states."""
+
+    loc: Loc
+    name: str
+    params: list[Param]
+    locals: list[Stmt | Instance]
+    states: dict[str, ParserState]
+
+
+@dataclass
+class ControlDecl:
+    """A control with its locals, actions, tables and ``apply`` body."""
+
+    loc: Loc
+    name: str
+    params: list[Param]
+    locals: list[VarDecl | ConstDecl]
+    instances: list[Instance]
+    actions: dict[str, Action]
+    tables: dict[str, Table]
+    apply: Block
+
+
+@dataclass
+class Program:
+    """A whole P4 program after preprocessing, parsing and type resolution.
+
+    ``errors`` lists error members in numbering order (core.p4's first);
+    ``main`` is the top-level package instance (``V1Switch(...) main``).
+    """
+
+    source: str
+    types: dict[str, Type]
+    consts: dict[str, ConstDecl]
+    errors: list[str]
+    match_kinds: list[str]
+    actions: dict[str, Action]
+    parsers: dict[str, ParserDecl]
+    controls: dict[str, ControlDecl]
+    externs: dict[str, Loc]
+    extern_functions: dict[str, Loc]
+    instances: list[Instance]
+    main: Instance | None

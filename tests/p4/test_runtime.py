@@ -1,0 +1,314 @@
+"""v1model runtime: symphony.p4 packet in -> packet out + register/counter state (scapy)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from emu.embedded.errors import ControlError
+from emu.embedded.frontend import load_program
+from emu.embedded.runtime import Pipeline, csum16
+from hostapps.wire import CTH, ECN_CE, ECN_ECT0, ECN_NOT_ECT
+
+from .p4util import write_program
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = load_program(ROOT / "p4" / "symphony.p4")
+MAC_S, MAC_D = "00:00:00:00:0a:01", "00:00:00:00:0a:02"
+
+
+def frame(dst: str = "10.0.1.2", *, tos: int = ECN_ECT0, ttl: int = 64, job: int = 0, step: int = 0,
+          rank: int = 0, ctype: int = 1, size: int = 200, cth: bool = True, dport: int = 4793) -> bytes:
+    p = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") / IP(src="10.0.0.1", dst=dst, tos=tos, ttl=ttl)
+    p = p / UDP(sport=1234, dport=dport)
+    if cth:
+        p = p / CTH(type=ctype, job_id=job, step=step, src_rank=rank, dst_rank=(rank + 1) % 64, psn=7)
+    pad = size - len(p)
+    return bytes(p / (bytes(range(256)) * 8)[:max(pad, 0)])
+
+
+@pytest.fixture
+def pipe() -> Pipeline:
+    pl = Pipeline(PROGRAM, seed=7)
+    pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.0/8"}, "MyIngress.ipv4_forward",
+                 {"srcAddr": "00:00:00:00:08:01", "dstAddr": "00:00:00:00:08:02", "port": 3})
+    pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.ipv4_forward",
+                 {"srcAddr": MAC_S, "dstAddr": MAC_D, "port": 2})
+    pl.table_add("MyEgress.queue_ecn", {"standard_metadata.egress_port": 2}, "MyEgress.set_ecn_threshold",
+                 {"threshold": 10})
+    return pl
+
+
+def configure(pl: Pipeline, *, flows: int = 2, threshold: int = 1, slope: int = 65536, gate: int = 0,
+              mode: int = 1, job: int = 0) -> None:
+    pl.table_add("MyIngress.symphony_config", {"hdr.cth.job_id": job}, "MyIngress.set_symphony_config",
+                 {"flows": flows, "lead_threshold": threshold, "slope": slope, "queue_gate": gate, "mode": mode})
+
+
+def run(pl: Pipeline, data: bytes, *, port: int = 1, qdepth: int = 0) -> tuple[int, Ether] | None:
+    st = pl.ingress(data, port, 1000)
+    if st is None:
+        return None
+    out = pl.egress(st, egress_port=st.egress_spec, enq_qdepth=qdepth, deq_qdepth=qdepth,
+                    deq_timedelta_us=0, enq_timestamp_us=1000, now_us=1010)
+    return None if out is None else (st.egress_spec, Ether(out))
+
+
+def test_lpm_longest_prefix_wins(pipe: Pipeline) -> None:
+    assert run(pipe, frame("10.0.1.9"))[0] == 2
+    assert run(pipe, frame("10.7.7.7"))[0] == 3
+    pipe.table_delete("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"})
+    assert run(pipe, frame("10.0.1.9"))[0] == 3
+
+
+def test_miss_drops_and_counts(pipe: Pipeline) -> None:
+    assert run(pipe, frame("192.168.1.1"), port=4) is None
+    assert pipe.counter_read("MyIngress.drops", 4)[0] == 1
+    assert pipe.counter_read("MyIngress.parser_errors", 4) == (0, 0)
+    assert pipe.stats["ingress_drops"] == 1
+
+
+def test_forward_rewrites_macs_ttl_and_checksum(pipe: Pipeline) -> None:
+    data = frame("10.0.1.2", ttl=9, size=300)
+    port, out = run(pipe, data)
+    assert port == 2
+    assert (out.src, out.dst) == (MAC_S, MAC_D)
+    assert out[IP].ttl == 8
+    got = out[IP].chksum
+    ip = out[IP].copy()
+    del ip.chksum
+    assert IP(bytes(ip))[IP].chksum == got
+    assert bytes(out)[14 + 20:] == data[14 + 20:]  # UDP, CTH and payload untouched
+    assert len(bytes(out)) == len(data)
+
+
+def test_ttl_one_is_dropped(pipe: Pipeline) -> None:
+    assert run(pipe, frame(ttl=1)) is None
+
+
+def test_csum16_matches_rfc1071_example() -> None:
+    # RFC 1071 section 3 example words: 0x0001 0xf203 0xf4f5 0xf6f7 -> sum 0xddf2, checksum 0x220d
+    assert csum16(0x0001F203F4F5F6F7, 64) == 0x220D
+    assert csum16(0, 32) == 0xFFFF
+
+
+def test_queue_ce_marking_at_threshold_only_on_ect(pipe: Pipeline) -> None:
+    configure(pipe, mode=0)
+    assert run(pipe, frame(tos=ECN_ECT0), qdepth=9)[1][IP].tos & 3 == ECN_ECT0
+    assert run(pipe, frame(tos=ECN_ECT0), qdepth=10)[1][IP].tos & 3 == ECN_CE
+    assert run(pipe, frame(tos=ECN_ECT0 | 0xB8), qdepth=500)[1][IP].tos == 0xB8 | ECN_CE  # DSCP kept
+    assert run(pipe, frame(tos=ECN_NOT_ECT), qdepth=500)[1][IP].tos & 3 == ECN_NOT_ECT
+    assert run(pipe, frame(tos=ECN_NOT_ECT, cth=False, dport=5001), qdepth=500)[1][IP].tos == 0
+    assert pipe.counter_read("MyEgress.queue_marks", 0)[0] == 2
+    assert pipe.counter_read("MyEgress.symphony_marks", 0)[0] == 0
+
+
+def test_frontier_advances_only_when_every_flow_entered(pipe: Pipeline) -> None:
+    configure(pipe, flows=3)
+    front = lambda: pipe.register_read("MyIngress.frontier", 0)  # noqa: E731
+    run(pipe, frame(rank=0, step=1))
+    run(pipe, frame(rank=1, step=1))
+    assert front() == 0
+    assert pipe.register_read("MyIngress.step_count", 1) == 2
+    run(pipe, frame(rank=1, step=1))  # same flow again: not counted twice
+    assert pipe.register_read("MyIngress.step_count", 1) == 2 and front() == 0
+    run(pipe, frame(rank=2, step=1))
+    assert front() == 1
+    assert pipe.register_read("MyIngress.flow_step", 2) == 1
+    # other job untouched
+    assert pipe.register_read("MyIngress.frontier", 1) == 0
+
+
+def test_lead_wraps_at_16_bits(pipe: Pipeline) -> None:
+    configure(pipe, flows=2, threshold=0, slope=65536)
+    for r in (0, 1):
+        pipe.register_write("MyIngress.flow_step", r, 65535)
+    pipe.register_write("MyIngress.frontier", 0, 65535)
+    pipe.register_write("MyIngress.step_count", 63, 2)
+    _, out = run(pipe, frame(rank=0, step=0))  # lead = 0 - 65535 = 1 (mod 2^16) > T=0
+    assert out[IP].tos & 3 == ECN_CE
+    assert pipe.register_read("MyIngress.step_count", 0) == 1
+    _, out = run(pipe, frame(rank=1, step=65535))  # lagging flow, lead 0
+    assert out[IP].tos & 3 == ECN_ECT0
+    _, out = run(pipe, frame(rank=1, step=0))  # everyone in step 0: frontier wraps to 0
+    assert pipe.register_read("MyIngress.frontier", 0) == 0
+    assert out[IP].tos & 3 == ECN_ECT0
+    assert pipe.counter_read("MyEgress.symphony_marks", 0)[0] == 1
+
+
+def test_outpacing_flows_marked_lagging_not(pipe: Pipeline) -> None:
+    configure(pipe, flows=2, threshold=1, slope=65536)  # probability 1 once lead > T
+    marks = {0: 0, 1: 0}
+    for _ in range(40):
+        for rank, step in ((0, 3), (1, 0)):
+            _, out = run(pipe, frame(rank=rank, step=step))
+            marks[rank] += (out[IP].tos & 3) == ECN_CE
+    assert marks == {0: 40, 1: 0}
+    assert pipe.counter_read("MyEgress.symphony_marks", 0)[0] == 40
+
+
+def test_slope_gives_fractional_probability(pipe: Pipeline) -> None:
+    configure(pipe, flows=2, threshold=1, slope=16384)  # lead 2 -> (2-1)*0.25
+    run(pipe, frame(rank=1, step=0))
+    n = sum((run(pipe, frame(rank=0, step=2))[1][IP].tos & 3) == ECN_CE for _ in range(2000))
+    assert 400 < n < 600
+
+
+def test_queue_gate_blocks_symphony_marks(pipe: Pipeline) -> None:
+    configure(pipe, flows=2, threshold=0, slope=65536, gate=5)
+    assert run(pipe, frame(rank=0, step=4), qdepth=4)[1][IP].tos & 3 == ECN_ECT0
+    assert run(pipe, frame(rank=0, step=4), qdepth=5)[1][IP].tos & 3 == ECN_CE
+
+
+def test_baseline_mode_never_symphony_marks(pipe: Pipeline) -> None:
+    configure(pipe, flows=2, threshold=0, slope=65536, mode=0)
+    for _ in range(20):
+        assert run(pipe, frame(rank=0, step=9))[1][IP].tos & 3 == ECN_ECT0
+    assert pipe.counter_read("MyEgress.symphony_marks", 0) == (0, 0)
+
+
+def test_non_data_and_unconfigured_not_tracked(pipe: Pipeline) -> None:
+    configure(pipe, flows=1, threshold=0)
+    run(pipe, frame(rank=0, step=5, ctype=2))  # ACK
+    run(pipe, frame(rank=0, step=5, job=3))  # no config for job 3
+    assert pipe.register_read("MyIngress.flow_step", 0) == 0
+    assert pipe.register_read("MyIngress.flow_step", 3 * 64) == 0
+
+
+def _truncated(n: int) -> bytes:
+    return frame(size=60)[:n]
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("runt", b"\x00" * 10),
+    ("truncated ipv4", _truncated(14 + 12)),
+    ("truncated udp", _truncated(14 + 20 + 4)),
+    ("truncated cth", _truncated(14 + 20 + 8 + 9)),
+    ("bad ihl", bytes(Ether() / IP(dst="10.0.1.2", ihl=6, options=[]) / bytes(30))),
+    ("bad version", bytes(Ether() / IP(dst="10.0.1.2", version=6) / UDP() / bytes(30))),
+    ("bad checksum", bytes(Ether() / IP(dst="10.0.1.2", chksum=0x1234) / UDP() / bytes(30))),
+])
+def test_malformed_frames_dropped_and_counted(pipe: Pipeline, name: str, data: bytes) -> None:
+    assert run(pipe, data, port=5) is None
+    assert pipe.counter_read("MyIngress.parser_errors", 5)[0] == 1
+    assert pipe.counter_read("MyIngress.drops", 5)[0] == 1
+
+
+def test_parser_error_code_reaches_ingress(tmp_path: Path) -> None:
+    body = """apply {
+        if (sm.parser_error == error.PacketTooShort) { sm.egress_spec = 7; }
+        else { sm.egress_spec = 1; }
+    }"""
+    pl = Pipeline(load_program(write_program(tmp_path, body)))
+    st = pl.ingress(b"\x01\x02", 0, 0)
+    assert st is not None and st.egress_spec == 7
+    assert pl.egress(st, egress_port=7) == b"\x01\x02"  # header invalid, bytes kept as payload
+    assert pl.ingress(b"\x01\x02\x03\x04\x05\x06", 0, 0).egress_spec == 1
+
+
+WRAP_BODY = """
+    action setb(bit<8> v) { hdr.h.b = v; }
+    apply {
+        bit<8> x = 8w250;
+        x = x + 10;                      // 260 mod 256 = 4
+        hdr.h.a = x;
+        hdr.h.b = hdr.h.b - 5;           // 3 - 5 = 254
+        hdr.h.c = hdr.h.a ++ (hdr.h.e << 4);   // 0x04 ++ (0x0F << 4 = 0xF0 in 8 bits)
+        hdr.h.d = ~hdr.h.d;              // 0x0F -> 0xF0
+        hdr.h.e = hdr.h.c[11:4] * 3;     // 0x4F * 3 = 0xED
+        bit<16> big = 16w0xFFFF;
+        big = big + 1;
+        if (big == 0 && (bit<1>)hdr.h.a[2:2] == 1) { sm.egress_spec = 3; }
+        else { sm.egress_spec = 4; }
+    }"""
+
+
+def test_bit_width_wrap_arithmetic(tmp_path: Path) -> None:
+    pl = Pipeline(load_program(write_program(tmp_path, WRAP_BODY)))
+    port, out = pl.process(bytes([1, 3, 0, 0, 0x0F, 0x0F]) + b"tail", 1)
+    assert port == 3
+    assert out == bytes([4, 254, 0x04, 0xF0, 0xF0, 0xED]) + b"tail"
+
+
+TERNARY_BODY = """
+    action setb(bit<8> v) { hdr.h.b = v; }
+    table t {
+        key = { hdr.h.a: ternary; }
+        actions = { setb; NoAction; }
+        size = 8;
+        default_action = setb(99);
+    }
+    apply { t.apply(); sm.egress_spec = 1; }"""
+
+
+def test_ternary_higher_priority_wins(tmp_path: Path) -> None:
+    pl = Pipeline(load_program(write_program(tmp_path, TERNARY_BODY)))
+    pl.table_add("I.t", {"hdr.h.a": [0x10, 0xF0]}, "I.setb", {"v": 1}, priority=10)
+    pl.table_add("I.t", {"hdr.h.a": [0x12, 0xFF]}, "I.setb", {"v": 2}, priority=20)
+    assert pl.process(bytes([0x12, 0, 0, 0, 0, 0]), 0)[1][1] == 2
+    assert pl.process(bytes([0x13, 0, 0, 0, 0, 0]), 0)[1][1] == 1
+    assert pl.process(bytes([0x23, 0, 0, 0, 0, 0]), 0)[1][1] == 99
+    pl.table_modify("I.t", {"hdr.h.a": [0x12, 0xFF]}, "I.setb", {"v": 5}, priority=20)
+    assert pl.process(bytes([0x12, 0, 0, 0, 0, 0]), 0)[1][1] == 5
+    pl.table_set_default("I.t", "NoAction")
+    assert pl.process(bytes([0x23, 7, 0, 0, 0, 0]), 0)[1][1] == 7
+
+
+def test_register_read_write_reset_and_bounds(tmp_path: Path) -> None:
+    body = """
+    register<bit<8>>(4) r;
+    apply {
+        bit<8> v;
+        r.read(v, (bit<32>)hdr.h.a);     // out of range -> 0
+        hdr.h.b = v;
+        r.write((bit<32>)hdr.h.a, hdr.h.c[7:0]);   // ignored when out of range
+        sm.egress_spec = 1;
+    }"""
+    pl = Pipeline(load_program(write_program(tmp_path, body)))
+    pl.register_write("I.r", 2, 42)
+    assert pl.process(bytes([2, 0, 0, 77, 0, 0]), 0)[1][1] == 42
+    assert pl.register_read("I.r", 2) == 77
+    assert pl.process(bytes([9, 5, 0, 66, 0, 0]), 0)[1][1] == 0
+    assert pl.register_read("I.r") == [0, 0, 77, 0]
+    pl.register_reset("I.r")
+    assert pl.register_read("I.r") == [0, 0, 0, 0]
+    with pytest.raises(ControlError, match=r"I\.r: index 4 out of range"):
+        pl.register_read("I.r", 4)
+    with pytest.raises(ControlError, match=r"I\.r\[0\]: value 256 does not fit in bit<8>"):
+        pl.register_write("I.r", 0, 256)
+
+
+def test_control_errors(pipe: Pipeline) -> None:
+    with pytest.raises(ControlError, match=r"unknown table MyIngress\.ipv4_lmp \(did you mean MyIngress\.ipv4_lpm\?\)"):
+        pipe.table_add("MyIngress.ipv4_lmp", {"hdr.ipv4.dstAddr": "10.0.0.0/8"}, "MyIngress.drop")
+    with pytest.raises(ControlError, match=r"MyIngress\.ipv4_lpm: action MyIngress\.ipv4_forward parameter port: "
+                       r"value 512 does not fit in bit<9>"):
+        pipe.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "11.0.0.0/8"}, "MyIngress.ipv4_forward",
+                       {"srcAddr": 1, "dstAddr": 2, "port": 512})
+    with pytest.raises(ControlError, match=r"MyIngress\.ipv4_lpm: duplicate entry"):
+        pipe.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.0/8"}, "MyIngress.drop")
+    with pytest.raises(ControlError, match=r"unknown key field hdr\.ipv4\.dstAdr \(did you mean hdr\.ipv4\.dstAddr\?\)"):
+        pipe.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAdr": "12.0.0.0/8"}, "MyIngress.drop")
+    with pytest.raises(ControlError, match=r"unknown action MyIngress\.dorp"):
+        pipe.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "12.0.0.0/8"}, "MyIngress.dorp")
+    with pytest.raises(ControlError, match=r"MyIngress\.symphony_config: key hdr\.cth\.job_id: value 65536"):
+        configure(pipe, job=65536)
+    with pytest.raises(ControlError, match=r"unknown register MyIngress\.frontiers"):
+        pipe.register_read("MyIngress.frontiers", 0)
+    with pytest.raises(ControlError, match=r"prefix length 33"):
+        pipe.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": ["10.0.0.0", 33]}, "MyIngress.drop")
+
+
+def test_seeded_random_is_reproducible() -> None:
+    def marks(seed: int) -> list[int]:
+        pl = Pipeline(PROGRAM, seed=seed)
+        pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.0/8"}, "MyIngress.ipv4_forward",
+                     {"srcAddr": 1, "dstAddr": 2, "port": 2})
+        configure(pl, flows=2, threshold=0, slope=20000)
+        return [run(pl, frame(rank=0, step=1))[1][IP].tos & 3 for _ in range(64)]
+
+    assert marks(3) == marks(3)
+    assert marks(3) != marks(4)
