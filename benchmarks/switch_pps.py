@@ -1,0 +1,258 @@
+"""Packets per second forwarded by the embedded switch vs a bare AF_PACKET forwarder.
+
+Run as root (creates and deletes its own network namespaces)::
+
+    sudo .venv/bin/python benchmarks/switch_pps.py [--seconds 5] [--warmup 1] [--size 128]
+
+Topology (three namespaces, two veth pairs)::
+
+    sender ns: s0 ──veth── p1 :switch ns: p2 ──veth── k0 :sink ns
+
+The same sender (a pre-built frame sent in a tight loop by a separate process, bounded
+in packets and time) drives, in alternating rounds (the idle forwarder SIGSTOPped, so
+both see the same background load),
+
+(a) a bare Python forwarder: blocking ``recvfrom`` on p1, ``send`` on p2, nothing else;
+(b) the embedded switch (``python -m emu.embedded.switch``) running p4/symphony.p4 with a
+    route to the sink installed over the control socket.
+
+Forwarded packets are counted on the sink interface (``rx_packets`` of k0) over the
+measurement window after a warm-up. Prints the median rate of each and embedded/bare
+(target >= 0.5).
+The sender outruns both forwarders, so both are measured at saturation; the host's other
+load shows up in both numbers, which is why they run in the same invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+TAG = f"{os.getpid() % 100000}"
+NS = {"snd": f"sepps-snd-{TAG}", "sw": f"sepps-sw-{TAG}", "sink": f"sepps-sink-{TAG}"}
+SENDER_MAC, SWITCH_MAC, SINK_MAC = "020000000001", "02000000aa02", "020000000002"
+PROCS: list[subprocess.Popen] = []
+
+SENDER = textwrap.dedent("""
+    import socket, sys, time
+    frame = bytes.fromhex(sys.argv[1]); count = int(sys.argv[2]); seconds = float(sys.argv[3])
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)      # SO_SNDBUFFORCE
+    s.bind(("s0", 0))
+    send = s.send
+    end = time.monotonic() + seconds
+    sent = 0
+    while sent < count:
+        for _ in range(256):
+            try:
+                send(frame)
+            except OSError:
+                pass
+        sent += 256
+        if time.monotonic() > end:
+            break
+""")
+
+BARE = textwrap.dedent("""
+    import socket, sys, time
+    seconds = float(sys.argv[1])
+    r = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    r.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)      # SO_RCVBUFFORCE
+    r.bind(("p1", 3))
+    r.settimeout(0.2)
+    w = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    w.setsockopt(socket.SOL_SOCKET, 32, 8 << 20)
+    w.bind(("p2", 0))
+    recvfrom, send = r.recvfrom, w.send
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for _ in range(1024):
+            try:
+                data, addr = recvfrom(65535)
+            except socket.timeout:
+                break
+            if addr[2] == 4:
+                continue
+            try:
+                send(data)
+            except OSError:
+                pass
+""")
+
+
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), check=check, capture_output=True, text=True, timeout=30)
+
+
+def cleanup() -> None:
+    """Kill child processes and delete the namespaces (idempotent)."""
+    for p in PROCS:
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+    PROCS.clear()
+    for ns in NS.values():
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def setup() -> None:
+    """Create the namespaces and veth pairs."""
+    for ns in NS.values():
+        sh("ip", "netns", "add", ns)
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+    sh("ip", "-n", NS["snd"], "link", "add", "s0", "type", "veth", "peer", "name", "p1", "netns", NS["sw"])
+    sh("ip", "-n", NS["sink"], "link", "add", "k0", "type", "veth", "peer", "name", "p2", "netns", NS["sw"])
+    for ns, ifname in ((NS["snd"], "s0"), (NS["sw"], "p1"), (NS["sw"], "p2"), (NS["sink"], "k0")):
+        sh("ip", "-n", ns, "link", "set", ifname, "up")
+
+
+def build_frame(size: int) -> bytes:
+    """Ethernet/IPv4/UDP frame of ``size`` bytes from 10.0.0.1 to 10.0.0.2, UDP port 5001."""
+    payload = bytes(max(0, size - 42))
+    udp = struct.pack("!HHHH", 40000, 5001, 8 + len(payload), 0) + payload
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
+                               bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])))
+    s = sum(struct.unpack("!10H", ip))
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    ip[10:12] = struct.pack("!H", ~s & 0xFFFF)
+    return bytes.fromhex(SWITCH_MAC + SENDER_MAC) + b"\x08\x00" + bytes(ip) + udp
+
+
+def sink_rx() -> int:
+    """Frames received so far on the sink interface."""
+    out = sh("ip", "netns", "exec", NS["sink"], "cat", "/sys/class/net/k0/statistics/rx_packets")
+    return int(out.stdout.strip())
+
+
+def measure(frame: bytes, warmup: float, seconds: float) -> float:
+    """Run the sender, return the forwarded packets/s over the window after ``warmup``."""
+    sender = subprocess.Popen(["ip", "netns", "exec", NS["snd"], sys.executable, "-c", SENDER,
+                               frame.hex(), str(10**9), str(warmup + seconds + 1.0)])
+    PROCS.append(sender)
+    try:
+        time.sleep(warmup)
+        c0, t0 = sink_rx(), time.monotonic()
+        time.sleep(seconds)
+        c1, t1 = sink_rx(), time.monotonic()
+    finally:
+        sender.kill()
+        sender.wait(10)
+        PROCS.remove(sender)
+    return (c1 - c0) / (t1 - t0)
+
+
+def start_bare(lifetime: float) -> subprocess.Popen:
+    """The bare forwarder, running for at most ``lifetime`` seconds."""
+    fwd = subprocess.Popen(["ip", "netns", "exec", NS["sw"], sys.executable, "-c", BARE, str(lifetime)])
+    PROCS.append(fwd)
+    return fwd
+
+
+def start_embedded(tmp: Path) -> subprocess.Popen:
+    """The embedded switch with a route to the sink; returns once it is programmed."""
+    from emu.embedded.control import ControlClient
+
+    ctl = tmp / "s1.sock"
+    log = (tmp / "s1.log").open("wb")
+    sw = subprocess.Popen(["ip", "netns", "exec", NS["sw"], sys.executable, "-m", "emu.embedded.switch",
+                           "--program", str(REPO / "p4" / "symphony.p4"), "--name", "s1",
+                           "--port", "1=p1", "--port", "2=p2", "--control", str(ctl),
+                           "--log-level", "warning", "--stats-file", str(tmp / "s1.stats.json")],
+                          cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    PROCS.append(sw)
+    with ControlClient(ctl, timeout=30.0, connect_timeout=60.0) as c:
+        c.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.2/32"}, "MyIngress.ipv4_forward",
+                    {"srcAddr": "02:00:00:00:aa:02", "dstAddr": "02:00:00:00:00:02", "port": 2})
+    return sw
+
+
+def run_rounds(frame: bytes, rounds: int, warmup: float, seconds: float,
+               tmp: Path) -> tuple[list[float], list[float], dict]:
+    """Alternate bare and embedded measurements; the idle forwarder is SIGSTOPped so that
+    both see the same background load on this host."""
+    bare_proc = start_bare(rounds * (warmup + seconds + 3.0) + 120.0)
+    os.kill(bare_proc.pid, signal.SIGSTOP)
+    sw = start_embedded(tmp)
+    os.kill(sw.pid, signal.SIGSTOP)
+    bare: list[float] = []
+    emb: list[float] = []
+    try:
+        for _ in range(rounds):
+            for proc, out in ((bare_proc, bare), (sw, emb)):
+                os.kill(proc.pid, signal.SIGCONT)
+                try:
+                    out.append(measure(frame, warmup, seconds))
+                finally:
+                    os.kill(proc.pid, signal.SIGSTOP)
+        os.kill(sw.pid, signal.SIGCONT)
+        sw.send_signal(signal.SIGTERM)
+        sw.wait(15)
+        stats = json.loads((tmp / "s1.stats.json").read_text())
+    finally:
+        for p in (bare_proc, sw):
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.kill()
+                p.wait(10)
+            PROCS.remove(p)
+    return bare, emb, stats
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=5.0, help="measurement window (s)")
+    ap.add_argument("--warmup", type=float, default=1.0, help="warm-up before measuring (s)")
+    ap.add_argument("--size", type=int, default=128, help="frame size (bytes)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating bare/embedded rounds")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("error: switch_pps.py needs root (network namespaces); run with sudo", file=sys.stderr)
+        return 1
+    if shutil.which("ip") is None:
+        print("error: needs iproute2 'ip'", file=sys.stderr)
+        return 1
+    atexit.register(cleanup)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    frame = build_frame(args.size)
+    try:
+        setup()
+        with tempfile.TemporaryDirectory(prefix="switch_pps-") as tmp:
+            bare, emb, stats = run_rounds(frame, args.rounds, args.warmup, args.seconds, Path(tmp))
+    finally:
+        cleanup()
+    b, e = statistics.median(bare), statistics.median(emb)
+    ratio = e / b if b else float("nan")
+    print(f"frame {len(frame)} bytes; {args.rounds} alternating rounds of {args.seconds:.1f} s "
+          f"after {args.warmup:.1f} s warm-up; medians")
+    print(f"bare AF_PACKET forwarder: {b:10.0f} packets/s  (rounds: {', '.join(f'{x:.0f}' for x in bare)})")
+    print(f"embedded switch         : {e:10.0f} packets/s  (rounds: {', '.join(f'{x:.0f}' for x in emb)}; "
+          "symphony.p4, 1 route)")
+    print(f"ratio embedded/bare     : {ratio:10.2f}  (target >= 0.5)")
+    print(f"switch drops: {stats.get('drops')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""SwitchCore: the embedded switch without I/O (P4 pipeline + traffic manager).
+
+docs/interfaces.md section 3. The core never reads a clock and owns no socket: the
+caller hands it frames with :meth:`SwitchCore.receive`, collects frames to transmit with
+:meth:`SwitchCore.poll` and calls again at :meth:`SwitchCore.next_deadline_us`. Port I/O
+(``portio.py``) and the STF runner (``stf.py``, virtual clock) both drive it.
+
+Per frame: size check -> ``pipeline.ingress`` (parser, verify checksum, ingress) ->
+traffic manager queue of ``egress_spec`` -> ``pipeline.egress`` when the packet starts
+service (egress, compute checksum, deparser) -> departure after serialisation + delay.
+
+A frame never makes the core raise: every failure is counted by reason in
+``stats()["drops"]`` and logged at debug level, at most once per second per reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from emu.embedded.tm import QueueConfig, TrafficManager
+
+logger = logging.getLogger(__name__)
+
+#: Smallest frame accepted: an Ethernet header (bytes).
+MIN_FRAME_BYTES = 14
+#: Largest frame accepted: 1500-byte MTU + 14-byte Ethernet header + 4-byte VLAN tag (bytes).
+MAX_FRAME_BYTES = 1514 + 4
+
+#: Drop reasons reported by ``stats()["drops"]``.
+DROP_REASONS = ("tail", "pipeline", "malformed", "oversize", "bad_port", "tx_error")
+
+#: Pipeline statistics keys that count parser errors (see runtime.Pipeline.stats).
+_PARSER_ERROR_KEYS = ("parser_errors", "parser_error")
+
+
+class PipelineLike(Protocol):
+    """What SwitchCore needs of ``runtime.Pipeline`` (docs/interfaces.md section 3)."""
+
+    stats: dict[str, int]
+
+    def ingress(self, frame: bytes, ingress_port: int, now_us: int) -> Any | None: ...
+
+    def egress(self, st: Any, *, egress_port: int, enq_qdepth: int, deq_qdepth: int,
+               deq_timedelta_us: int, enq_timestamp_us: int, now_us: int) -> bytes | None: ...
+
+
+class _RateLimitedLog:
+    """Debug logging of per-packet problems, at most one record per reason per interval.
+
+    Driven by the caller's ``now_us`` so the core stays clock-free.
+    """
+
+    def __init__(self, interval_us: int = 1_000_000) -> None:
+        self.interval_us = interval_us
+        self._last: dict[str, int] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def __call__(self, reason: str, now_us: int, msg: str, *args: Any, exc_info: bool = False) -> None:
+        if not logger.isEnabledFor(logging.DEBUG):
+            return
+        last = self._last.get(reason)
+        if last is not None and now_us - last < self.interval_us:
+            self._suppressed[reason] = self._suppressed.get(reason, 0) + 1
+            return
+        self._last[reason] = now_us
+        n = self._suppressed.pop(reason, 0)
+        if n:
+            msg += " (%d similar suppressed)"
+            args = (*args, n)
+        logger.debug(msg, *args, exc_info=exc_info)
+
+
+class SwitchCore:
+    """P4 pipeline plus traffic manager, driven by explicit time.
+
+    ``pipeline`` follows docs/interfaces.md (``runtime.Pipeline``); ``ports`` are the
+    switch's port numbers (0..510; 511 is the v1model drop port). Every port starts with
+    an unlimited rate, a depth of ``tm.DEFAULT_DEPTH_PKTS`` packets and no delay.
+    """
+
+    def __init__(self, pipeline: PipelineLike, ports: Iterable[int]) -> None:
+        self.pipeline = pipeline
+        port_list = sorted({int(p) for p in ports})
+        for p in port_list:
+            if not 0 <= p < 511:
+                raise ValueError(f"switch port {p} out of range 0..510")
+        self.tm = TrafficManager(port_list, service=self._run_egress)
+        self._ports = frozenset(port_list)
+        self._rx = dict.fromkeys(port_list, 0)
+        self._tx = dict.fromkeys(port_list, 0)
+        self._drops = dict.fromkeys(DROP_REASONS, 0)
+        self._log = _RateLimitedLog()
+        self._parser_key = next((k for k in _PARSER_ERROR_KEYS if k in getattr(pipeline, "stats", {})), None)
+
+    @property
+    def ports(self) -> list[int]:
+        """The switch's port numbers, ascending."""
+        return sorted(self._ports)
+
+    # -- data path -----------------------------------------------------------------
+
+    def receive(self, port: int, frame: bytes, now_us: int) -> None:
+        """Process one frame that arrived on ``port`` at ``now_us`` (microseconds).
+
+        Runs ingress now and queues the packet; egress runs when it starts service.
+        Never raises because of the frame's contents.
+        """
+        tm = self.tm
+        tm.service_until(now_us)
+        if port not in self._ports:
+            self._drops["bad_port"] += 1
+            self._log("bad_port", now_us, "frame received on unknown port %r", port)
+            return
+        self._rx[port] += 1
+        n = len(frame)
+        if n < MIN_FRAME_BYTES or n > MAX_FRAME_BYTES:
+            self._drops["oversize"] += 1
+            self._log("oversize", now_us, "port %d: %d-byte frame outside %d..%d bytes, dropped",
+                      port, n, MIN_FRAME_BYTES, MAX_FRAME_BYTES)
+            return
+        pipe = self.pipeline
+        key = self._parser_key
+        perr = pipe.stats.get(key, 0) if key else 0
+        try:
+            st = pipe.ingress(frame, port, now_us)
+        except Exception:
+            self._drops["malformed"] += 1
+            self._log("malformed", now_us, "port %d: ingress failed on %d-byte frame %s",
+                      port, n, frame[:64].hex(), exc_info=True)
+            return
+        if st is None:
+            if key and pipe.stats.get(key, 0) != perr:
+                self._drops["malformed"] += 1
+                self._log("malformed", now_us, "port %d: parser error, dropped", port)
+            else:
+                self._drops["pipeline"] += 1
+            return
+        try:
+            out_port = st.egress_spec
+        except AttributeError:
+            self._drops["malformed"] += 1
+            self._log("malformed", now_us, "port %d: ingress result without egress_spec", port,
+                      exc_info=True)
+            return
+        if out_port not in self._ports:
+            self._drops["bad_port"] += 1
+            self._log("bad_port", now_us, "port %d: egress_spec %d is not a switch port, dropped",
+                      port, out_port)
+            return
+        if tm.enqueue(out_port, st, now_us) is None:
+            self._drops["tail"] += 1
+            return
+        tm.service_until(now_us)
+
+    def _run_egress(self, port: int, st: Any, enq_qdepth: int, deq_qdepth: int,
+                    deq_timedelta_us: int, enq_timestamp_us: int, now_us: int) -> bytes | None:
+        """Traffic manager callback at service start: egress + deparser, never raises."""
+        try:
+            out = self.pipeline.egress(st, egress_port=port, enq_qdepth=enq_qdepth,
+                                       deq_qdepth=deq_qdepth, deq_timedelta_us=deq_timedelta_us,
+                                       enq_timestamp_us=enq_timestamp_us, now_us=now_us)
+        except Exception:
+            self._drops["malformed"] += 1
+            self._log("malformed", now_us, "port %d: egress failed", port, exc_info=True)
+            return None
+        if out is None:
+            self._drops["pipeline"] += 1
+        return out
+
+    def poll(self, now_us: int) -> list[tuple[int, bytes]]:
+        """Frames to put on the wire at ``now_us``: ``[(port, frame), ...]``, FIFO per port."""
+        tm = self.tm
+        tm.service_until(now_us)
+        out = tm.due(now_us)
+        if out:
+            tx = self._tx
+            for port, _ in out:
+                tx[port] += 1
+        return out
+
+    def next_deadline_us(self) -> int | None:
+        """Time (us) at which :meth:`poll` has work next; None when idle."""
+        return self.tm.next_deadline_us()
+
+    # -- control -------------------------------------------------------------------
+
+    def set_queue(self, port: int, *, rate_bps: float | None = None, depth_pkts: int | None = None,
+                  delay_us: int | None = None) -> None:
+        """Shape egress ``port``: rate in bit/s, depth in packets, delay in microseconds.
+
+        None leaves a setting unchanged; ``rate_bps=0`` restores an unlimited rate.
+        Raises ValueError for an unknown port or an invalid value (names both).
+        """
+        if port not in self._ports:
+            raise ValueError(f"set_queue: unknown port {port!r} (ports: {self.ports})")
+        old = self.tm.config(port)
+        rate = old.rate_bps if rate_bps is None else (None if rate_bps == 0 else float(rate_bps))
+        try:
+            cfg = QueueConfig(
+                rate_bps=rate,
+                depth_pkts=old.depth_pkts if depth_pkts is None else int(depth_pkts),
+                delay_us=old.delay_us if delay_us is None else int(delay_us),
+            )
+        except ValueError as e:
+            raise ValueError(f"set_queue port {port}: {e}") from None
+        self.tm.set_queue(port, cfg)
+        logger.info("port %d queue: rate %s bit/s, depth %d packets, delay %d us",
+                    port, cfg.rate_bps or "unlimited", cfg.depth_pkts, cfg.delay_us)
+
+    def note_drop(self, reason: str, n: int = 1) -> None:
+        """Count ``n`` drops that happened outside the core (e.g. ``"tx_error"`` in port I/O)."""
+        self._drops[reason] = self._drops.get(reason, 0) + n
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: ``{"rx": {port: n}, "tx": {port: n}, "drops": {reason: n},
+        "max_qdepth": {port: packets}, "tail_drops": {port: n}, "queues": {port: {...}},
+        "pipeline": {...}}``. Drop reasons: tail, pipeline (P4 drop), malformed (parser
+        error or pipeline exception), oversize (frame outside 14..1518 bytes),
+        bad_port (unknown ingress or egress port), tx_error (send failed, port I/O)."""
+        tm = self.tm
+        return {
+            "rx": dict(self._rx),
+            "tx": dict(self._tx),
+            "drops": dict(self._drops),
+            "max_qdepth": tm.max_qdepth(),
+            "tail_drops": tm.tail_drops(),
+            "queues": {p: {"rate_bps": tm.config(p).rate_bps, "depth_pkts": tm.config(p).depth_pkts,
+                           "delay_us": tm.config(p).delay_us, "qdepth": tm.qdepth(p)}
+                       for p in tm.ports},
+            "pipeline": dict(getattr(self.pipeline, "stats", {})),
+        }

@@ -1,0 +1,438 @@
+"""STF runner: p4c's Simple Test Framework files on the embedded switch.
+
+``run_stf(program_path, stf_path, seed=None) -> StfResult`` and the click command
+:data:`stf_command` (``symphony-emu stf PROGRAM.p4 TEST.stf [--seed N]``).
+
+Supported commands (the subset of p4c's STF format that bmv2 tests use, plus register
+access)::
+
+    # comment
+    add TABLE [PRIORITY] KEY:VALUE ... ACTION(ARG:VALUE, ...)
+    setdefault TABLE ACTION(ARG:VALUE, ...)
+    packet PORT HEX                   hex may contain spaces
+    expect PORT HEX[$]                '*' = any nibble; '$' = exact length, else the
+                                      packet may be longer than the expectation
+    wait
+    register_write NAME INDEX VALUE
+    register_read NAME INDEX VALUE    expectation on a register cell
+    check_counter NAME(INDEX) [packets|bytes] [==|!=|<|<=|>|>=] VALUE
+
+Key values: ``0x0a000001`` or decimal (exact), ``0x0a000000/24`` (lpm),
+``VALUE&&&MASK`` (ternary); other text (``10.0.0.1``) goes to the control API as is.
+Table, action, key, register and counter names may be unqualified when unique
+(``ipv4_lpm`` for ``MyIngress.ipv4_lpm``). PRIORITY is passed to the runtime unchanged
+(bmv2 meaning).
+
+Packets go through :class:`~emu.embedded.core.SwitchCore` on a virtual clock with
+unlimited port rates; every packet is fully processed before the next command runs, so
+``register_read``/``check_counter`` see the effect of every packet above them. Outputs
+are matched against the ``expect`` lines in order, per port; an output on a port with no
+expectation left is a failure ("unexpected packet"). A missing or unsupported command,
+or a program the front end rejects, raises :class:`StfError` naming ``FILE:LINE``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from emu.embedded.control import ControlAPI
+from emu.embedded.core import SwitchCore
+from emu.embedded.errors import ControlError, P4FrontendError
+
+__all__ = ["StfError", "StfOutcome", "StfResult", "run_stf", "stf_command"]
+
+#: Ports of the STF switch: every v1model port but 511 (the drop port).
+STF_PORTS = range(0, 511)
+
+
+class StfError(Exception):
+    """The STF file or program cannot be run: ``str()`` is ``FILE:LINE: problem``."""
+
+
+@dataclass(frozen=True)
+class StfOutcome:
+    """Result of one expectation: ``expect``, ``register_read``, ``check_counter``, or an
+    unexpected output packet (then ``line`` is the line of the packet that caused it)."""
+
+    file: str
+    line: int
+    what: str
+    ok: bool
+    detail: str = ""
+
+    def __str__(self) -> str:
+        status = "PASS" if self.ok else "FAIL"
+        tail = f": {self.detail}" if self.detail else ""
+        return f"{status} {self.file}:{self.line}: {self.what}{tail}"
+
+
+@dataclass
+class StfResult:
+    """Outcomes in file order (unexpected packets last) and their totals."""
+
+    outcomes: list[StfOutcome] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for o in self.outcomes if o.ok)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for o in self.outcomes if not o.ok)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed."""
+        return self.failed == 0
+
+    def summary(self) -> str:
+        """``"N passed, N failed"``."""
+        return f"{self.passed} passed, {self.failed} failed"
+
+
+# -- parsing helpers ---------------------------------------------------------------------
+
+_INT_RE = re.compile(r"^(?:0x[0-9a-fA-F_]+|0b[01_]+|0o[0-7_]+|\d[\d_]*)$")
+_ACTION_RE = re.compile(r"^([A-Za-z_][\w.]*)\s*\((.*)\)\s*$", re.S)
+_COUNTER_RE = re.compile(
+    r"^(?P<name>[A-Za-z_][\w.]*)\s*\(\s*(?P<index>\w+)\s*\)\s*"
+    r"(?:(?P<kind>packets|bytes|count)\b)?\s*(?P<op>==|!=|<=|>=|<|>)?\s*(?P<value>\w+)\s*$")
+_OPS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _int(text: str) -> int:
+    return int(text.replace("_", ""), 0)
+
+
+def _value(text: str) -> int | str:
+    """A key or argument value: int for numeric text, else the text for the control API."""
+    return _int(text) if _INT_RE.match(text) else text
+
+
+def _key_value(text: str) -> Any:
+    """``V`` (exact), ``V/LEN`` (lpm) or ``V&&&MASK`` (ternary) as the control API wants them."""
+    if "&&&" in text:
+        v, m = text.split("&&&", 1)
+        return [_value(v), _value(m)]
+    if "/" in text:
+        v, n = text.rsplit("/", 1)
+        return [_value(v), _int(n)]
+    return _value(text)
+
+
+def _hex(text: str, where: str, wildcards: bool) -> str:
+    h = "".join(text.split()).lower()
+    if h.startswith("0x"):
+        h = h[2:]
+    allowed = "0123456789abcdef*" if wildcards else "0123456789abcdef"
+    bad = next((c for c in h if c not in allowed), None)
+    if bad is not None:
+        raise StfError(f"{where}: bad character {bad!r} in packet hex")
+    if len(h) % 2:
+        raise StfError(f"{where}: packet hex has an odd number of digits ({len(h)})")
+    return h
+
+
+def _match_packet(expected: str, exact: bool, got: bytes) -> str | None:
+    """None if ``got`` matches ``expected`` (hex with '*' nibbles); else why not."""
+    g = got.hex()
+    if len(g) < len(expected):
+        return f"packet is {len(got)} bytes, expected {len(expected) // 2}: got {g}"
+    if exact and len(g) != len(expected):
+        return f"packet is {len(got)} bytes, expected exactly {len(expected) // 2}: got {g}"
+    for i, c in enumerate(expected):
+        if c != "*" and c != g[i]:
+            return f"first difference at byte {i // 2}: expected {expected}, got {g}"
+    return None
+
+
+def _names(obj: Any) -> list[str]:
+    """Names held by a pipeline's ``tables``/``registers``/``counters`` (dict or list)."""
+    if obj is None:
+        return []
+    if isinstance(obj, dict):
+        return [str(k) for k in obj]
+    return [getattr(x, "name", str(x)) for x in obj]
+
+
+def _resolve(kind: str, name: str, candidates: Iterable[str], where: str) -> str:
+    """Qualify ``name`` against ``candidates`` (exact, else unique ``.name`` suffix)."""
+    cands = list(candidates)
+    if not cands or name in cands:
+        return name
+    hits = [c for c in cands if c.endswith("." + name)]
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        raise StfError(f"{where}: {kind} name {name!r} is ambiguous: {', '.join(sorted(hits))}")
+    return name  # unknown: the control API names it in its error
+
+
+def _split_args(text: str, where: str) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, sep, val = part.partition(":")
+        if not sep:
+            raise StfError(f"{where}: action argument {part!r} must be NAME:VALUE")
+        args[name.strip()] = _value(val.strip())
+    return args
+
+
+# -- runner -------------------------------------------------------------------------------
+
+
+class _Runner:
+    def __init__(self, pipeline: Any, file: str) -> None:
+        self.file = file
+        self.pipe = pipeline
+        self.core = SwitchCore(pipeline, STF_PORTS)
+        self.api = ControlAPI(self.core)
+        self.now = 0
+        self.expects: dict[int, list[tuple[int, str, bool]]] = defaultdict(list)
+        self.outputs: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
+        self.outcomes: list[tuple[int, StfOutcome]] = []  # (order key, outcome)
+        self.in_line = 0
+
+    # name lookups against the pipeline
+    def _table(self, name: str, where: str) -> str:
+        return _resolve("table", name, _names(getattr(self.pipe, "tables", None)), where)
+
+    def _table_info(self, table: str) -> Any:
+        tables = getattr(self.pipe, "tables", None)
+        if isinstance(tables, dict):
+            return tables.get(table)
+        return None
+
+    def _action(self, table: str, name: str, where: str) -> str:
+        info = self._table_info(table)
+        actions = _names(getattr(info, "actions", None)) if info is not None else []
+        return _resolve("action", name, actions, where)
+
+    def _key(self, table: str, name: str, where: str) -> str:
+        info = self._table_info(table)
+        keys = getattr(info, "keys", None) if info is not None else None
+        if keys is None:
+            return name
+        names = [getattr(k, "name", k if isinstance(k, str) else str(k)) for k in keys]
+        return _resolve("key", name, names, where)
+
+    def _register(self, name: str, where: str) -> str:
+        return _resolve("register", name, _names(getattr(self.pipe, "registers", None)), where)
+
+    def _counter(self, name: str, where: str) -> str:
+        return _resolve("counter", name, _names(getattr(self.pipe, "counters", None)), where)
+
+    def _record(self, line: int, what: str, ok: bool, detail: str = "") -> None:
+        self.outcomes.append((line, StfOutcome(self.file, line, what, ok, detail)))
+
+    def _drain(self) -> None:
+        core = self.core
+        for port, frame in core.poll(self.now):
+            self.outputs[port].append((self.in_line, frame))
+        for _ in range(1_000_000):
+            d = core.next_deadline_us()
+            if d is None:
+                return
+            self.now = max(self.now, d)
+            for port, frame in core.poll(self.now):
+                self.outputs[port].append((self.in_line, frame))
+        raise RuntimeError("STF switch did not go idle")  # pragma: no cover - a TM bug
+
+    def _control(self, where: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ControlError as e:
+            raise StfError(f"{where}: {e}") from None
+
+    def run_line(self, lineno: int, text: str) -> None:
+        where = f"{self.file}:{lineno}"
+        cmd, _, rest = text.partition(" ")
+        rest = rest.strip()
+        if cmd == "add":
+            self._add(where, rest)
+        elif cmd == "setdefault":
+            parts = rest.split(None, 1)
+            if len(parts) != 2:
+                raise StfError(f"{where}: expected 'setdefault TABLE ACTION(ARGS)'")
+            table = self._table(parts[0], where)
+            m = _ACTION_RE.match(parts[1])
+            if not m:
+                raise StfError(f"{where}: expected ACTION(ARG:VALUE, ...) after the table name")
+            action = self._action(table, m.group(1), where)
+            self._control(where, self.api.table_set_default, table, action, _split_args(m.group(2), where))
+        elif cmd == "packet":
+            port_s, _, data = rest.partition(" ")
+            if not port_s.isdigit() or not data.strip():
+                raise StfError(f"{where}: expected 'packet PORT HEX'")
+            frame = bytes.fromhex(_hex(data, where, wildcards=False))
+            self.now += 1
+            self.in_line = lineno
+            self.core.receive(int(port_s), frame, self.now)
+            self._drain()
+        elif cmd == "expect":
+            port_s, _, data = rest.partition(" ")
+            if not port_s.isdigit():
+                raise StfError(f"{where}: expected 'expect PORT HEX[$]'")
+            data = data.strip()
+            exact = data.endswith("$")
+            self.expects[int(port_s)].append((lineno, _hex(data.rstrip("$"), where, wildcards=True), exact))
+        elif cmd == "wait":
+            self._drain()
+        elif cmd == "register_write":
+            parts = rest.split()
+            if len(parts) != 3:
+                raise StfError(f"{where}: expected 'register_write NAME INDEX VALUE'")
+            name = self._register(parts[0], where)
+            self._control(where, self.api.register_write, name, _int(parts[1]), _int(parts[2]))
+        elif cmd == "register_read":
+            parts = rest.split()
+            if len(parts) != 3:
+                raise StfError(f"{where}: expected 'register_read NAME INDEX VALUE'")
+            name = self._register(parts[0], where)
+            self._drain()
+            got = self._control(where, self.api.register_read, name, _int(parts[1]))
+            want = _int(parts[2])
+            self._record(lineno, f"register {name}[{_int(parts[1])}] == {want}", got == want,
+                         "" if got == want else f"got {got}")
+        elif cmd == "check_counter":
+            m = _COUNTER_RE.match(rest)
+            if not m:
+                raise StfError(f"{where}: expected 'check_counter NAME(INDEX) [packets|bytes] == VALUE'")
+            name = self._counter(m.group("name"), where)
+            index = _int(m.group("index"))
+            kind = m.group("kind") or "packets"
+            op = m.group("op") or "=="
+            want = _int(m.group("value"))
+            self._drain()
+            pkts, nbytes = self._control(where, self.api.counter_read, name, index)
+            got = nbytes if kind == "bytes" else pkts
+            ok = _OPS[op](got, want)
+            self._record(lineno, f"counter {name}({index}) {kind} {op} {want}", ok, "" if ok else f"got {got}")
+        else:
+            raise StfError(f"{where}: unsupported STF command {cmd!r}")
+
+    def _add(self, where: str, rest: str) -> None:
+        paren = rest.find("(")
+        if paren < 0:
+            raise StfError(f"{where}: expected 'add TABLE [PRIORITY] KEY:VALUE ... ACTION(ARGS)'")
+        head = rest[:paren].split()
+        if len(head) < 2:
+            raise StfError(f"{where}: expected 'add TABLE [PRIORITY] KEY:VALUE ... ACTION(ARGS)'")
+        table = self._table(head[0], where)
+        action_name = head[-1]
+        tokens = head[1:-1]
+        priority = None
+        if tokens and _INT_RE.match(tokens[0]):
+            priority = _int(tokens[0])
+            tokens = tokens[1:]
+        m = _ACTION_RE.match(action_name + rest[paren:])
+        if not m:
+            raise StfError(f"{where}: expected ACTION(ARG:VALUE, ...) at the end of 'add'")
+        match: dict[str, Any] = {}
+        for tok in tokens:
+            k, sep, v = tok.partition(":")
+            if not sep or not v:
+                raise StfError(f"{where}: match key {tok!r} must be KEY:VALUE")
+            match[self._key(table, k, where)] = _key_value(v)
+        action = self._action(table, m.group(1), where)
+        self._control(where, self.api.table_add, table, match, action,
+                      _split_args(m.group(2), where), priority)
+
+    def finish(self) -> StfResult:
+        self._drain()
+        late: list[StfOutcome] = []
+        for port in sorted(set(self.expects) | set(self.outputs)):
+            exps = self.expects.get(port, [])
+            outs = self.outputs.get(port, [])
+            for i, (lineno, hexpat, exact) in enumerate(exps):
+                what = f"expect port {port}"
+                if i >= len(outs):
+                    self._record(lineno, what, False, "no packet")
+                    continue
+                why = _match_packet(hexpat, exact, outs[i][1])
+                self._record(lineno, what, why is None, why or "")
+            for in_line, frame in outs[len(exps):]:
+                late.append(StfOutcome(self.file, in_line, f"unexpected packet on port {port}", False,
+                                       frame.hex()))
+        outcomes = [o for _, o in sorted(self.outcomes, key=lambda t: t[0])] + late
+        return StfResult(outcomes=outcomes, stats=self.core.stats())
+
+
+def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
+    """``(line number, command)`` with comments and blank lines removed; a trailing
+    backslash continues a command on the next line."""
+    pending = ""
+    start = 0
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].rstrip()
+        if not pending:
+            start = n
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = (pending + line).strip()
+        pending = ""
+        if line:
+            yield start, line
+    if pending.strip():
+        yield start, pending.strip()
+
+
+def run_stf(program_path: str | Path, stf_path: str | Path, seed: int | None = None,
+            pipeline: Any = None) -> StfResult:
+    """Run the STF file ``stf_path`` against ``program_path`` on the embedded switch.
+
+    ``seed`` seeds the P4 ``random()`` extern. ``pipeline`` replaces the compiled
+    program (tests). Raises :class:`StfError` (``FILE:LINE: problem``) for a program
+    the front end rejects, an unsupported or malformed command, or a control-plane
+    error (unknown table, bad width); failed expectations are in the result.
+    """
+    stf_path = Path(stf_path)
+    try:
+        text = stf_path.read_text()
+    except OSError as e:
+        raise StfError(f"{stf_path}: {e.strerror or e}") from None
+    if pipeline is None:
+        from emu.embedded.frontend import load_program
+        from emu.embedded.runtime import Pipeline
+
+        try:
+            pipeline = Pipeline(load_program(program_path), seed=seed)
+        except P4FrontendError as e:
+            raise StfError(str(e)) from None
+        except OSError as e:
+            raise StfError(f"{program_path}: {e.strerror or e}") from None
+    runner = _Runner(pipeline, str(stf_path))
+    for lineno, line in _logical_lines(text):
+        runner.run_line(lineno, line)
+    return runner.finish()
+
+
+@click.command("stf")
+@click.argument("program", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("test", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--seed", type=int, default=None, help="Seed of the P4 random() extern.")
+def stf_command(program: Path, test: Path, seed: int | None) -> None:
+    """Run an STF test file (p4c format) against PROGRAM on the embedded switch."""
+    try:
+        result = run_stf(program, test, seed=seed)
+    except StfError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    for outcome in result.outcomes:
+        click.echo(str(outcome))
+    click.echo(result.summary())
+    if not result.ok:
+        sys.exit(1)

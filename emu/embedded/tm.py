@@ -1,0 +1,263 @@
+"""Traffic manager of the embedded switch: one FIFO queue per egress port.
+
+Pure logic: it never reads a clock and owns no socket. Every entry point takes the
+current time ``now_us`` (integer microseconds, any monotonic origin) and the caller asks
+:meth:`TrafficManager.due` for the frames to put on the wire and
+:meth:`TrafficManager.next_deadline_us` for when to call again.
+
+Model (DESIGN.md sections 2 and 6, bmv2 ``simple_switch`` queueing semantics):
+
+- a packet is enqueued after ingress; ``enq_qdepth`` is the number of packets waiting
+  in the port's queue ahead of it (bmv2 reads ``egress_buffers.size(port)`` before the
+  push). A packet that finds ``depth_pkts`` packets waiting is tail-dropped and counted;
+- the packet in service has left the queue (bmv2 runs egress after the dequeue), so a
+  port holds at most ``depth_pkts`` waiting packets plus the one being serialised;
+- a packet starts service as soon as the port is free; the egress callback runs at
+  service start with ``enq_qdepth``, ``deq_qdepth`` (packets still waiting behind it)
+  and ``deq_timedelta`` (microseconds spent waiting), as bmv2 runs egress at dequeue;
+- the port is busy for the serialisation time ``len(frame) * 8 / rate_bps`` of the
+  frame egress produced; the frame leaves ``delay_us`` after serialisation ends (the
+  link's propagation delay, modelled here because the kernel lacks netem).
+
+``rate_bps=None`` means an unlimited rate (serialisation takes no time). Times are kept
+as floats internally so that rounding never drifts a port's rate; deadlines are
+reported rounded up to whole microseconds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+#: Default queue depth in packets (bmv2 ``simple_switch`` default, ``set_queue_depth``).
+DEFAULT_DEPTH_PKTS = 64
+
+#: Egress callback: ``(port, item, enq_qdepth, deq_qdepth, deq_timedelta_us,
+#: enq_timestamp_us, start_us) -> frame bytes or None (dropped in egress)``.
+ServiceFn = Callable[[int, Any, int, int, int, int, int], "bytes | None"]
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """Shaping of one egress port.
+
+    rate_bps: service rate in bits per second; None = unlimited.
+    depth_pkts: packets that may wait in the queue (the one in service not included), >= 1.
+    delay_us: propagation delay added after serialisation, microseconds, >= 0.
+    """
+
+    rate_bps: float | None = None
+    depth_pkts: int = DEFAULT_DEPTH_PKTS
+    delay_us: int = 0
+
+    def __post_init__(self) -> None:
+        if self.rate_bps is not None and not (self.rate_bps > 0 and math.isfinite(self.rate_bps)):
+            raise ValueError(f"queue rate_bps must be a positive finite number or None, got {self.rate_bps!r}")
+        if self.depth_pkts < 1:
+            raise ValueError(f"queue depth_pkts must be >= 1, got {self.depth_pkts!r}")
+        if self.delay_us < 0:
+            raise ValueError(f"queue delay_us must be >= 0, got {self.delay_us!r}")
+
+
+class _Port:
+    """State of one egress port (queue, shaping, counters)."""
+
+    __slots__ = ("config", "us_per_byte", "direct", "queue", "free_at", "tail_drops", "max_qdepth",
+                 "enqueued", "serviced", "pending")
+
+    def __init__(self, config: QueueConfig) -> None:
+        self.config = config
+        self.us_per_byte = 0.0
+        self.queue: deque[tuple[Any, int, int]] = deque()  # (item, enq_us, enq_qdepth)
+        self.free_at = -math.inf  # time (us, float) at which the port ends its current service
+        self.tail_drops = 0
+        self.max_qdepth = 0
+        self.enqueued = 0
+        self.serviced = 0
+        self.pending = 0  # departures of this port in the departure heap
+        self.direct = False
+        self.set_config(config)
+
+    def set_config(self, config: QueueConfig) -> None:
+        self.config = config
+        self.us_per_byte = 0.0 if config.rate_bps is None else 8e6 / config.rate_bps
+        # unlimited rate and no delay: an idle port forwards at once, bypassing the heap
+        self.direct = config.rate_bps is None and config.delay_us == 0
+
+
+class TrafficManager:
+    """Per-port FIFO queues with a service rate, a depth and a propagation delay.
+
+    ``service`` is called at each service start to run the egress pipeline; with
+    ``service=None`` the queued items must be frames (``bytes``) and leave unchanged.
+    Raises ``KeyError`` for a port not given to the constructor, ``ValueError`` for an
+    invalid queue configuration. Exceptions raised by ``service`` propagate to the
+    caller after the port's state has been updated (the packet counts as serviced and
+    the port as free), so the caller may catch them per packet and call again.
+    """
+
+    def __init__(self, ports: Iterable[int], service: ServiceFn | None = None,
+                 default: QueueConfig | None = None) -> None:
+        cfg = default or QueueConfig()
+        self._ports: dict[int, _Port] = {int(p): _Port(cfg) for p in ports}
+        self._service = service
+        self._active: set[int] = set()  # ports with waiting packets
+        self._departures: list[tuple[float, int, int, bytes]] = []  # (time_us, seq, port, frame)
+        self._seq = 0
+        # frames of idle direct ports, due at once (older than any heap entry of their port)
+        self._ready: list[tuple[int, bytes]] = []
+        self._ready_at: int | None = None
+
+    # -- configuration -------------------------------------------------------------
+
+    @property
+    def ports(self) -> list[int]:
+        """Port numbers, ascending."""
+        return sorted(self._ports)
+
+    def has_port(self, port: int) -> bool:
+        """True if ``port`` is one of the switch's ports."""
+        return port in self._ports
+
+    def config(self, port: int) -> QueueConfig:
+        """Current shaping of ``port``; KeyError if unknown."""
+        return self._ports[port].config
+
+    def set_queue(self, port: int, config: QueueConfig) -> None:
+        """Replace the shaping of ``port``. Packets already waiting stay queued, even
+        beyond a smaller depth; a packet in service keeps its departure time."""
+        self._ports[port].set_config(config)
+
+    # -- data path -----------------------------------------------------------------
+
+    def enqueue(self, port: int, item: Any, now_us: int) -> int | None:
+        """Queue ``item`` on ``port`` at ``now_us``.
+
+        Returns the enq_qdepth (packets waiting ahead of it), or None when the queue is
+        full and the packet is tail-dropped (counted per port). Call
+        :meth:`service_until` first so that packets due to leave the queue have left it.
+        On an idle port with unlimited rate and no delay the packet is serviced at once
+        (egress runs inside this call) and its frame is due at ``now_us``.
+        """
+        p = self._ports[port]
+        q = p.queue
+        depth = len(q)
+        if p.direct and not depth and not p.pending and p.free_at <= now_us:
+            # fast path: idle port without shaping, service starts and ends now
+            p.enqueued += 1
+            p.serviced += 1
+            if p.max_qdepth == 0:
+                p.max_qdepth = 1
+            frame = item if self._service is None else self._service(port, item, 0, 0, 0, now_us, now_us)
+            if frame is not None:
+                if self._ready_at is None:
+                    self._ready_at = now_us
+                self._ready.append((port, frame))
+            return 0
+        if depth >= p.config.depth_pkts:
+            p.tail_drops += 1
+            return None
+        q.append((item, now_us, depth))
+        p.enqueued += 1
+        if depth + 1 > p.max_qdepth:
+            p.max_qdepth = depth + 1
+        self._active.add(port)
+        return depth
+
+    def service_until(self, now_us: int) -> None:
+        """Start service of every packet whose port becomes free at or before ``now_us``.
+
+        Each service start runs the egress callback at the virtual start time
+        ``max(port free time, enqueue time)``, so results do not depend on how late the
+        caller is. Frames produced are held until their departure time.
+        """
+        if not self._active:
+            return
+        for port in sorted(self._active):
+            p = self._ports[port]
+            q = p.queue
+            while q and p.free_at <= now_us:
+                item, enq_us, enq_qdepth = q.popleft()
+                start = p.free_at if p.free_at > enq_us else float(enq_us)
+                # packets still waiting that had arrived by the (virtual) start time
+                deq_qdepth = len(q)
+                if deq_qdepth and q[-1][1] > start:
+                    deq_qdepth = sum(1 for e in q if e[1] <= start)
+                p.serviced += 1
+                p.free_at = start  # port free until a frame is produced
+                start_us = math.ceil(start)
+                if self._service is None:
+                    frame = item
+                else:
+                    try:
+                        frame = self._service(port, item, enq_qdepth, deq_qdepth,
+                                              start_us - enq_us, enq_us, start_us)
+                    finally:
+                        if not q:
+                            self._active.discard(port)
+                if frame is None:
+                    continue
+                end = start + len(frame) * p.us_per_byte
+                p.free_at = end
+                self._seq += 1
+                p.pending += 1
+                heapq.heappush(self._departures, (end + p.config.delay_us, self._seq, port, frame))
+            if not q:
+                self._active.discard(port)
+
+    def due(self, now_us: int) -> list[tuple[int, bytes]]:
+        """Pop the frames whose departure time is at or before ``now_us``, in departure
+        order (FIFO per port): ``[(port, frame), ...]``."""
+        out = self._ready
+        if out:
+            self._ready = []
+            self._ready_at = None
+        else:
+            out = []
+        deps = self._departures
+        if deps and deps[0][0] <= now_us:
+            ports = self._ports
+            while deps and deps[0][0] <= now_us:
+                _, _, port, frame = heapq.heappop(deps)
+                ports[port].pending -= 1
+                out.append((port, frame))
+        return out
+
+    def next_deadline_us(self) -> int | None:
+        """Earliest time (us, rounded up) at which a frame departs or a service starts;
+        None when the traffic manager is idle."""
+        if self._ready_at is not None:
+            return self._ready_at
+        t = self._departures[0][0] if self._departures else math.inf
+        for port in self._active:
+            f = self._ports[port].free_at
+            if f < t:
+                t = f
+        if t == math.inf:
+            return None
+        return 0 if t == -math.inf else math.ceil(t)
+
+    # -- statistics ----------------------------------------------------------------
+
+    def qdepth(self, port: int) -> int:
+        """Packets waiting on ``port`` now (the one in service not included)."""
+        return len(self._ports[port].queue)
+
+    def tail_drops(self) -> dict[int, int]:
+        """Tail drops per port."""
+        return {n: p.tail_drops for n, p in sorted(self._ports.items())}
+
+    def max_qdepth(self) -> dict[int, int]:
+        """Largest number of packets that waited on each port (the new packet included)."""
+        return {n: p.max_qdepth for n, p in sorted(self._ports.items())}
+
+    def in_flight(self) -> int:
+        """Packets queued or serialised but not yet handed out by :meth:`due`."""
+        return sum(len(p.queue) for p in self._ports.values()) + len(self._departures) + len(self._ready)

@@ -1,0 +1,157 @@
+"""Control API in process and as JSON lines over a Unix socket (fake pipeline)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import pytest
+
+from emu.embedded.control import ControlAPI, ControlClient, ControlError, ControlServer
+from emu.embedded.core import SwitchCore
+
+
+class FakeControlPipeline:
+    """A pipeline with one table, one register and one counter; names checked like the runtime."""
+
+    TABLE = "MyIngress.ipv4_lpm"
+
+    def __init__(self) -> None:
+        self.stats: dict[str, int] = {}
+        self.entries: dict[str, tuple[str, dict]] = {}
+        self.default: tuple[str, dict] = ("MyIngress.drop", {})
+        self.regs = {"MyIngress.frontier": [0] * 16}
+        self.counters = {"MyIngress.drops": [(0, 0)] * 4}
+
+    def ingress(self, frame: bytes, ingress_port: int, now_us: int) -> None:
+        return None
+
+    def egress(self, st: Any, **kw: Any) -> None:
+        return None
+
+    def _table(self, table: str) -> None:
+        if table != self.TABLE:
+            raise ControlError(f"unknown table {table!r}")
+
+    def table_add(self, table, match, action, params, priority):
+        self._table(table)
+        key = json.dumps(match, sort_keys=True)
+        if key in self.entries:
+            raise ControlError(f"{table}: duplicate entry {match}")
+        self.entries[key] = (action, params)
+
+    def table_set_default(self, table, action, params):
+        self._table(table)
+        self.default = (action, params)
+
+    def table_clear(self, table):
+        self._table(table)
+        self.entries.clear()
+
+    def register_read(self, name, index):
+        if name not in self.regs:
+            raise KeyError(f"unknown register {name!r}")
+        return self.regs[name] if index is None else self.regs[name][index]
+
+    def register_write(self, name, index, value):
+        if name not in self.regs:
+            raise KeyError(f"unknown register {name!r}")
+        if not 0 <= value < 1 << 16:
+            raise ValueError(f"register {name}: value {value} does not fit bit<16>")
+        self.regs[name][index] = value
+
+    def counter_read(self, name, index):
+        if name not in self.counters:
+            raise ControlError(f"unknown counter {name!r}")
+        return self.counters[name] if index is None else self.counters[name][index]
+
+
+@pytest.fixture
+def api() -> ControlAPI:
+    return ControlAPI(SwitchCore(FakeControlPipeline(), [1, 2]))
+
+
+def exercise(ctl: Any) -> None:
+    """The same checks for ControlAPI and ControlClient."""
+    assert ctl.ping() == "pong"
+    ctl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.ipv4_forward",
+                  {"port": 2})
+    with pytest.raises(ControlError, match="duplicate"):
+        ctl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.drop")
+    with pytest.raises(ControlError, match="MyIngress.nope"):
+        ctl.table_add("MyIngress.nope", {}, "MyIngress.drop")
+    with pytest.raises(ControlError, match="MyIngress.missing"):
+        ctl.register_read("MyIngress.missing", 0)
+    with pytest.raises(ControlError, match="does not fit"):
+        ctl.register_write("MyIngress.frontier", 1, 1 << 20)
+    with pytest.raises(ControlError, match="MyEgress.nothing"):
+        ctl.counter_read("MyEgress.nothing", 0)
+    with pytest.raises(ControlError, match="not supported"):
+        ctl.register_reset("MyIngress.frontier")  # the fake has no register_reset
+    ctl.register_write("MyIngress.frontier", 3, 7)
+    assert ctl.register_read("MyIngress.frontier", 3) == 7
+    assert ctl.register_read("MyIngress.frontier")[3] == 7
+    assert ctl.counter_read("MyIngress.drops", 1) == (0, 0)
+    assert ctl.counter_read("MyIngress.drops") == [(0, 0)] * 4
+    ctl.table_set_default("MyIngress.ipv4_lpm", "MyIngress.drop")
+    ctl.table_clear("MyIngress.ipv4_lpm")
+    ctl.set_queue(2, rate_bps=10e6, depth_pkts=8, delay_us=50)
+    with pytest.raises(ControlError, match="port 9"):
+        ctl.set_queue(9, rate_bps=10e6)
+    with pytest.raises(ControlError, match="depth_pkts"):
+        ctl.set_queue(1, depth_pkts=0)
+    s = ctl.stats()
+    assert s["queues"][2] == {"rate_bps": 10e6, "depth_pkts": 8, "delay_us": 50, "qdepth": 0}
+    assert s["rx"] == {1: 0, 2: 0}
+
+
+def test_in_process(api: ControlAPI) -> None:
+    exercise(api)
+
+
+def test_over_unix_socket(api: ControlAPI, tmp_path) -> None:
+    stopped = []
+    api._on_shutdown = lambda: stopped.append(True)
+    path = tmp_path / "ctl" / "s1.sock"
+    server = ControlServer(api, path)
+    server.start_in_thread()
+    try:
+        with ControlClient(path, timeout=5.0) as client:
+            exercise(client)
+            with pytest.raises(ControlError, match="unknown method"):
+                client.call("rm_rf")
+            with pytest.raises(ControlError, match="bad params"):
+                client.call("register_read", nme="x")
+            client.shutdown()
+        # raw protocol: one JSON object per line, id echoed, bad JSON answered
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5.0)
+            s.connect(str(path))
+            f = s.makefile("rwb")
+            f.write(b'{"id": 7, "method": "ping"}\nnot json\n')
+            f.flush()
+            assert json.loads(f.readline()) == {"id": 7, "result": "pong"}
+            bad = json.loads(f.readline())
+            assert bad["id"] is None and "not JSON" in bad["error"]
+    finally:
+        server.stop_thread()
+    assert stopped == [True]
+    assert not path.exists()
+
+
+def test_over_tcp_localhost(api: ControlAPI) -> None:
+    server = ControlServer(api, tcp_port=0)
+    server.start_in_thread()
+    try:
+        host, port = server.address
+        assert host == "127.0.0.1"
+        with ControlClient((host, port), timeout=5.0) as client:
+            assert client.ping() == "pong"
+    finally:
+        server.stop_thread()
+
+
+def test_client_connect_timeout(tmp_path) -> None:
+    with pytest.raises(ConnectionError, match="cannot connect"):
+        ControlClient(tmp_path / "absent.sock", connect_timeout=0.05)
