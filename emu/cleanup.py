@@ -1,0 +1,223 @@
+"""Remove what earlier runs left behind: ``symphony-emu clean`` (like ``mn -c``, for us).
+
+Leftovers of an interrupted run are:
+
+- processes: ``python -m emu.embedded.switch``, ``python -m hostapps.worker``,
+  ``python -m hostapps.traffic``;
+- Mininet node shells (``bash ... -is mininet:<node>``): each host shell holds a network
+  namespace, which disappears with it (Mininet's namespaces are unnamed);
+- veth links named ``<node>-eth<N>`` in the root namespace;
+- control sockets under ``/run/symphony-emu``.
+
+Everything can be scoped to one run (``run_tag``: a string in the process's command line,
+e.g. the run folder) and to the node names of one topology, which is how the runner's
+safety net and the end-to-end tests use it; ``symphony-emu clean`` takes everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+#: Python modules whose processes belong to symphony-emu runs.
+OUR_MODULES = ("emu.embedded.switch", "hostapps.worker", "hostapps.traffic")
+#: Root of the runtime directories (control sockets).
+RUN_ROOT = Path("/run/symphony-emu")
+#: Environment variable that tags every process of a run with the run id (set by emu.runner).
+RUN_ENV = "SYMPHONY_EMU_RUN"
+#: Mininet's link naming: <node>-eth<N> (optionally @peer in `ip link` output).
+LINK_RE = re.compile(r"^\d+:\s+([-_.A-Za-z0-9]+-eth\d+)(?:@\S+)?:")
+
+
+@dataclass
+class CleanupReport:
+    """What a cleanup found (and removed unless it was a dry run)."""
+
+    processes: list[tuple[int, str]] = field(default_factory=list)
+    shells: list[tuple[int, str]] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    mn_ran: bool = False
+
+    def empty(self) -> bool:
+        """True when nothing was left behind."""
+        return not (self.processes or self.shells or self.links or self.paths)
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _pids() -> Iterable[int]:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            yield int(entry)
+
+
+def _run_env(pid: int) -> str | None:
+    """The process's SYMPHONY_EMU_RUN environment variable (the run id), if any."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    for item in raw.split(b"\0"):
+        if item.startswith(RUN_ENV.encode() + b"="):
+            return item.split(b"=", 1)[1].decode(errors="replace")
+    return None
+
+
+def find_processes(run_tag: str | None = None) -> list[tuple[int, str]]:
+    """(pid, command line) of our module processes.
+
+    With ``run_tag`` only those of one run: the tag (a run id) is their SYMPHONY_EMU_RUN
+    environment variable or appears in their command line.
+    """
+    found = []
+    me = os.getpid()
+    for pid in _pids():
+        if pid == me:
+            continue
+        argv = _cmdline(pid)
+        if not argv:
+            continue
+        ours = any(argv[i] == "-m" and argv[i + 1] in OUR_MODULES for i in range(len(argv) - 1))
+        if not ours:
+            continue
+        line = " ".join(argv)
+        if run_tag is not None and run_tag not in line and _run_env(pid) != run_tag:
+            continue
+        found.append((pid, line))
+    return found
+
+
+def find_shells(node_names: Iterable[str] | None = None) -> list[tuple[int, str]]:
+    """(pid, node) of Mininet node shells, optionally only those of ``node_names``."""
+    wanted = set(node_names) if node_names is not None else None
+    found = []
+    for pid in _pids():
+        argv = _cmdline(pid)
+        if not argv or not argv[-1].startswith("mininet:"):
+            continue
+        if "bash" not in os.path.basename(argv[0]) and not any("bash" in a for a in argv[:3]):
+            continue
+        node = argv[-1].removeprefix("mininet:")
+        if wanted is None or node in wanted:
+            found.append((pid, node))
+    return found
+
+
+def find_links(node_names: Iterable[str] | None = None) -> list[str]:
+    """Root-namespace links named ``<node>-eth<N>``, optionally only those of ``node_names``."""
+    try:
+        out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=False).stdout
+    except FileNotFoundError:
+        return []
+    wanted = set(node_names) if node_names is not None else None
+    links = []
+    for line in out.splitlines():
+        m = LINK_RE.match(line)
+        if not m:
+            continue
+        name = m.group(1)
+        if wanted is None or name.rsplit("-eth", 1)[0] in wanted:
+            links.append(name)
+    return links
+
+
+def find_paths(run_id: str | None = None) -> list[str]:
+    """Runtime directories under /run/symphony-emu (only /run/symphony-emu/<run_id> when given)."""
+    if not RUN_ROOT.is_dir():
+        return []
+    return [str(p) for p in sorted(RUN_ROOT.iterdir()) if run_id is None or p.name == run_id]
+
+
+def find_leftovers(*, run_tag: str | None = None, run_id: str | None = None,
+                   node_names: Iterable[str] | None = None) -> CleanupReport:
+    """What is left behind, without removing anything (arguments as for :func:`cleanup`)."""
+    names = list(node_names) if node_names is not None else None
+    paths = find_paths(run_id) if run_id is not None or run_tag is None else []
+    return CleanupReport(processes=find_processes(run_tag), shells=find_shells(names),
+                         links=find_links(names), paths=paths)
+
+
+def _kill(pids: list[int], timeout_s: float = 3.0) -> None:
+    """SIGTERM ``pids``, then SIGKILL whatever still runs after ``timeout_s`` seconds."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout_s
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
+        if alive:
+            time.sleep(0.05)
+    for pid in alive:
+        log.warning("process %d ignored SIGTERM; killing it", pid)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+def run_mn_clean() -> bool:
+    """Run Mininet's own ``mn -c`` if installed (its OVS steps fail harmlessly without OVS)."""
+    mn = shutil.which("mn")
+    if mn is None:
+        return False
+    try:
+        subprocess.run([mn, "-c"], capture_output=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        log.warning("mn -c did not finish within 60 s")
+    return True
+
+
+def cleanup(*, run_tag: str | None = None, run_id: str | None = None,
+            node_names: Iterable[str] | None = None, mn: bool = False, dry_run: bool = False) -> CleanupReport:
+    """Find and (unless ``dry_run``) remove leftovers; returns what was found.
+
+    run_tag: only processes of that run (its id in SYMPHONY_EMU_RUN or the command line).
+    run_id: only /run/symphony-emu/<run_id> (with run_tag and no run_id: no directory).
+    node_names: only shells and links of these Mininet nodes.
+    mn: also run ``mn -c`` (which also kills every ``ping``, removes /tmp/*.log, ...).
+    """
+    names = list(node_names) if node_names is not None else None
+    report = find_leftovers(run_tag=run_tag, run_id=run_id, node_names=names)
+    if dry_run:
+        return report
+    workers = [pid for pid, line in report.processes if "emu.embedded.switch" not in line]
+    switches = [pid for pid, line in report.processes if "emu.embedded.switch" in line]
+    _kill(workers)
+    _kill(switches)
+    _kill([pid for pid, _ in report.shells])
+    for link in find_links(names):  # re-read: links of killed namespaces are gone already
+        subprocess.run(["ip", "link", "del", link], capture_output=True, check=False)
+        log.info("deleted link %s", link)
+    for path in report.paths:
+        shutil.rmtree(path, ignore_errors=True)
+    if mn:
+        report.mn_ran = run_mn_clean()
+    return report

@@ -1,0 +1,283 @@
+"""The ``symphony-emu`` command line (click); the only module that prints.
+
+User mistakes (a bad topology file, not root, a target that is not installed) end in one
+line on stderr and exit code 2, never a traceback. A run that fails at run time (a worker
+fails, a switch dies) ends in one line and exit code 1. Ctrl-C stops a run and removes
+everything it started (exit code 130).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+#: Exit code of user mistakes.
+EXIT_USAGE = 2
+#: Exit code of a run that failed at run time.
+EXIT_FAILED = 1
+#: Exit code after Ctrl-C / SIGTERM.
+EXIT_INTERRUPTED = 130
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TOPOLOGY = Path("topologies/default.yaml")
+
+log = logging.getLogger("emu.cli")
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print ``symphony-emu: error: message`` on stderr and exit with ``code``."""
+    click.echo(f"symphony-emu: error: {message}", err=True)
+    sys.exit(code)
+
+
+def resolve_topology(path: str | os.PathLike[str] | None) -> Path:
+    """A topology path as given, else relative to the repository (``topologies/x.yaml``).
+
+    A bare name such as ``dumbbell`` also finds ``topologies/dumbbell.yaml``.
+    """
+    if path is None:
+        return REPO_ROOT / DEFAULT_TOPOLOGY
+    given = Path(path)
+    if given.exists():
+        return given
+    for candidate in (REPO_ROOT / given, REPO_ROOT / "topologies" / given,
+                      REPO_ROOT / "topologies" / f"{given}.yaml"):
+        if not given.is_absolute() and candidate.exists():
+            return candidate
+    return given  # load_topology names the missing file
+
+
+def parse_size(value: str | int | None) -> int | None:
+    """Bytes from ``262144``, ``256K``, ``256KiB``, ``1M``, ``1MB`` (K/M are powers of 1024)."""
+    if value is None or isinstance(value, int):
+        return value
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    scale = 1
+    if text and text[-1] in "KMG":
+        scale = 1024 ** ("KMG".index(text[-1]) + 1)
+        text = text[:-1]
+    try:
+        size = int(float(text) * scale)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a size in bytes (e.g. 262144, 256K, 1M)") from None
+    if size <= 0:
+        raise click.BadParameter(f"{value!r}: the size must be positive")
+    return size
+
+
+def make_console(stderr: bool = False) -> Any:
+    """A rich console; 140 columns when the output is not a terminal (logs, CI), so tables fit."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else 140)
+
+
+def setup_logging(verbose: int) -> None:
+    """Library logs go to stderr through rich: warnings by default, info with -v, debug with -vv."""
+    from rich.logging import RichHandler
+
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]",
+                        handlers=[RichHandler(show_path=False, rich_tracebacks=False)])
+    try:
+        from mininet.log import lg, setLogLevel
+
+        lg.propagate = False  # Mininet prints through its own handler; not twice via the root logger
+        setLogLevel("info" if verbose >= 2 else "warning" if verbose == 1 else "error")
+    except ImportError:
+        pass
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exception types that are user mistakes (exit 2, one line)."""
+    errors: list[type[BaseException]] = []
+    try:
+        from emu.topology import TopologyError
+
+        errors.append(TopologyError)
+    except ImportError:
+        pass
+    from emu.runner import UsageError
+    from emu.targets import TargetUnavailable
+
+    errors += [UsageError, TargetUnavailable]
+    return tuple(errors)
+
+
+class LazyGroup(click.Group):
+    """A click group whose ``stf`` command is imported only when used (it loads the P4 front end)."""
+
+    lazy = {"stf": ("emu.embedded.stf", "stf_command")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Eager commands plus the lazy ones."""
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """Import a lazy command on first use; a missing module gives a one-line error."""
+        if cmd_name in self.lazy:
+            module_name, attr = self.lazy[cmd_name]
+            try:
+                import importlib
+
+                return getattr(importlib.import_module(module_name), attr)
+            except (ImportError, AttributeError) as exc:
+                reason = str(exc)
+
+                @click.command(name=cmd_name, context_settings={"ignore_unknown_options": True},
+                               help="Run STF tests on the embedded switch (not available in this install).")
+                @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+                def unavailable(args: tuple[str, ...]) -> None:  # noqa: ARG001
+                    fail(f"{cmd_name} is not available: {reason}")
+
+                return unavailable
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+@click.version_option(package_name="symphony-emu")
+def cli(verbose: int) -> None:
+    """Emulate Symphony: in-network step alignment of ring collectives (arXiv 2604.16880)."""
+    setup_logging(verbose)
+
+
+@cli.command()
+@click.argument("topology", required=False)
+@click.option("--scheme", type=click.Choice(["baseline", "symphony", "both"]), default="both",
+              show_default=True, help="Which schemes to run on the same network, jobs and traffic.")
+@click.option("--iterations", type=click.IntRange(min=1), default=None,
+              help="Collectives per job (default: the topology's).")
+@click.option("--size", default=None, help="Bytes per collective, e.g. 262144 or 256K (default: the topology's).")
+@click.option("--target", type=click.Choice(["embedded", "bmv2"]), default="embedded", show_default=True,
+              help="Switch target.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Results folder (default: results/<timestamp>/).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of data, traffic and switches.")
+def run(topology: str | None, scheme: str, iterations: int | None, size: str | None, target: str,
+        out: Path | None, seed: int) -> None:
+    """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
+    from emu import runner
+
+    size_bytes = parse_size(size)
+    schemes = ("baseline", "symphony") if scheme == "both" else (scheme,)
+    console = make_console()
+    try:
+        with runner.RichProgress(console) as progress:
+            result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
+                                size=size_bytes, target=target, out=out, seed=seed, progress=progress)
+    except user_errors() as exc:
+        fail(str(exc))
+    except runner.RunError as exc:
+        fail(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt:
+        click.echo("symphony-emu: interrupted; everything the run started was stopped", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    runner.print_result(console, result)
+    if not result.ok:
+        fail(result.failure or "some results were not verified", EXIT_FAILED)
+
+
+@cli.command(name="cli")
+@click.argument("topology", required=False)
+@click.option("--target", type=click.Choice(["embedded", "bmv2"]), default="embedded", show_default=True)
+@click.option("--scheme", type=click.Choice(["baseline", "symphony"]), default="symphony", show_default=True,
+              help="Mode the switches start in (the `mode` command changes it).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--seed", type=int, default=1, show_default=True)
+def cli_command(topology: str | None, target: str, scheme: str, out: Path | None, seed: int) -> None:
+    """Mininet CLI on TOPOLOGY's programmed network, with allreduce/switch/mode commands."""
+    from emu import runner
+
+    try:
+        with runner.Experiment.open(resolve_topology(topology), target=target, out=out, seed=seed) as exp:
+            exp.set_mode(scheme)
+            from mininet.log import lg, setLogLevel
+
+            from emu.mncli import SymphonyCLI
+
+            if lg.getEffectiveLevel() > 25:  # show the CLI's output (Mininet's "output" level)
+                setLogLevel("output")
+            SymphonyCLI(exp)
+    except user_errors() as exc:
+        fail(str(exc))
+    except runner.RunError as exc:
+        fail(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def report(directory: Path) -> None:
+    """Print the comparison table of a results folder and (re)draw its plots."""
+    from emu import runner
+
+    try:
+        runner.report_dir(directory, make_console())
+    except user_errors() as exc:
+        fail(str(exc))
+    except runner.RunError as exc:
+        fail(str(exc), EXIT_FAILED)
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.option("--mn/--no-mn", default=False, show_default=True,
+              help="Also run Mininet's `mn -c` (it also kills every ping and removes /tmp/*.log).")
+def clean(dry_run: bool, mn: bool) -> None:
+    """Remove leftover namespaces, links, processes and sockets of earlier runs."""
+    from emu.cleanup import cleanup
+
+    if os.geteuid() != 0 and not dry_run:
+        fail("clean needs root: sudo .venv/bin/symphony-emu clean")
+    found = cleanup(mn=mn, dry_run=dry_run)
+    verb = "would remove" if dry_run else "removed"
+    for pid, line in found.processes:
+        click.echo(f"{verb} process {pid}: {line}")
+    for pid, node in found.shells:
+        click.echo(f"{verb} Mininet node {node} (shell {pid}, its namespace)")
+    for link in found.links:
+        click.echo(f"{verb} link {link}")
+    for path in found.paths:
+        click.echo(f"{verb} {path}")
+    if found.mn_ran:
+        click.echo("ran mn -c")
+    if found.empty():
+        click.echo("nothing left behind")
+
+
+@cli.command()
+def doctor() -> None:
+    """Show what is installed, what is missing and how to get it."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from emu.doctor import run_checks
+
+    checks = run_checks()
+    table = Table(title="symphony-emu doctor")
+    for col in ("", "component", "needed for", "found", "to get it"):
+        table.add_column(col)
+    for check in checks:
+        mark = "[green]ok[/]" if check.ok else ("[red]missing[/]" if check.required else "[yellow]missing[/]")
+        table.add_row(mark, escape(check.name), check.needed_for, escape(check.detail),
+                      "" if check.ok else escape(check.fix))
+    make_console().print(table)
+    if any(check.required and not check.ok for check in checks):
+        sys.exit(1)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console-script entry point (setup.cfg: symphony-emu = emu.cli:main)."""
+    return cli.main(args=argv, prog_name="symphony-emu")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""``symphony-emu doctor``: what is installed, what is missing and how to get it."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+
+#: Set-up command that installs everything the embedded target and the tests need.
+SETUP = "sudo ./scripts/setup.sh"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One item of the doctor's table.
+
+    name: what was checked; ok: whether it is there; needed_for: "all", "embedded",
+    "bmv2", "speed" (optional); detail: version or path found; fix: command to get it.
+    """
+
+    name: str
+    ok: bool
+    needed_for: str
+    detail: str
+    fix: str
+
+    @property
+    def required(self) -> bool:
+        """Whether the default (embedded) target needs it."""
+        return self.needed_for in ("all", "embedded")
+
+
+def _module(name: str, dist: str | None = None) -> tuple[bool, str]:
+    if importlib.util.find_spec(name) is None:
+        return False, "not importable"
+    try:
+        return True, importlib.metadata.version(dist or name)
+    except importlib.metadata.PackageNotFoundError:
+        spec = importlib.util.find_spec(name)
+        return True, str(spec.origin if spec else "")
+
+
+def _binary(name: str) -> tuple[bool, str]:
+    path = shutil.which(name)
+    return path is not None, path or "not on PATH"
+
+
+def run_checks() -> list[Check]:
+    """All checks, in the order the table shows them."""
+    checks: list[Check] = []
+    py_ok = sys.version_info >= (3, 11)
+    checks.append(Check("python >= 3.11", py_ok, "all", sys.version.split()[0],
+                        "use Debian 12 / Ubuntu 24.04 (python3 >= 3.11)"))
+    in_venv = sys.prefix != sys.base_prefix
+    checks.append(Check("virtual environment", in_venv, "all", sys.prefix if in_venv else "system python",
+                        f"{SETUP}  (creates .venv/)"))
+    is_root = os.geteuid() == 0
+    checks.append(Check("root", is_root, "all", "uid 0" if is_root else f"uid {os.geteuid()}",
+                        "run with sudo (Mininet needs root)"))
+    ok, detail = _module("mininet")
+    checks.append(Check("mininet (python)", ok, "all", detail,
+                        "apt-get install -y --no-install-recommends mininet; venv with --system-site-packages"))
+    for binary, pkg in (("mnexec", "mininet"), ("ip", "iproute2"), ("ethtool", "ethtool")):
+        ok, detail = _binary(binary)
+        checks.append(Check(binary, ok, "all", detail, f"apt-get install -y --no-install-recommends {pkg}"))
+    for module, dist in (("lark", None), ("pcpp", None), ("scapy", None), ("numpy", None), ("yaml", "PyYAML"),
+                         ("pydantic", None), ("rich", None), ("click", None), ("matplotlib", None)):
+        ok, detail = _module(module, dist)
+        checks.append(Check(module, ok, "all", detail, "pip install -e ."))
+    ok, detail = _module("uvloop")
+    checks.append(Check("uvloop", ok, "speed", detail, "pip install -e '.[fast]'"))
+    for module, dist in (("pytest", None), ("pytest_timeout", "pytest-timeout"),
+                         ("pytest_asyncio", "pytest-asyncio")):
+        ok, detail = _module(module, dist)
+        checks.append(Check(module, ok, "tests", detail, "pip install -e '.[test]'"))
+    for binary in ("simple_switch_grpc", "p4c"):
+        ok, detail = _binary(binary)
+        checks.append(Check(binary, ok, "bmv2", detail, "p4lang packages (behavioral-model, p4c); see README"))
+    ok, detail = _module("p4runtime_sh", "p4runtime-shell")
+    checks.append(Check("p4runtime-shell", ok, "bmv2", detail, "pip install -e '.[bmv2]'"))
+    return checks

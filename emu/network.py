@@ -1,0 +1,281 @@
+"""Mininet bring-up: build the emulated network of a topology and program its switches.
+
+The topology's :class:`~emu.topology.NetworkPlan` fixes every name, port number and MAC
+(pure, no root). :func:`build_network` turns it into a Mininet network:
+
+- hosts are Mininet ``Host`` s with IPv6 off, TX/RX checksum offload off on their interface
+  (the embedded switch forwards frames as they are, so a partial checksum would reach the
+  receiver and be dropped), MTU 1500 and a static ARP entry for every other host;
+- switches are the target's ``Switch`` subclass (one process per switch), whose interfaces
+  live in the root namespace with offloads and IPv6 off;
+- links are plain veth pairs (no TCLink/netem: the kernel here lacks netem; the switch
+  shapes each egress port with the link's rate, delay and queue depth).
+
+:meth:`EmuNetwork.program` installs routes, per-port queues, ECN thresholds and the per-job
+Symphony configuration from :mod:`emu.routing`; :meth:`EmuNetwork.set_mode` switches every
+job between baseline and Symphony; :meth:`EmuNetwork.reset_jobs` zeroes the tracker registers.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from emu.targets import SwitchOptions
+from emu.topology import NetworkPlan, Topology
+
+log = logging.getLogger(__name__)
+
+#: MTU of every host interface (bytes).
+HOST_MTU = 1500
+#: Registers that hold a job's Symphony tracker state (docs/interfaces.md section 2).
+JOB_REGISTERS = ("MyIngress.flow_step", "MyIngress.step_count", "MyIngress.frontier")
+#: Per-job counters (index job id).
+JOB_COUNTERS = ("MyEgress.symphony_marks", "MyEgress.queue_marks")
+#: Per-port counters (index ingress port).
+PORT_COUNTERS = ("MyIngress.drops", "MyIngress.parser_errors")
+#: symphony_config modes.
+MODES = {"baseline": 0, "symphony": 1}
+
+
+class NetworkError(Exception):
+    """The network could not be built or programmed; ``str()`` is one line."""
+
+
+def make_topo(plan: NetworkPlan) -> Any:
+    """A Mininet ``Topo`` with the plan's hosts, switches and links (records names only)."""
+    from mininet.topo import Topo
+
+    topo = Topo()
+    for host in plan.hosts:
+        topo.addHost(host.name, ip=f"{host.ip}/{host.prefix_len}", mac=host.mac)
+    for sw in plan.switches:
+        topo.addSwitch(sw.name, dpid=sw.dpid, seed_offset=sw.index)
+    port_of = {(p.switch, p.link_index): p for sw in plan.switches for p in sw.ports}
+    host_of = {h.name: h for h in plan.hosts}
+    for link in plan.links:
+        ends = []
+        for node in (link.a, link.b):
+            if node in host_of:
+                ends.append((node, 0, host_of[node].mac))
+            else:
+                port = port_of[(node, link.index)]
+                ends.append((node, port.port, port.mac))
+        (n1, p1, m1), (n2, p2, m2) = ends
+        topo.addLink(n1, n2, port1=p1, port2=p2, addr1=m1, addr2=m2)
+    return topo
+
+
+def host_setup_script(plan: NetworkPlan, host: str) -> str:
+    """Shell commands that prepare ``host``'s namespace (IPv6, offloads, MTU, static ARP)."""
+    me = plan.host(host)
+    cmds = [
+        "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1",
+        f"sysctl -qw net.ipv6.conf.{me.intf}.disable_ipv6=1",
+        f"ethtool -K {me.intf} tx off rx off >/dev/null 2>&1",
+        f"ip link set dev {me.intf} mtu {HOST_MTU}",
+    ]
+    for other in plan.hosts:
+        if other.name != host:
+            cmds.append(f"ip neigh replace {other.ip} lladdr {other.mac} dev {me.intf} nud permanent")
+    return "; ".join(cmds) + "; echo __done__:$?"
+
+
+@dataclass
+class EmuNetwork:
+    """A running Mininet network of one topology with its switches ready to program.
+
+    topology/plan: what was built; net: the ``mininet.net.Mininet``; target: target name;
+    options: how the switches were started. Use :func:`build_network`; call :meth:`stop`.
+    """
+
+    topology: Topology
+    plan: NetworkPlan
+    net: Any
+    target: str
+    options: SwitchOptions
+    mode: str | None = None
+    _stopped: bool = field(default=False, repr=False)
+
+    # -- access ---------------------------------------------------------------------------
+    def host(self, name: str) -> Any:
+        """The Mininet host ``name``."""
+        return self.net.get(name)
+
+    def switch(self, name: str) -> Any:
+        """The Mininet switch ``name``."""
+        return self.net.get(name)
+
+    @property
+    def switch_names(self) -> list[str]:
+        """Switch names in file order."""
+        return [s.name for s in self.plan.switches]
+
+    @property
+    def node_names(self) -> list[str]:
+        """Every host and switch name."""
+        return [h.name for h in self.plan.hosts] + self.switch_names
+
+    def control(self, name: str) -> Any:
+        """The control client of switch ``name``."""
+        return self.switch(name).control()
+
+    def check_switches(self) -> None:
+        """Raise NetworkError if a switch process died (naming it and its log)."""
+        for name in self.switch_names:
+            sw = self.switch(name)
+            if hasattr(sw, "running") and not sw.running():
+                code = sw.proc.returncode if getattr(sw, "proc", None) is not None else "?"
+                raise NetworkError(f"switch {name} stopped (exit {code}); see {sw.log_path}")
+
+    # -- programming ----------------------------------------------------------------------
+    def program(self, scheme: str = "baseline") -> None:
+        """Install queues, routes, ECN thresholds and Symphony configuration on every switch.
+
+        The entries come from :func:`emu.routing.switch_programs`; ``scheme`` sets the mode of
+        the per-job ``symphony_config`` entries (see :meth:`set_mode`).
+        """
+        from emu import routing
+
+        programs = routing.switch_programs(self.topology, scheme)  # type: ignore[arg-type]
+        for sw in self.plan.switches:
+            prog = programs[sw.name]
+            ctl = self.control(sw.name)
+            try:
+                for queue in prog.queues:
+                    ctl.set_queue(queue.port, rate_bps=queue.rate_bps, depth_pkts=queue.depth_pkts,
+                                  delay_us=queue.delay_us)
+                for entry in prog.entries:
+                    ctl.table_add(entry.table, entry.match, entry.action, entry.params, entry.priority)
+            except Exception as exc:  # ControlError / ConnectionError: one line
+                raise NetworkError(f"programming switch {sw.name} failed: {exc}") from None
+        self.mode = scheme
+        log.info("programmed %d switches (%s)", len(self.plan.switches), scheme)
+
+    def set_mode(self, scheme: str) -> None:
+        """Reinstall every job's ``symphony_config`` entry with mode baseline (0) or symphony (1).
+
+        Everything else (routes, queues, thresholds, slope, gate, expected flows) is the same
+        in both modes: the schemes differ only in Symphony's marking.
+        """
+        from emu import routing
+
+        if scheme not in MODES:
+            raise NetworkError(f"unknown scheme {scheme!r}: use baseline or symphony")
+        if scheme == self.mode:
+            return
+        programs = routing.switch_programs(self.topology, scheme)  # type: ignore[arg-type]
+        for sw in self.plan.switches:
+            ctl = self.control(sw.name)
+            try:
+                ctl.table_clear(routing.TABLE_SYMPHONY)
+                for entry in programs[sw.name].entries:
+                    if entry.table == routing.TABLE_SYMPHONY:
+                        ctl.table_add(entry.table, entry.match, entry.action, entry.params, entry.priority)
+            except Exception as exc:
+                raise NetworkError(f"configuring Symphony on switch {sw.name} failed: {exc}") from None
+        self.mode = scheme
+
+    def reset_jobs(self) -> None:
+        """Zero the Symphony tracker registers on every switch (before each run of the jobs)."""
+        for name in self.switch_names:
+            ctl = self.control(name)
+            for reg in JOB_REGISTERS:
+                ctl.register_reset(reg)
+
+    def read_counters(self) -> dict[str, dict[str, Any]]:
+        """Per switch: per-job mark counters, per-port drops, and the switch core's stats.
+
+        Shape: ``{switch: {"symphony_marks": [pkts per job], "queue_marks": [...],
+        "drops": [pkts per port], "parser_errors": [...], "stats": core.stats()}}``.
+        """
+        out: dict[str, dict[str, Any]] = {}
+        for name in self.switch_names:
+            ctl = self.control(name)
+            entry: dict[str, Any] = {}
+            for counter in (*JOB_COUNTERS, *PORT_COUNTERS):
+                values = ctl.counter_read(counter)
+                entry[counter.split(".", 1)[1]] = [int(v[0]) for v in values]
+            entry["stats"] = ctl.stats()
+            out[name] = entry
+        return out
+
+    def read_registers(self, name: str, job: int) -> dict[str, Any]:
+        """Symphony registers of ``job`` on switch ``name``: frontier, flow_step per rank, step_count."""
+        from hostapps.wire import MAX_RANKS, STEP_WINDOW
+
+        ctl = self.control(name)
+        nranks = len(self.topology.job(job).ranks)
+        return {
+            "frontier": ctl.register_read("MyIngress.frontier", job),
+            "flow_step": [ctl.register_read("MyIngress.flow_step", job * MAX_RANKS + r) for r in range(nranks)],
+            "step_count": [ctl.register_read("MyIngress.step_count", job * STEP_WINDOW + s)
+                           for s in range(STEP_WINDOW)],
+        }
+
+    # -- teardown -------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop switches and hosts and delete every link (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        for sw in getattr(self.net, "switches", []):  # processes first: links vanish under them next
+            stop_process = getattr(sw, "stop_process", None)
+            if stop_process is not None:
+                try:
+                    stop_process()
+                except Exception as exc:  # noqa: BLE001 - keep tearing down
+                    log.warning("stopping switch %s: %s", sw.name, exc)
+        try:
+            self.net.stop()
+        except Exception as exc:  # noqa: BLE001 - keep tearing down
+            log.warning("mininet stop: %s", exc)
+
+
+def build_network(topology: Topology, *, target_cls: type, options: SwitchOptions,
+                  target: str = "embedded", ready_timeout_s: float | None = None) -> EmuNetwork:
+    """Build, start and wait for the network of ``topology``; switches are not programmed yet.
+
+    Raises NetworkError / SwitchStartError (one line). On failure everything built so far is
+    stopped again before the exception leaves.
+    """
+    from mininet.link import Link
+    from mininet.net import Mininet
+    from mininet.node import Host
+
+    plan = topology.plan
+    switch_cls = functools.partial(target_cls, options=options)
+    t0 = time.monotonic()
+    net = Mininet(topo=make_topo(plan), switch=switch_cls, host=Host, link=Link, controller=None,
+                  autoSetMacs=False, autoStaticArp=False, build=False, waitConnected=False,
+                  inNamespace=False)
+    emu = EmuNetwork(topology, plan, net, target, options)
+    try:
+        net.build()
+        for host in plan.hosts:
+            out = net.get(host.name).cmd(host_setup_script(plan, host.name))
+            if "__done__:0" not in out:
+                raise NetworkError(f"preparing host {host.name} failed: {out.strip().splitlines()[-1:]}")
+        net.start()  # starts every switch process; they come up in parallel
+        timeout = options.ready_timeout_s if ready_timeout_s is None else ready_timeout_s
+        deadline = time.monotonic() + timeout
+        for sw in plan.switches:
+            node = net.get(sw.name)
+            node.wait_ready(max(1.0, deadline - time.monotonic()))
+        log.info("network %s up in %.1f s (%d hosts, %d switches)", topology.name, time.monotonic() - t0,
+                 len(plan.hosts), len(plan.switches))
+        return emu
+    except BaseException:
+        emu.stop()
+        raise
+
+
+def node_names(plan: NetworkPlan) -> Iterable[str]:
+    """Every host and switch name of ``plan``."""
+    yield from (h.name for h in plan.hosts)
+    yield from (s.name for s in plan.switches)
+

@@ -1,0 +1,218 @@
+"""The ``embedded`` target: one ``python -m emu.embedded.switch`` process per Mininet switch.
+
+The process binds an AF_PACKET socket to each of the switch's interfaces (which live in the
+root namespace, as Mininet's software switches do) and serves the control API on a Unix
+socket (docs/interfaces.md section 3). This class starts it, waits until the control socket
+accepts, hands out a :class:`~emu.embedded.control.ControlClient`, and stops it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mininet.node import Switch
+
+from emu.targets import SwitchOptions, SwitchStartError
+
+log = logging.getLogger(__name__)
+
+#: Offloads turned off on switch interfaces, so the AF_PACKET socket sees real frames
+#: (no GSO super-frames, no partial checksums).
+SWITCH_OFFLOADS = ("tx", "rx", "tso", "gso", "gro")
+
+
+def disable_offloads(intf: str, features: tuple[str, ...] = SWITCH_OFFLOADS) -> None:
+    """Turn off ``features`` on root-namespace interface ``intf`` (features it lacks are ignored)."""
+    args = ["ethtool", "-K", intf]
+    for feat in features:
+        args += [feat, "off"]
+    res = subprocess.run(args, capture_output=True, text=True, check=False)
+    if res.returncode not in (0, 1):  # 1: some feature is fixed on veth, the others changed
+        log.warning("ethtool -K %s failed: %s", intf, res.stderr.strip())
+
+
+def disable_ipv6(intf: str) -> None:
+    """Stop the root namespace from sending IPv6 (router/neighbour solicitations) out of ``intf``."""
+    path = Path(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6")
+    try:
+        path.write_text("1")
+    except OSError as exc:  # IPv6 compiled out: nothing to disable
+        log.debug("cannot disable IPv6 on %s: %s", intf, exc)
+
+
+def wait_for_socket(path: Path, proc: subprocess.Popen | None, timeout_s: float, what: str) -> None:
+    """Wait until the Unix socket ``path`` accepts a connection.
+
+    Polls with a growing interval (5 ms .. 200 ms) and stops early if ``proc`` exits.
+    Raises SwitchStartError after ``timeout_s`` seconds or when the process died.
+    """
+    import socket
+
+    deadline = time.monotonic() + timeout_s
+    interval = 0.005
+    while True:
+        if proc is not None and proc.poll() is not None:
+            raise SwitchStartError(f"{what} exited with code {proc.returncode} before its control socket was ready")
+        if path.exists():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.connect(str(path))
+                    return
+                except OSError:
+                    pass
+        if time.monotonic() >= deadline:
+            raise SwitchStartError(f"{what}: control socket {path} not ready after {timeout_s:.0f} s")
+        time.sleep(interval)
+        interval = min(interval * 1.5, 0.2)
+
+
+def log_tail(path: Path, lines: int = 3) -> str:
+    """The last ``lines`` non-empty lines of a log file joined by ' | ' ('' if none)."""
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text[-lines:] if line.strip())
+
+
+class EmbeddedSwitch(Switch):
+    """A Mininet switch backed by an ``emu.embedded.switch`` process.
+
+    ``options`` (a :class:`~emu.targets.SwitchOptions`) says which program to load and where
+    the control socket and the log go. Ports are Mininet's port numbers (1, 2, ...).
+    """
+
+    target = "embedded"
+
+    def __init__(self, name: str, options: SwitchOptions | None = None, seed_offset: int = 0,
+                 **params: Any) -> None:
+        params.setdefault("inNamespace", False)
+        super().__init__(name, **params)
+        self.options = options or SwitchOptions()
+        self.seed_offset = seed_offset
+        self.proc: subprocess.Popen | None = None
+        self._client: Any = None
+
+    # -- installation check -------------------------------------------------------------
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether the embedded switch can run here, and if not, why (one line)."""
+        if importlib.util.find_spec("emu.embedded.switch") is None:
+            return False, "embedded target: module emu.embedded.switch is missing; reinstall with pip install -e ."
+        return True, ""
+
+    @classmethod
+    def setup(cls) -> None:
+        """Mininet's installation hook: raise if the target cannot run."""
+        from emu.targets import TargetUnavailable
+
+        ok, reason = cls.available()
+        if not ok:
+            raise TargetUnavailable(reason)
+
+    # -- paths ----------------------------------------------------------------------------
+    @property
+    def control_path(self) -> Path:
+        """Unix socket of the control API."""
+        return self.options.control_dir / f"{self.name}.sock"
+
+    @property
+    def log_path(self) -> Path:
+        """The switch process's log file."""
+        return self.options.log_dir / f"{self.name}.log"
+
+    @property
+    def stats_path(self) -> Path:
+        """Where the switch writes its final statistics."""
+        return self.options.log_dir / f"{self.name}.stats.json"
+
+    def port_map(self) -> dict[int, str]:
+        """Port number -> interface name for every data interface."""
+        return {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
+
+    def command(self) -> list[str]:
+        """The switch process's command line."""
+        opts = self.options
+        cmd = [sys.executable, "-m", "emu.embedded.switch", "--program", str(opts.program),
+               "--name", self.name]
+        for port, intf in sorted(self.port_map().items()):
+            cmd += ["--port", f"{port}={intf}"]
+        cmd += ["--control", str(self.control_path), "--seed", str(opts.seed + self.seed_offset),
+                "--log-level", opts.log_level, "--stats-file", str(self.stats_path)]
+        cmd += list(opts.extra_args)
+        return cmd
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self, controllers: list) -> None:  # noqa: ARG002 - Mininet's signature
+        """Prepare the interfaces and start the switch process (does not wait for it)."""
+        for intf in self.port_map().values():
+            disable_offloads(intf)
+            disable_ipv6(intf)
+        self.options.control_dir.mkdir(parents=True, exist_ok=True)
+        self.options.log_dir.mkdir(parents=True, exist_ok=True)
+        self.control_path.unlink(missing_ok=True)
+        cmd = self.command()
+        log.debug("starting %s: %s", self.name, " ".join(cmd))
+        with open(self.log_path, "ab") as logf:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                                         start_new_session=True, cwd=str(self.options.log_dir))
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Block until the control socket accepts; SwitchStartError names the log otherwise."""
+        timeout = self.options.ready_timeout_s if timeout_s is None else timeout_s
+        try:
+            wait_for_socket(self.control_path, self.proc, timeout, f"switch {self.name}")
+        except SwitchStartError as exc:
+            tail = log_tail(self.log_path)
+            raise SwitchStartError(f"{exc} (log {self.log_path}{': ' + tail if tail else ''})") from None
+
+    def control(self) -> Any:
+        """A connected ControlClient for this switch (one per switch, reused)."""
+        if self._client is None:
+            from emu.embedded.control import ControlClient
+
+            self._client = ControlClient(str(self.control_path))
+        return self._client
+
+    def running(self) -> bool:
+        """Whether the switch process is alive."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop_process(self, timeout_s: float = 5.0) -> None:
+        """SIGTERM the switch process, SIGKILL it after ``timeout_s`` seconds."""
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:  # noqa: BLE001 - closing a dead connection
+                pass
+            self._client = None
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("switch %s ignored SIGTERM for %.0f s; killing it", self.name, timeout_s)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
+        """Stop the switch process, then let Mininet delete the interfaces."""
+        self.stop_process()
+        self.control_path.unlink(missing_ok=True)
+        super().stop(deleteIntfs)

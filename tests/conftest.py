@@ -1,0 +1,61 @@
+"""Shared pytest configuration: markers and the gate of the end-to-end (Mininet) tests.
+
+End-to-end tests (``tests/e2e``, marker ``root``) need root, Debian's ``mininet`` Python
+module and ``mnexec``. Elsewhere they skip with the reason; under CI (``CI=true``), where
+``.ci/run`` installs everything, a missing prerequisite fails them instead, so CI can never
+pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register markers (also declared in pyproject.toml, for runs from other directories)."""
+    config.addinivalue_line("markers", "root: needs root and Mininet (end-to-end)")
+    config.addinivalue_line("markers", "bmv2: needs simple_switch_grpc and p4c")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test under tests/e2e gets the ``root`` marker."""
+    e2e = REPO / "tests" / "e2e"
+    for item in items:
+        if e2e in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.root)
+
+
+def mininet_missing() -> str | None:
+    """Why end-to-end tests cannot run here (None when they can)."""
+    if os.geteuid() != 0:
+        return "end-to-end tests need root (Mininet): run sudo .venv/bin/pytest"
+    if importlib.util.find_spec("mininet") is None:
+        return "end-to-end tests need the mininet module: apt-get install mininet, venv with --system-site-packages"
+    for binary in ("mnexec", "ip", "ethtool"):
+        if shutil.which(binary) is None:
+            return f"end-to-end tests need {binary}: ./scripts/setup.sh installs it"
+    return None
+
+
+@pytest.fixture(scope="session")
+def mininet_env() -> None:
+    """Skip (or under CI, fail) unless root, Mininet and mnexec are available."""
+    reason = mininet_missing()
+    if reason is None:
+        return
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"CI must run the end-to-end tests, but: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository root."""
+    return REPO

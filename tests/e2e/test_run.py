@@ -1,0 +1,128 @@
+"""End-to-end tests: Mininet, embedded switches, real workers (root; DESIGN.md section 9).
+
+Every test is bounded in time (pytest-timeout) and leaves nothing behind: each checks that
+no process, Mininet node shell (namespace) or link of its run is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from emu.cleanup import find_leftovers
+
+REPO = Path(__file__).resolve().parents[2]
+SINGLE = REPO / "topologies" / "single.yaml"
+LEAD = REPO / "topologies" / "e2e_lead.yaml"
+BAD = Path(__file__).resolve().parent / "bad_topology.yaml"
+NODES_1SW = ["h1", "h2", "h3", "h4", "s1"]
+
+
+def cli(*args: str, **kwargs: object) -> subprocess.Popen:
+    """Start ``symphony-emu ARGS`` (python -m emu.cli) in its own process group."""
+    return subprocess.Popen([sys.executable, "-m", "emu.cli", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs)  # type: ignore[call-overload]
+
+
+def assert_nothing_left(run_id: str | None, nodes: list[str]) -> None:
+    """No process of the run, no node shell (namespace) and no link of ``nodes`` remains."""
+    left = find_leftovers(run_tag=run_id, run_id=run_id, node_names=nodes)
+    assert left.empty(), f"left behind: {left}"
+
+
+def test_bad_topology_fails_with_one_line_and_exit_2() -> None:
+    """A bad file is rejected before anything starts: one line on stderr, exit 2 (no root needed)."""
+    proc = cli("run", str(BAD), "--out", "/nonexistent/never-created")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "bad_topology.yaml: links[0].bandwidth_mbps: must be > 0" in lines[0]
+    assert "Traceback" not in err
+    assert not Path("/nonexistent/never-created").exists()
+
+
+@pytest.mark.timeout(300)
+def test_single_switch_allreduce_verified(mininet_env: None, tmp_path: Path) -> None:
+    """4-rank all-reduce through one embedded switch: every iteration verified, no Symphony marks."""
+    from emu import runner
+
+    result = runner.run(SINGLE, schemes=("baseline",), iterations=2, out=tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    base = summary["baseline"]
+    assert result.ok, result.failure
+    assert base["verified"] is True
+    assert base["iterations"] == 2
+    assert base["cct_s"]["mean"] > 0
+    assert base["marks"]["symphony"] == 0
+    for name in ("cct.csv", "steps.csv", "cct_cdf.png"):
+        assert (tmp_path / name).is_file(), name
+    run_id = json.loads((tmp_path / "run.json").read_text())["run_id"]
+    assert_nothing_left(run_id, NODES_1SW)
+
+
+@pytest.mark.timeout(420)
+def test_symphony_marks_only_in_symphony_runs(mininet_env: None, tmp_path: Path) -> None:
+    """Same network and traffic for both schemes: Symphony marks > 0 only with Symphony on."""
+    proc = cli("run", str(LEAD), "--scheme", "both", "--out", str(tmp_path))
+    out, err = proc.communicate(timeout=400)
+    assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{err}"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["baseline"]["verified"] and summary["symphony"]["verified"]
+    assert summary["baseline"]["marks"]["symphony"] == 0
+    assert summary["symphony"]["marks"]["symphony"] > 0
+    assert "cct_mean_ratio" in summary
+    assert "symphony-emu results" in out
+    run_id = json.loads((tmp_path / "run.json").read_text())["run_id"]
+    assert_nothing_left(run_id, NODES_1SW)
+
+
+@pytest.mark.timeout(240)
+def test_interrupted_run_leaves_nothing(mininet_env: None, tmp_path: Path) -> None:
+    """Ctrl-C mid-run: exit 130, and no worker, switch, namespace or link is left."""
+    proc = cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "200", "--out", str(tmp_path))
+    deadline = time.monotonic() + 150
+    run_id = None
+    try:
+        # Wait until the workers are running: their step logs grow.
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                out, err = proc.communicate()
+                pytest.fail(f"run ended before the interrupt (exit {proc.returncode}):\n{out}\n{err}")
+            logs = list((tmp_path / "baseline").glob("job0-rank*.jsonl"))
+            if logs and any(p.stat().st_size > 0 for p in logs):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("workers never started")
+        run_id = json.loads((tmp_path / "run.json").read_text())["run_id"]
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, f"stdout:\n{out}\nstderr:\n{err}"
+    assert "interrupted" in err
+    assert "Traceback" not in err
+    assert_nothing_left(run_id, NODES_1SW)
+
+
+def test_bmv2_target_says_what_is_missing() -> None:
+    """--target bmv2 without bmv2 installed: one clear line, exit 2, nothing started."""
+    import shutil
+
+    if shutil.which("simple_switch_grpc") and shutil.which("p4c"):
+        pytest.skip("bmv2 is installed here")
+    proc = cli("run", str(SINGLE), "--target", "bmv2")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, (out, err)
+    assert err.strip().splitlines() == [err.strip()]
+    assert "bmv2 target needs simple_switch_grpc and p4c, which are not installed" in err
