@@ -97,8 +97,11 @@ class TransportConfig:
     #: Minimum time between two NACKs of the same gap (s).
     nack_interval: float = 0.005
     #: Minimum time between two CNPs of one flow at the receiver (s); DCQCN NP, paper
-    #: 3.1 uses 50 us at 40 Gbit/s, ms here.
-    cnp_interval: float = 0.0015
+    #: 3.1 uses 50 us at 40 Gbit/s. 12 ms (about two RTTs with K = 3 packets queued at
+    #: 10 Mbit/s, so a flow is cut at most once before the cut shows in the queue):
+    #: tuned for emulated 10 Mbit/s links by benchmarks/dcqcn_tuning.py (1.5 ms gave
+    #: 54-75% utilisation; 20 ms lets queues reach the drop limit).
+    cnp_interval: float = 0.012
     #: Send an ACK after this many in-order DATA packets (packets).
     ack_every: int = 4
     #: Longest delay of an ACK for in-order data (s).

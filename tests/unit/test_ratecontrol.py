@@ -15,10 +15,17 @@ from hostapps.ratecontrol import (
 
 LINE = 10e6  # bit/s
 G = 1 / 16
+#: Explicit parameters the formula tests below are written against (independent of the
+#: tuned defaults of DcqcnParams).
+FORMULA_PARAMS = {
+    "g": G, "alpha_update_period": 0.005, "rate_increase_period": 0.005,
+    "byte_counter_bytes": 65_536, "fast_recovery_stages": 5, "rate_ai_fraction": 0.02,
+    "rate_hai_fraction": 0.2, "min_rate_fraction": 0.01,
+}
 
 
 def dcqcn(**params: float) -> Dcqcn:
-    rc = make_rate_controller("dcqcn", LINE, params)
+    rc = make_rate_controller("dcqcn", LINE, {**FORMULA_PARAMS, **params})
     assert isinstance(rc, Dcqcn)
     return rc
 
@@ -54,13 +61,22 @@ def test_line_rate_must_be_positive() -> None:
 
 
 def test_defaults_documented_scale() -> None:
-    p = DcqcnParams()
-    assert p.g == G and p.fast_recovery_stages == 5
-    rc = dcqcn()
-    assert rc.rate_ai_bps == pytest.approx(0.02 * LINE)
+    p = DcqcnParams()  # tuned by benchmarks/dcqcn_tuning.py, docs/host-runtime.md
+    assert p.g == 1 / 64 and p.fast_recovery_stages == 3
+    assert p.alpha_update_period == 0.020 and p.rate_increase_period == 0.005
+    rc = make_rate_controller("dcqcn", LINE, {})
+    assert isinstance(rc, Dcqcn)
+    assert rc.rate_ai_bps == pytest.approx(0.005 * LINE)
     assert rc.rate_hai_bps == pytest.approx(10 * rc.rate_ai_bps)
     assert rc.min_rate_bps == pytest.approx(0.01 * LINE)
     assert rc.rate_bps == LINE and rc.next_timer() is None  # idle before the first CNP
+
+
+def test_explicit_params_override_defaults() -> None:
+    rc = dcqcn()
+    assert rc.params == DcqcnParams(**FORMULA_PARAMS)
+    assert rc.rate_ai_bps == pytest.approx(0.02 * LINE)
+    assert rc.rate_hai_bps == pytest.approx(0.2 * LINE)
 
 
 def test_one_cnp_exact() -> None:
@@ -123,7 +139,7 @@ def test_fast_recovery_then_additive_then_hyper() -> None:
     assert rc.rt == pytest.approx(5.2e6)
     assert rc.rc == pytest.approx((5.2e6 + 4.921875e6) / 2)
     rt, rcur = rc.rt, rc.rc
-    b = DcqcnParams().byte_counter_bytes
+    b = rc.params.byte_counter_bytes
     for bc in range(1, 6):  # BC=1..5 with T=6: still additive
         rc.on_packet_sent(b, 0.032)
         rt += 0.02 * LINE
