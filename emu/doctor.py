@@ -78,7 +78,7 @@ def run_checks() -> list[Check]:
         checks.append(Check(module, ok, "tests", detail, "pip install -e '.[test]'"))
     for binary in ("simple_switch_grpc", "p4c"):
         ok, detail = _binary(binary)
-        checks.append(Check(binary, ok, "bmv2", detail, "p4lang packages (behavioral-model, p4c); see README"))
+        checks.append(Check(binary, ok, "bmv2", detail, "p4lang packages (behavioral-model, p4c); see docs/bmv2.md"))
     ok, detail = _module("p4runtime_sh", "p4runtime-shell")
     checks.append(Check("p4runtime-shell", ok, "bmv2", detail, "pip install -e '.[bmv2]'"))
     return checks

@@ -1,7 +1,9 @@
 """STF runner: p4c's Simple Test Framework files on the embedded switch.
 
 ``run_stf(program_path, stf_path, seed=None) -> StfResult`` and the click command
-:data:`stf_command` (``symphony-emu stf PROGRAM.p4 TEST.stf [--seed N]``).
+:data:`stf_command` (``symphony-emu stf PROGRAM.p4 TEST.stf [--seed N]``);
+``run_stf_on(stf_path, device, names)`` runs the same file on any :class:`StfDevice`
+(tests/p4/test_bmv2.py drives bmv2 with it).
 
 Supported commands (the subset of p4c's STF format that bmv2 tests use, plus register
 access)::
@@ -39,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 
@@ -47,7 +49,8 @@ from emu.embedded.control import ControlAPI
 from emu.embedded.core import SwitchCore
 from emu.embedded.errors import ControlError, P4FrontendError
 
-__all__ = ["StfError", "StfOutcome", "StfResult", "run_stf", "stf_command"]
+__all__ = ["EmbeddedStfDevice", "StfDevice", "StfError", "StfOutcome", "StfResult", "run_stf", "run_stf_on",
+           "stf_command"]
 
 #: Ports of the STF switch: every v1model port but 511 (the drop port).
 STF_PORTS = range(0, 511)
@@ -193,13 +196,54 @@ def _split_args(text: str, where: str) -> dict[str, Any]:
 # -- runner -------------------------------------------------------------------------------
 
 
-class _Runner:
-    def __init__(self, pipeline: Any, file: str) -> None:
-        self.file = file
-        self.pipe = pipeline
+class StfDevice(Protocol):
+    """A switch the STF runner drives: ``api`` has ControlAPI's table/register/counter
+    methods; ``send`` injects a frame and returns the frames it caused so far; ``drain``
+    returns what is still to come once the switch is idle; ``stats`` goes into the result."""
+
+    api: Any
+
+    def send(self, port: int, frame: bytes) -> list[tuple[int, bytes]]: ...
+
+    def drain(self) -> list[tuple[int, bytes]]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+
+class EmbeddedStfDevice:
+    """The embedded switch on a virtual clock with unlimited port rates."""
+
+    def __init__(self, pipeline: Any) -> None:
         self.core = SwitchCore(pipeline, STF_PORTS)
         self.api = ControlAPI(self.core)
         self.now = 0
+
+    def send(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        self.now += 1
+        self.core.receive(port, frame, self.now)
+        return self.drain()
+
+    def drain(self) -> list[tuple[int, bytes]]:
+        core = self.core
+        out = list(core.poll(self.now))
+        for _ in range(1_000_000):
+            d = core.next_deadline_us()
+            if d is None:
+                return out
+            self.now = max(self.now, d)
+            out.extend(core.poll(self.now))
+        raise RuntimeError("STF switch did not go idle")  # pragma: no cover - a TM bug
+
+    def stats(self) -> dict[str, Any]:
+        return self.core.stats()
+
+
+class _Runner:
+    def __init__(self, pipeline: Any, file: str, device: StfDevice | None = None) -> None:
+        self.file = file
+        self.pipe = pipeline
+        self.device = device if device is not None else EmbeddedStfDevice(pipeline)
+        self.api = self.device.api
         self.expects: dict[int, list[tuple[int, str, bool]]] = defaultdict(list)
         self.outputs: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
         self.outcomes: list[tuple[int, StfOutcome]] = []  # (order key, outcome)
@@ -237,18 +281,12 @@ class _Runner:
     def _record(self, line: int, what: str, ok: bool, detail: str = "") -> None:
         self.outcomes.append((line, StfOutcome(self.file, line, what, ok, detail)))
 
-    def _drain(self) -> None:
-        core = self.core
-        for port, frame in core.poll(self.now):
+    def _collect(self, frames: Iterable[tuple[int, bytes]]) -> None:
+        for port, frame in frames:
             self.outputs[port].append((self.in_line, frame))
-        for _ in range(1_000_000):
-            d = core.next_deadline_us()
-            if d is None:
-                return
-            self.now = max(self.now, d)
-            for port, frame in core.poll(self.now):
-                self.outputs[port].append((self.in_line, frame))
-        raise RuntimeError("STF switch did not go idle")  # pragma: no cover - a TM bug
+
+    def _drain(self) -> None:
+        self._collect(self.device.drain())
 
     def _control(self, where: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -277,10 +315,8 @@ class _Runner:
             if not port_s.isdigit() or not data.strip():
                 raise StfError(f"{where}: expected 'packet PORT HEX'")
             frame = bytes.fromhex(_hex(data, where, wildcards=False))
-            self.now += 1
             self.in_line = lineno
-            self.core.receive(int(port_s), frame, self.now)
-            self._drain()
+            self._collect(self.device.send(int(port_s), frame))
         elif cmd == "expect":
             port_s, _, data = rest.partition(" ")
             if not port_s.isdigit():
@@ -367,7 +403,7 @@ class _Runner:
                 late.append(StfOutcome(self.file, in_line, f"unexpected packet on port {port}", False,
                                        frame.hex()))
         outcomes = [o for _, o in sorted(self.outcomes, key=lambda t: t[0])] + late
-        return StfResult(outcomes=outcomes, stats=self.core.stats())
+        return StfResult(outcomes=outcomes, stats=self.device.stats())
 
 
 def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
@@ -414,7 +450,23 @@ def run_stf(program_path: str | Path, stf_path: str | Path, seed: int | None = N
             raise StfError(str(e)) from None
         except OSError as e:
             raise StfError(f"{program_path}: {e.strerror or e}") from None
-    runner = _Runner(pipeline, str(stf_path))
+    return run_stf_on(stf_path, EmbeddedStfDevice(pipeline), pipeline, text=text)
+
+
+def run_stf_on(stf_path: str | Path, device: StfDevice, names: Any, *, text: str | None = None) -> StfResult:
+    """Run the STF file ``stf_path`` on ``device`` (any :class:`StfDevice`, e.g. bmv2).
+
+    ``names`` has the program's ``tables`` (with ``keys``/``actions``), ``registers`` and
+    ``counters`` (dicts or lists) for qualifying short names. Same commands, matching and
+    errors as :func:`run_stf`.
+    """
+    stf_path = Path(stf_path)
+    if text is None:
+        try:
+            text = stf_path.read_text()
+        except OSError as e:
+            raise StfError(f"{stf_path}: {e.strerror or e}") from None
+    runner = _Runner(names, str(stf_path), device)
     for lineno, line in _logical_lines(text):
         runner.run_line(lineno, line)
     return runner.finish()

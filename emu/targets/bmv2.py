@@ -1,17 +1,30 @@
-"""The ``bmv2`` target: ``simple_switch_grpc`` per Mininet switch (DESIGN.md section 2).
+"""The ``bmv2`` target: ``simple_switch_grpc`` per Mininet switch (DESIGN.md section 2, docs/bmv2.md).
 
-Status: the installation check, the compile step (``p4c --target bmv2 --arch v1model``) and
-the process start are here; the control path (tables over P4Runtime with p4runtime-shell,
-queues and register reads through ``simple_switch_CLI``) is not written yet, so
-:meth:`Bmv2Switch.available` reports the target as unavailable even where the binaries exist.
+Lifecycle of a :class:`Bmv2Switch`:
+
+- ``start``: compile ``p4/symphony.p4`` once per run folder with
+  ``p4c --target bmv2 --arch v1model --p4runtime-files symphony.p4info.txt``, then start
+  ``simple_switch_grpc --no-p4`` with ``-i PORT@INTF`` per port, ``--device-id``,
+  ``--thrift-port`` and ``-- --grpc-server-addr 127.0.0.1:PORT``;
+- ``wait_ready``: wait (bounded) until the Thrift and gRPC ports accept, connect a
+  p4runtime-shell client, push the pipeline (P4Info + bmv2 JSON) and build a
+  :class:`~emu.targets.bmv2_control.Bmv2Control` (tables over P4Runtime, registers,
+  counters and queues through ``simple_switch_CLI``);
+- ``stop``: tear the client down and terminate the process group.
+
+bmv2 has no per-port propagation delay: link delays are not modelled on this target.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import shutil
+import signal
+import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +36,17 @@ log = logging.getLogger(__name__)
 
 #: Binaries the target needs, with how to get them.
 REQUIRED_BINARIES = {
-    "simple_switch_grpc": "build behavioral-model with --with-pi (github.com/p4lang/behavioral-model)",
-    "p4c": "install p4c (apt package p4lang-p4c from the p4lang OBS repository)",
+    "simple_switch_grpc": "behavioral-model built with PI/P4Runtime (p4lang packages, or the Vagrant VM; docs/bmv2.md)",
+    "p4c": "p4c (p4lang packages, or the Vagrant VM; docs/bmv2.md)",
 }
-#: Whether the P4Runtime/Thrift control path is implemented.
-CONTROL_IMPLEMENTED = False
+#: The Thrift CLI (ships with behavioral-model).
+CLI_BINARY = "simple_switch_CLI"
 #: First gRPC port; switch i listens on BASE + i.
 GRPC_PORT_BASE = 9559
 #: First Thrift port; switch i listens on BASE + i.
 THRIFT_PORT_BASE = 9090
+#: Timeout of one p4c run, in seconds.
+COMPILE_TIMEOUT_S = 300.0
 
 
 def missing_binaries() -> list[str]:
@@ -39,22 +54,56 @@ def missing_binaries() -> list[str]:
     return [name for name in REQUIRED_BINARIES if shutil.which(name) is None]
 
 
+def build_paths(program: Path, out_dir: Path) -> tuple[Path, Path]:
+    """(bmv2 JSON, P4Info text) that :func:`compile_program` writes for ``program``."""
+    return out_dir / (program.stem + ".json"), out_dir / (program.stem + ".p4info.txt")
+
+
+def compile_command(program: Path, out_dir: Path) -> list[str]:
+    """The p4c command line for bmv2/v1model with a P4Info text file."""
+    _, p4info = build_paths(program, out_dir)
+    return ["p4c", "--target", "bmv2", "--arch", "v1model", "--p4runtime-files", str(p4info),
+            "-o", str(out_dir), str(program)]
+
+
 def compile_program(program: Path, out_dir: Path) -> tuple[Path, Path]:
-    """Compile ``program`` with p4c for bmv2/v1model; returns (bmv2 JSON, P4Info text) paths."""
+    """Compile ``program`` with p4c unless its outputs are newer; returns (bmv2 JSON, P4Info).
+
+    Raises SwitchStartError (one line with p4c's first error line).
+    """
+    json_path, p4info = build_paths(program, out_dir)
+    if (json_path.exists() and p4info.exists()
+            and min(json_path.stat().st_mtime, p4info.stat().st_mtime) >= program.stat().st_mtime):
+        return json_path, p4info
     out_dir.mkdir(parents=True, exist_ok=True)
-    json_path = out_dir / (program.stem + ".json")
-    p4info = out_dir / (program.stem + ".p4info.txtpb")
-    cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(out_dir),
-           "--p4runtime-files", str(p4info), str(program)]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        first = (res.stderr.strip().splitlines() or ["no output"])[0]
-        raise SwitchStartError(f"p4c failed on {program}: {first}")
+    try:
+        res = subprocess.run(compile_command(program, out_dir), capture_output=True, text=True, check=False,
+                             timeout=COMPILE_TIMEOUT_S)
+    except FileNotFoundError:
+        raise SwitchStartError("p4c not found: install p4lang packages (docs/bmv2.md)") from None
+    except subprocess.TimeoutExpired:
+        raise SwitchStartError(f"p4c on {program} took more than {COMPILE_TIMEOUT_S:.0f} s") from None
+    if res.returncode != 0 or not json_path.exists():
+        lines = [ln for ln in (res.stderr + res.stdout).splitlines() if ln.strip()]
+        first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "no output")
+        raise SwitchStartError(f"p4c failed on {program}: {first.strip()}")
     return json_path, p4info
 
 
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a TCP server accepts on ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
 class Bmv2Switch(Switch):
-    """A Mininet switch backed by ``simple_switch_grpc`` (control path not implemented yet)."""
+    """A Mininet switch backed by ``simple_switch_grpc``.
+
+    ``options`` (a :class:`~emu.targets.SwitchOptions`): program, log folder (the build goes
+    to ``<log_dir>/bmv2``), ready timeout. ``seed_offset`` (the switch index) picks the
+    device id (index + 1), the Thrift port (9090 + index) and the gRPC port (9559 + index).
+    """
 
     target = "bmv2"
 
@@ -65,20 +114,23 @@ class Bmv2Switch(Switch):
         self.options = options or SwitchOptions()
         self.index = seed_offset
         self.proc: subprocess.Popen | None = None
+        self._control: Any = None
+        self._p4rt: Any = None
 
+    # -- installation check -------------------------------------------------------------
     @classmethod
     def available(cls) -> tuple[bool, str]:
-        """Whether bmv2 can run here, and if not, why (one line)."""
+        """Whether bmv2 can run here, and if not, why and how to get it (one line)."""
         missing = missing_binaries()
         if missing:
             how = "; ".join(f"{name}: {REQUIRED_BINARIES[name]}" for name in missing)
             return False, (f"bmv2 target needs simple_switch_grpc and p4c, which are not installed: "
                            f"missing {', '.join(missing)} ({how}); use --target embedded")
+        if shutil.which(CLI_BINARY) is None:
+            return False, (f"bmv2 target needs {CLI_BINARY} (ships with behavioral-model) on PATH; "
+                           "use --target embedded")
         if importlib.util.find_spec("p4runtime_sh") is None:
             return False, "bmv2 target needs p4runtime-shell: pip install -e '.[bmv2]'"
-        if not CONTROL_IMPLEMENTED:
-            return False, ("bmv2 target: the P4Runtime control path is not implemented yet; "
-                           "use --target embedded")
         return True, ""
 
     @classmethod
@@ -90,38 +142,136 @@ class Bmv2Switch(Switch):
         if not ok:
             raise TargetUnavailable(reason)
 
+    # -- paths and ports -------------------------------------------------------------------
+    @property
+    def build_dir(self) -> Path:
+        """Where p4c's outputs go (shared by every switch of a run)."""
+        return self.options.log_dir / "bmv2"
+
+    @property
+    def log_path(self) -> Path:
+        """simple_switch_grpc's log file."""
+        return self.options.log_dir / f"{self.name}.log"
+
+    @property
+    def device_id(self) -> int:
+        return self.index + 1
+
+    @property
+    def thrift_port(self) -> int:
+        return THRIFT_PORT_BASE + self.index
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{GRPC_PORT_BASE + self.index}"
+
+    def port_map(self) -> dict[int, str]:
+        """Port number -> interface name for every data interface."""
+        return {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
+
+    def command(self) -> list[str]:
+        """The simple_switch_grpc command line (the pipeline is pushed over P4Runtime)."""
+        cmd = ["simple_switch_grpc", "--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port)]
+        for port, intf in sorted(self.port_map().items()):
+            cmd += ["-i", f"{port}@{intf}"]
+        cmd += ["--no-p4", *self.options.extra_args, "--", "--grpc-server-addr", self.grpc_addr]
+        return cmd
+
+    # -- lifecycle ------------------------------------------------------------------------
     def start(self, controllers: list) -> None:  # noqa: ARG002 - Mininet's signature
-        """Compile the program (once per run folder) and start simple_switch_grpc."""
-        build = self.options.log_dir / "bmv2"
-        json_path = build / (self.options.program.stem + ".json")
-        if not json_path.exists():
-            json_path, _ = compile_program(self.options.program, build)
-        cmd = ["simple_switch_grpc", "--device-id", str(self.index + 1), "--thrift-port",
-               str(THRIFT_PORT_BASE + self.index)]
-        for intf, port in sorted(self.ports.items(), key=lambda kv: kv[1]):
-            if intf.name != "lo":
-                cmd += ["-i", f"{port}@{intf.name}"]
-        cmd += [str(json_path), "--", "--grpc-server-addr", f"127.0.0.1:{GRPC_PORT_BASE + self.index}"]
-        logf = open(self.options.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115 - lives with proc
-        self.proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
-        logf.close()
+        """Compile the program (once per run folder) and start simple_switch_grpc (no wait)."""
+        from emu.targets.embedded import disable_ipv6, disable_offloads
+
+        compile_program(self.options.program, self.build_dir)
+        for intf in self.port_map().values():
+            disable_offloads(intf)
+            disable_ipv6(intf)
+        self.options.log_dir.mkdir(parents=True, exist_ok=True)
+        cmd = self.command()
+        log.debug("starting %s: %s", self.name, " ".join(cmd))
+        with open(self.log_path, "ab") as logf:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+
+    def _fail(self, message: str) -> SwitchStartError:
+        from emu.targets.embedded import log_tail
+
+        tail = log_tail(self.log_path)
+        return SwitchStartError(f"switch {self.name}: {message} (log {self.log_path}{': ' + tail if tail else ''})")
 
     def wait_ready(self, timeout_s: float | None = None) -> None:
-        """Not implemented: see the module docstring."""
-        raise SwitchStartError("bmv2 target: the P4Runtime control path is not implemented yet")
+        """Wait for Thrift + gRPC, push the pipeline and connect the control object.
+
+        Polls every 5..200 ms, stops early if the process exits; SwitchStartError names the
+        log otherwise.
+        """
+        from emu.embedded.errors import ControlError
+        from emu.targets.bmv2_control import Bmv2Control, P4RuntimeTables, ThriftCli, open_p4runtime
+
+        timeout = self.options.ready_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
+        grpc_port = GRPC_PORT_BASE + self.index
+        interval = 0.005
+        while not (port_open(self.thrift_port) and port_open(grpc_port)):
+            if self.proc is None or self.proc.poll() is not None:
+                code = None if self.proc is None else self.proc.returncode
+                raise self._fail(f"simple_switch_grpc exited with code {code} before it listened")
+            if time.monotonic() >= deadline:
+                raise self._fail(f"Thrift port {self.thrift_port} / gRPC {self.grpc_addr} not ready after "
+                                 f"{timeout:.0f} s")
+            time.sleep(interval)
+            interval = min(interval * 1.5, 0.2)
+        json_path, p4info = build_paths(self.options.program, self.build_dir)
+        try:
+            client, schema = open_p4runtime(self.device_id, self.grpc_addr, p4info_path=p4info, json_path=json_path)
+        except ControlError as exc:
+            raise self._fail(str(exc)) from None
+        self._p4rt = client
+        self._control = Bmv2Control(schema, P4RuntimeTables(client), ThriftCli(self.thrift_port, binary=CLI_BINARY),
+                                    on_close=self._close_p4rt, on_shutdown=self.stop_process, alive=self.running)
+
+    def _close_p4rt(self) -> None:
+        client, self._p4rt = self._p4rt, None
+        if client is not None:
+            try:
+                client.tear_down()
+            except Exception as exc:  # noqa: BLE001 - closing a dead connection
+                log.debug("P4Runtime tear down on %s: %s", self.name, exc)
 
     def control(self) -> Any:
-        """Not implemented: see the module docstring."""
-        raise SwitchStartError("bmv2 target: the P4Runtime control path is not implemented yet")
+        """The switch's :class:`~emu.targets.bmv2_control.Bmv2Control` (after :meth:`wait_ready`)."""
+        if self._control is None:
+            raise SwitchStartError(f"switch {self.name}: not ready (call wait_ready first)")
+        return self._control
+
+    def running(self) -> bool:
+        """Whether simple_switch_grpc is alive."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop_process(self, timeout_s: float = 5.0) -> None:
+        """Close the P4Runtime client, SIGTERM the switch, SIGKILL it after ``timeout_s`` s."""
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        self._close_p4rt()
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("switch %s ignored SIGTERM for %.0f s; killing it", self.name, timeout_s)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
-        """Stop simple_switch_grpc and delete the interfaces."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        """Stop simple_switch_grpc, then let Mininet delete the interfaces."""
+        self.stop_process()
         super().stop(deleteIntfs)

@@ -1,0 +1,793 @@
+"""Control of a bmv2 ``simple_switch(_grpc)`` with the methods of ``ControlClient``.
+
+DESIGN.md section 2; docs/bmv2.md. :class:`Bmv2Control` has the method names and semantics
+of :class:`emu.embedded.control.ControlClient` (docs/interfaces.md section 3), so the
+network and runner code drive either target the same way:
+
+- tables go through a table back end: :class:`P4RuntimeTables` (P4Runtime over gRPC with
+  the p4runtime-shell client, the normal path on ``simple_switch_grpc``) or
+  :class:`ThriftTables` (``simple_switch_CLI`` ``table_add`` ..., for plain
+  ``simple_switch`` as in p4c's own STF runner);
+- registers, counters and queue rate/depth always go through the Thrift CLI
+  (:class:`ThriftCli`), since bmv2 serves neither register reads nor queue settings
+  over P4Runtime.
+
+Names are fully qualified (``MyIngress.ipv4_lpm``, key ``hdr.ipv4.dstAddr``, action
+``MyIngress.ipv4_forward``, params by P4 name) and checked against a
+:class:`ProgramSchema` read from the P4Info (P4Runtime ids) or the bmv2 JSON (no ids).
+Values: ints, IPv4 ``"10.0.0.1"`` (32-bit fields), MAC ``"00:00:00:00:00:01"`` (48-bit),
+numeric strings; lpm ``"10.0.1.0/24"`` or ``[value, prefix_len]``; ternary
+``[value, mask]``; range ``[low, high]``. Every error is a one-line ``ControlError``.
+
+Differences from the embedded switch: bmv2 has no per-port propagation delay
+(``set_queue(delay_us=...)`` is logged and ignored), its queue rate is in packets per
+second (converted from bit/s with :data:`QUEUE_RATE_PACKET_BYTES`), and ``stats()`` has
+no per-port rx/tx counts (read the P4 counters instead).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import re
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from emu.embedded.errors import ControlError
+
+__all__ = [
+    "ActionInfo", "Bmv2Control", "ControlError", "EntrySpec", "FieldMatch", "KeyField", "P4RuntimeTables",
+    "ProgramSchema", "TableInfo", "ThriftCli", "ThriftTables", "canonical_bytes", "encode_value", "open_p4runtime",
+]
+
+log = logging.getLogger(__name__)
+
+#: Frame size (bytes, Ethernet header + 1500-byte MTU) used to turn a queue rate in bit/s
+#: into bmv2's packets per second (``set_queue_rate`` counts packets, not bits).
+QUEUE_RATE_PACKET_BYTES = 1514
+#: bmv2's CLI ranks the *lowest* priority first; P4Runtime and ControlAPI rank the highest
+#: first. CLI priority = BASE - priority (p4c's bmv2 STF runner does the same flip).
+CLI_PRIORITY_BASE = 1 << 24
+#: Prompt that ``simple_switch_CLI`` prints before reading each command.
+CLI_PROMPT = "RuntimeCmd: "
+#: Lines of CLI output that mean the command failed (runtime_CLI.handle_bad_input, cmd.Cmd).
+_CLI_ERROR_RE = re.compile(r"^(Error:|Invalid |\*\*\* |Could not connect|Traceback)", re.M)
+_CLI_HANDLE_RE = re.compile(r"Entry has been added with handle (\d+)")
+_CLI_COUNTER_RE = re.compile(r"BmCounterValue\(packets=(\d+), bytes=(\d+)\)")
+MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
+
+
+# -- program schema ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyField:
+    """One table key field: P4 name, match kind (``exact``/``lpm``/...), width in bits, P4Runtime id."""
+
+    name: str
+    match: str
+    bitwidth: int
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class ActionInfo:
+    """An action: name, ``(param name, bitwidth, P4Runtime id)`` in declaration order, id."""
+
+    name: str
+    params: tuple[tuple[str, int, int], ...] = ()
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A table: name, key fields in key order, names of its actions, P4Runtime id."""
+
+    name: str
+    keys: tuple[KeyField, ...]
+    actions: tuple[str, ...]
+    id: int = 0
+
+
+@dataclass
+class ProgramSchema:
+    """Names, widths and ids of a compiled program's tables, actions, registers, counters.
+
+    registers: name -> (cells, bitwidth); counters: name -> cells.
+    """
+
+    tables: dict[str, TableInfo] = field(default_factory=dict)
+    actions: dict[str, ActionInfo] = field(default_factory=dict)
+    registers: dict[str, tuple[int, int]] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_bmv2_json(cls, data: dict[str, Any] | str | Path) -> ProgramSchema:
+        """Read a p4c bmv2 JSON (dict or file); ids stay 0 (Thrift needs names only)."""
+        if not isinstance(data, dict):
+            data = json.loads(Path(data).read_text())
+        widths: dict[str, dict[str, int]] = {}
+        for ht in data.get("header_types", []):
+            widths[ht["name"]] = {f[0]: int(f[1]) for f in ht.get("fields", [])}
+        header_type = {h["name"]: h["header_type"] for h in data.get("headers", [])}
+        schema = cls()
+        for a in data.get("actions", []):
+            params = tuple((p["name"], int(p["bitwidth"]), i + 1) for i, p in enumerate(a.get("runtime_data", [])))
+            schema.actions[a["name"]] = ActionInfo(a["name"], params)
+        for pipe in data.get("pipelines", []):
+            for t in pipe.get("tables", []):
+                keys = []
+                for k in t.get("key", []):
+                    target = k.get("target", [])
+                    width = widths.get(header_type.get(target[0], ""), {}).get(target[1], 0) if len(target) == 2 else 0
+                    name = k.get("name") or ".".join(target)
+                    keys.append(KeyField(name, k["match_type"], width))
+                schema.tables[t["name"]] = TableInfo(t["name"], tuple(keys), tuple(t.get("actions", [])))
+        for r in data.get("register_arrays", []):
+            schema.registers[r["name"]] = (int(r["size"]), int(r["bitwidth"]))
+        for c in data.get("counter_arrays", []):
+            if not c.get("is_direct"):
+                schema.counters[c["name"]] = int(c["size"])
+        return schema
+
+    @classmethod
+    def from_p4info(cls, p4info: Any) -> ProgramSchema:
+        """Read a ``p4.config.v1.P4Info`` message (ids included)."""
+        kinds = {2: "exact", 3: "lpm", 4: "ternary", 5: "range", 6: "optional"}
+        schema = cls()
+        by_id: dict[int, str] = {}
+        for a in p4info.actions:
+            params = tuple((p.name, int(p.bitwidth), int(p.id)) for p in a.params)
+            schema.actions[a.preamble.name] = ActionInfo(a.preamble.name, params, int(a.preamble.id))
+            by_id[int(a.preamble.id)] = a.preamble.name
+        for t in p4info.tables:
+            # MatchField.MatchType: UNSPECIFIED 0, EXACT 2, LPM 3, TERNARY 4, RANGE 5, OPTIONAL 6
+            keys = tuple(KeyField(m.name, kinds.get(int(m.match_type), "exact"), int(m.bitwidth), int(m.id))
+                         for m in t.match_fields)
+            actions = tuple(by_id[r.id] for r in t.action_refs if r.id in by_id)
+            schema.tables[t.preamble.name] = TableInfo(t.preamble.name, keys, actions, int(t.preamble.id))
+        for r in p4info.registers:
+            schema.registers[r.preamble.name] = (int(r.size), int(r.type_spec.bitstring.bit.bitwidth))
+        for c in p4info.counters:
+            schema.counters[c.preamble.name] = int(c.size)
+        return schema
+
+    def table(self, name: str) -> TableInfo:
+        """The table ``name``; ControlError names the known tables otherwise."""
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise ControlError(f"unknown table {name!r} (tables: {', '.join(sorted(self.tables))})") from None
+
+    def action(self, table: TableInfo, name: str) -> ActionInfo:
+        """Action ``name`` of ``table``; ControlError if the table has no such action."""
+        if name not in table.actions or name not in self.actions:
+            raise ControlError(f"{table.name}: unknown action {name!r} (actions: {', '.join(table.actions)})")
+        return self.actions[name]
+
+    def register(self, name: str) -> tuple[int, int]:
+        """(cells, bitwidth) of register ``name``; ControlError otherwise."""
+        try:
+            return self.registers[name]
+        except KeyError:
+            raise ControlError(f"unknown register {name!r} (registers: {', '.join(sorted(self.registers))})") from None
+
+    def counter(self, name: str) -> int:
+        """Cells of indirect counter ``name``; ControlError otherwise."""
+        try:
+            return self.counters[name]
+        except KeyError:
+            raise ControlError(f"unknown counter {name!r} (counters: {', '.join(sorted(self.counters))})") from None
+
+
+# -- values ------------------------------------------------------------------------------
+
+
+def encode_value(value: Any, bitwidth: int, what: str) -> int:
+    """``value`` as an unsigned int of ``bitwidth`` bits.
+
+    Accepts ints, numeric strings (``"0x0a"``, ``"10"``), IPv4 ``"a.b.c.d"`` (32-bit
+    fields) and MAC ``"aa:bb:cc:dd:ee:ff"`` (48-bit fields). ControlError names ``what``.
+    """
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            if bitwidth == 32 and text.count(".") == 3:
+                value = int(ipaddress.IPv4Address(text))
+            elif bitwidth == 48 and text.count(":") == 5:
+                octets = text.split(":")
+                if not all(1 <= len(o) <= 2 for o in octets):
+                    raise ValueError(text)
+                value = int("".join(o.zfill(2) for o in octets), 16)
+            else:
+                value = int(text.replace("_", ""), 0)
+        except ValueError:
+            raise ControlError(f"{what}: bad value {value!r} for a {bitwidth}-bit field") from None
+    if not isinstance(value, int):
+        raise ControlError(f"{what}: bad value {value!r} (expected an int or a string)")
+    if value < 0 or value >= 1 << bitwidth:
+        raise ControlError(f"{what}: value {value} does not fit in {bitwidth} bits")
+    return value
+
+
+def canonical_bytes(value: int, bitwidth: int) -> bytes:
+    """P4Runtime canonical binary string of ``value`` (no leading zero bytes, at least one byte)."""
+    raw = value.to_bytes(max(1, (bitwidth + 7) // 8), "big")
+    return raw.lstrip(b"\x00") or b"\x00"
+
+
+@dataclass(frozen=True)
+class FieldMatch:
+    """One key field of an entry: ``value`` plus ``prefix_len`` (lpm), ``mask`` (ternary/optional)
+    or ``high`` (range, ``value`` is the low end)."""
+
+    key: KeyField
+    value: int
+    prefix_len: int | None = None
+    mask: int | None = None
+    high: int | None = None
+
+    @property
+    def dont_care(self) -> bool:
+        """P4Runtime omits wildcard fields (lpm /0, mask 0, full range)."""
+        k = self.key
+        return ((k.match == "lpm" and self.prefix_len == 0)
+                or (k.match in ("ternary", "optional") and self.mask == 0)
+                or (k.match == "range" and self.value == 0 and self.high == (1 << k.bitwidth) - 1))
+
+    def cli(self) -> str:
+        """The simple_switch_CLI spelling (``0xa000000/8``, ``0x5&&&0xff``, ``1->9``)."""
+        if self.key.match == "lpm":
+            return f"{self.value:#x}/{self.prefix_len}"
+        if self.key.match in ("ternary", "optional"):
+            return f"{self.value:#x}&&&{self.mask:#x}"
+        if self.key.match == "range":
+            return f"{self.value:#x}->{self.high:#x}"
+        return f"{self.value:#x}"
+
+
+@dataclass(frozen=True)
+class EntrySpec:
+    """A fully checked table entry: table, key fields in key order (empty for the default
+    entry), action, ``(param, bitwidth, id, value)`` in declaration order, priority
+    (P4Runtime meaning, higher wins; None for tables without ternary/range keys)."""
+
+    table: TableInfo
+    match: tuple[FieldMatch, ...]
+    action: ActionInfo | None
+    params: tuple[tuple[str, int, int, int], ...] = ()
+    priority: int | None = None
+    default: bool = False
+
+    def key_id(self) -> tuple:
+        """Hashable identity of the entry (for handles and duplicates)."""
+        return (self.table.name, tuple((m.value, m.prefix_len, m.mask, m.high) for m in self.match), self.priority)
+
+
+def _needs_priority(table: TableInfo) -> bool:
+    return any(k.match in ("ternary", "range", "optional") for k in table.keys)
+
+
+def build_match(table: TableInfo, match: dict[str, Any]) -> tuple[FieldMatch, ...]:
+    """Check and convert ``match`` ({key name: value}) into FieldMatch in key order."""
+    if not isinstance(match, dict):
+        raise ControlError(f"{table.name}: match must be an object {{key: value}}, got {type(match).__name__}")
+    names = [k.name for k in table.keys]
+    extra = [n for n in match if n not in names]
+    if extra:
+        raise ControlError(f"{table.name}: unknown key {extra[0]!r} (keys: {', '.join(names)})")
+    out = []
+    for key in table.keys:
+        what = f"{table.name} key {key.name}"
+        if key.name not in match:
+            if key.match in ("ternary", "optional", "lpm", "range"):
+                wildcard = {"lpm": FieldMatch(key, 0, prefix_len=0), "range": FieldMatch(key, 0, high=(1 << key.bitwidth) - 1)}
+                out.append(wildcard.get(key.match, FieldMatch(key, 0, mask=0)))
+                continue
+            raise ControlError(f"{what}: missing (exact keys need a value)")
+        v = match[key.name]
+        if key.match == "exact":
+            if isinstance(v, (list, tuple)):
+                raise ControlError(f"{what}: exact key takes one value, got {v!r}")
+            out.append(FieldMatch(key, encode_value(v, key.bitwidth, what)))
+        elif key.match == "lpm":
+            if isinstance(v, str) and "/" in v:
+                text, _, plen = v.rpartition("/")
+                v = [text, plen]
+            if isinstance(v, (list, tuple)):
+                if len(v) != 2:
+                    raise ControlError(f"{what}: lpm value must be 'VALUE/LEN' or [value, prefix_len]")
+                value = encode_value(v[0], key.bitwidth, what)
+                try:
+                    plen = int(v[1])
+                except (TypeError, ValueError):
+                    raise ControlError(f"{what}: bad prefix length {v[1]!r}") from None
+            else:
+                value, plen = encode_value(v, key.bitwidth, what), key.bitwidth
+            if not 0 <= plen <= key.bitwidth:
+                raise ControlError(f"{what}: prefix length {plen} outside 0..{key.bitwidth}")
+            mask = ((1 << plen) - 1) << (key.bitwidth - plen)
+            out.append(FieldMatch(key, value & mask, prefix_len=plen))
+        elif key.match in ("ternary", "optional"):
+            if isinstance(v, (list, tuple)):
+                if len(v) != 2:
+                    raise ControlError(f"{what}: ternary value must be [value, mask]")
+                value, mask = encode_value(v[0], key.bitwidth, what), encode_value(v[1], key.bitwidth, what)
+            else:
+                value, mask = encode_value(v, key.bitwidth, what), (1 << key.bitwidth) - 1
+            out.append(FieldMatch(key, value & mask, mask=mask))
+        elif key.match == "range":
+            if not isinstance(v, (list, tuple)) or len(v) != 2:
+                raise ControlError(f"{what}: range value must be [low, high]")
+            low, high = encode_value(v[0], key.bitwidth, what), encode_value(v[1], key.bitwidth, what)
+            if low > high:
+                raise ControlError(f"{what}: range low {low} > high {high}")
+            out.append(FieldMatch(key, low, high=high))
+        else:
+            raise ControlError(f"{what}: match kind {key.match!r} not supported on bmv2")
+    return tuple(out)
+
+
+def build_params(action: ActionInfo, params: dict[str, Any] | None) -> tuple[tuple[str, int, int, int], ...]:
+    """Check and convert ``params`` ({P4 name: value}) into declaration order."""
+    params = dict(params or {})
+    names = [p[0] for p in action.params]
+    extra = [n for n in params if n not in names]
+    if extra:
+        raise ControlError(f"{action.name}: unknown parameter {extra[0]!r} (parameters: {', '.join(names) or 'none'})")
+    missing = [n for n in names if n not in params]
+    if missing:
+        raise ControlError(f"{action.name}: missing parameter {missing[0]!r}")
+    return tuple((name, width, pid, encode_value(params[name], width, f"{action.name} parameter {name}"))
+                 for name, width, pid in action.params)
+
+
+# -- Thrift CLI ----------------------------------------------------------------------------
+
+
+class CliRunner(Protocol):
+    """Runs simple_switch_CLI commands; returns one output text per command."""
+
+    def __call__(self, commands: Sequence[str]) -> list[str]: ...
+
+
+def split_cli_output(text: str, count: int) -> list[str]:
+    """Per-command outputs of one ``simple_switch_CLI`` session fed ``count`` commands on stdin.
+
+    The CLI prints :data:`CLI_PROMPT` before reading each command, so the text between the
+    n-th and (n+1)-th prompt is the n-th command's output (the preamble comes first).
+    """
+    chunks = text.split(CLI_PROMPT)[1:]
+    chunks = [c.strip() for c in chunks][:count]
+    return chunks + [""] * (count - len(chunks))
+
+
+def cli_error(output: str) -> str | None:
+    """The first error line of one command's CLI output, or None."""
+    m = _CLI_ERROR_RE.search(output)
+    if m is None:
+        return None
+    return output[m.start():].splitlines()[0].strip()
+
+
+class ThriftCli:
+    """``simple_switch_CLI --thrift-port PORT``, one process per batch of commands.
+
+    ``timeout_s`` bounds each batch (seconds). Calling it returns one output string per
+    command; ControlError (one line) when the CLI cannot run or reach the switch.
+    """
+
+    def __init__(self, thrift_port: int, *, binary: str = "simple_switch_CLI", timeout_s: float = 30.0) -> None:
+        self.thrift_port = thrift_port
+        self.binary = binary
+        self.timeout_s = timeout_s
+
+    def __call__(self, commands: Sequence[str]) -> list[str]:
+        cmd = [self.binary, "--thrift-port", str(self.thrift_port)]
+        try:
+            res = subprocess.run(cmd, input="\n".join(commands) + "\n", capture_output=True, text=True,
+                                 timeout=self.timeout_s, check=False)
+        except FileNotFoundError:
+            raise ControlError(f"{self.binary} not found: install bmv2 (docs/bmv2.md)") from None
+        except subprocess.TimeoutExpired:
+            raise ControlError(f"{self.binary} --thrift-port {self.thrift_port}: no answer in "
+                               f"{self.timeout_s:.0f} s") from None
+        if CLI_PROMPT not in res.stdout:
+            detail = (res.stdout + res.stderr).strip().splitlines()
+            raise ControlError(f"{self.binary} --thrift-port {self.thrift_port} failed (exit {res.returncode}): "
+                               f"{detail[0] if detail else 'no output'}")
+        return split_cli_output(res.stdout, len(commands))
+
+
+# -- table back ends ----------------------------------------------------------------------
+
+
+class TableBackend(Protocol):
+    """Writes checked entries to the switch."""
+
+    def insert(self, entry: EntrySpec) -> None: ...
+
+    def modify(self, entry: EntrySpec) -> None: ...
+
+    def delete(self, entry: EntrySpec) -> None: ...
+
+    def clear(self, table: TableInfo) -> None: ...
+
+    def set_default(self, entry: EntrySpec) -> None: ...
+
+
+class ThriftTables:
+    """Tables through ``simple_switch_CLI`` commands (plain ``simple_switch``, STF runner).
+
+    The CLI addresses entries by handle, so the handles returned by ``table_add`` are kept
+    to serve ``modify``/``delete``.
+    """
+
+    def __init__(self, cli: CliRunner) -> None:
+        self.cli = cli
+        self.handles: dict[tuple, int] = {}
+
+    @staticmethod
+    def add_command(entry: EntrySpec) -> str:
+        """``table_add TABLE ACTION KEYS => PARAMS [PRIORITY]``."""
+        assert entry.action is not None
+        keys = " ".join(m.cli() for m in entry.match)
+        params = " ".join(str(p[3]) for p in entry.params)
+        cmd = f"table_add {entry.table.name} {entry.action.name} {keys} => {params}".rstrip()
+        if entry.priority is not None:
+            cmd += f" {CLI_PRIORITY_BASE - entry.priority}"
+        return cmd
+
+    @staticmethod
+    def set_default_command(entry: EntrySpec) -> str:
+        """``table_set_default TABLE ACTION PARAMS``."""
+        assert entry.action is not None
+        params = " ".join(str(p[3]) for p in entry.params)
+        return f"table_set_default {entry.table.name} {entry.action.name} {params}".rstrip()
+
+    def _run(self, command: str, what: str) -> str:
+        out = self.cli([command])[0]
+        err = cli_error(out)
+        if err is not None:
+            raise ControlError(f"{what}: {err}")
+        return out
+
+    def _handle(self, entry: EntrySpec) -> int:
+        try:
+            return self.handles[entry.key_id()]
+        except KeyError:
+            raise ControlError(f"{entry.table.name}: no such entry {self._key_text(entry)}") from None
+
+    @staticmethod
+    def _key_text(entry: EntrySpec) -> str:
+        return " ".join(m.cli() for m in entry.match)
+
+    def insert(self, entry: EntrySpec) -> None:
+        if entry.key_id() in self.handles:
+            raise ControlError(f"{entry.table.name}: duplicate entry {self._key_text(entry)}")
+        out = self._run(self.add_command(entry), f"{entry.table.name}: table_add")
+        m = _CLI_HANDLE_RE.search(out)
+        if m is None:
+            raise ControlError(f"{entry.table.name}: table_add gave no entry handle: {out[:200]!r}")
+        self.handles[entry.key_id()] = int(m.group(1))
+
+    def modify(self, entry: EntrySpec) -> None:
+        assert entry.action is not None
+        params = " ".join(str(p[3]) for p in entry.params)
+        cmd = f"table_modify {entry.table.name} {entry.action.name} {self._handle(entry)} {params}".rstrip()
+        self._run(cmd, f"{entry.table.name}: table_modify")
+
+    def delete(self, entry: EntrySpec) -> None:
+        self._run(f"table_delete {entry.table.name} {self._handle(entry)}", f"{entry.table.name}: table_delete")
+        del self.handles[entry.key_id()]
+
+    def clear(self, table: TableInfo) -> None:
+        self._run(f"table_clear {table.name}", f"{table.name}: table_clear")
+        for k in [k for k in self.handles if k[0] == table.name]:
+            del self.handles[k]
+
+    def set_default(self, entry: EntrySpec) -> None:
+        self._run(self.set_default_command(entry), f"{entry.table.name}: table_set_default")
+
+
+def _p4runtime_modules() -> tuple[Any, Any]:
+    """``(p4runtime_sh.p4runtime, p4.v1.p4runtime_pb2)``, imported on first use."""
+    try:
+        from p4.v1 import p4runtime_pb2
+        from p4runtime_sh import p4runtime as sh_p4runtime
+    except ImportError as e:
+        raise ControlError(f"bmv2 P4Runtime needs p4runtime-shell ({e}): pip install -e '.[bmv2]'") from None
+    return sh_p4runtime, p4runtime_pb2
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join((str(e) or type(e).__name__).split())
+
+
+class P4RuntimeTables:
+    """Tables over P4Runtime through a p4runtime-shell ``P4RuntimeClient``.
+
+    ``client`` has p4runtime-shell's ``write_update(update)`` and ``read_one(entity)``
+    (a fake in tests). Entries are built as ``p4.v1.TableEntry`` messages from the ids in
+    the schema; values are canonical binary strings (P4Runtime 1.3 section 8.4).
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        _, self.pb = _p4runtime_modules()
+
+    def table_entry(self, entry: EntrySpec) -> Any:
+        """The ``p4.v1.TableEntry`` of ``entry``."""
+        te = self.pb.TableEntry()
+        te.table_id = entry.table.id
+        for m in entry.match:
+            if m.dont_care:
+                continue
+            fm = te.match.add()
+            fm.field_id = m.key.id
+            width = m.key.bitwidth
+            if m.key.match == "exact":
+                fm.exact.value = canonical_bytes(m.value, width)
+            elif m.key.match == "lpm":
+                fm.lpm.value = canonical_bytes(m.value, width)
+                fm.lpm.prefix_len = int(m.prefix_len or 0)
+            elif m.key.match == "ternary":
+                fm.ternary.value = canonical_bytes(m.value, width)
+                fm.ternary.mask = canonical_bytes(int(m.mask or 0), width)
+            elif m.key.match == "optional":
+                fm.optional.value = canonical_bytes(m.value, width)
+            else:
+                fm.range.low = canonical_bytes(m.value, width)
+                fm.range.high = canonical_bytes(int(m.high or 0), width)
+        if entry.action is not None:
+            te.action.action.action_id = entry.action.id
+            for _name, width, pid, value in entry.params:
+                p = te.action.action.params.add()
+                p.param_id = pid
+                p.value = canonical_bytes(value, width)
+        if entry.priority is not None:
+            te.priority = entry.priority
+        if entry.default:
+            te.is_default_action = True
+        return te
+
+    def _write(self, kind: str, te: Any, what: str) -> None:
+        update = self.pb.Update()
+        update.type = getattr(self.pb.Update, kind)
+        update.entity.table_entry.CopyFrom(te)
+        try:
+            self.client.write_update(update)
+        except Exception as e:  # noqa: BLE001 - P4RuntimeWriteException / grpc.RpcError: one line
+            raise ControlError(f"{what}: {_one_line(e)}") from None
+
+    def insert(self, entry: EntrySpec) -> None:
+        self._write("INSERT", self.table_entry(entry), f"{entry.table.name}: insert")
+
+    def modify(self, entry: EntrySpec) -> None:
+        self._write("MODIFY", self.table_entry(entry), f"{entry.table.name}: modify")
+
+    def delete(self, entry: EntrySpec) -> None:
+        self._write("DELETE", self.table_entry(entry), f"{entry.table.name}: delete")
+
+    def set_default(self, entry: EntrySpec) -> None:
+        self._write("MODIFY", self.table_entry(entry), f"{entry.table.name}: set default")
+
+    def clear(self, table: TableInfo) -> None:
+        """Read every entry of ``table`` and delete each (P4Runtime has no 'clear')."""
+        entity = self.pb.Entity()
+        entity.table_entry.table_id = table.id
+        try:
+            found = [e.table_entry for rep in self.client.read_one(entity) for e in rep.entities
+                     if not e.table_entry.is_default_action]
+        except Exception as e:  # noqa: BLE001 - P4RuntimeException: one line
+            raise ControlError(f"{table.name}: read: {_one_line(e)}") from None
+        for te in found:
+            self._write("DELETE", te, f"{table.name}: delete")
+
+
+# -- the control object ------------------------------------------------------------------
+
+
+class Bmv2Control:
+    """ControlClient's methods for one bmv2 switch.
+
+    schema: the program's names and widths; tables: a :class:`P4RuntimeTables` or
+    :class:`ThriftTables`; cli: the Thrift CLI runner (registers, counters, queues);
+    on_close / on_shutdown: called by :meth:`close` / :meth:`shutdown` (the switch class
+    tears down the gRPC client / stops the process); alive: liveness check for :meth:`ping`.
+    """
+
+    def __init__(self, schema: ProgramSchema, tables: TableBackend, cli: CliRunner, *,
+                 on_close: Callable[[], None] | None = None, on_shutdown: Callable[[], None] | None = None,
+                 alive: Callable[[], bool] | None = None) -> None:
+        self.schema = schema
+        self.tables = tables
+        self.cli = cli
+        self._on_close = on_close
+        self._on_shutdown = on_shutdown
+        self._alive = alive
+        self._delay_warned: set[int] = set()
+
+    # -- entries --------------------------------------------------------------------------
+    def entry(self, table: str, match: dict[str, Any] | None, action: str | None,
+              params: dict[str, Any] | None = None, priority: int | None = None) -> EntrySpec:
+        """Check names and values and build the entry (``match=None``: the default entry)."""
+        info = self.schema.table(table)
+        fields = () if match is None else build_match(info, match)
+        act = None if action is None else self.schema.action(info, action)
+        values = () if act is None else build_params(act, params)
+        if match is not None:
+            if _needs_priority(info):
+                if priority is None:
+                    raise ControlError(f"{table}: ternary/range table needs a priority (higher wins)")
+                if not 1 <= int(priority) < CLI_PRIORITY_BASE:
+                    raise ControlError(f"{table}: priority {priority} outside 1..{CLI_PRIORITY_BASE - 1}")
+            else:
+                priority = None  # exact/lpm tables: bmv2 rejects a priority
+        return EntrySpec(info, fields, act, values, None if priority is None else int(priority), default=match is None)
+
+    def table_add(self, table: str, match: dict[str, Any], action: str,
+                  params: dict[str, Any] | None = None, priority: int | None = None) -> None:
+        """Add an entry; ControlError on a bad name/value or a duplicate key."""
+        self.tables.insert(self.entry(table, match, action, params, priority))
+
+    def table_modify(self, table: str, match: dict[str, Any], action: str,
+                     params: dict[str, Any] | None = None, priority: int | None = None) -> None:
+        """Change the action of an existing entry."""
+        self.tables.modify(self.entry(table, match, action, params, priority))
+
+    def table_delete(self, table: str, match: dict[str, Any], priority: int | None = None) -> None:
+        """Delete an existing entry."""
+        spec = self.entry(table, match, None, None, priority)
+        self.tables.delete(spec)
+
+    def table_clear(self, table: str) -> None:
+        """Delete every entry of ``table`` (the default action stays)."""
+        self.tables.clear(self.schema.table(table))
+
+    def table_set_default(self, table: str, action: str, params: dict[str, Any] | None = None) -> None:
+        """Set the action run on a miss."""
+        self.tables.set_default(self.entry(table, None, action, params))
+
+    # -- registers and counters (Thrift CLI) ------------------------------------------------
+    def _cli(self, commands: Sequence[str], what: str) -> list[str]:
+        outs = self.cli(list(commands))
+        for out in outs:
+            err = cli_error(out)
+            if err is not None:
+                raise ControlError(f"{what}: {err}")
+        return outs
+
+    def _index(self, name: str, index: Any, size: int) -> int:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ControlError(f"{name}: index must be an int, got {index!r}")
+        if not 0 <= index < size:
+            raise ControlError(f"{name}: index {index} outside 0..{size - 1}")
+        return index
+
+    def register_read(self, name: str, index: int | None = None) -> int | list[int]:
+        """One cell, or every cell when ``index`` is None (``register_read NAME [INDEX]``)."""
+        size, _ = self.schema.register(name)
+        if index is None:
+            out = self._cli([f"register_read {name}"], f"register {name}")[0]
+            _, sep, rest = out.rpartition("=")
+            try:
+                values = [int(v) for v in rest.replace(",", " ").split()] if sep else []
+            except ValueError:
+                values = []
+            if len(values) != size:
+                raise ControlError(f"register {name}: cannot parse register_read output {out[:120]!r}")
+            return values
+        i = self._index(name, index, size)
+        out = self._cli([f"register_read {name} {i}"], f"register {name}")[0]
+        m = re.search(rf"{re.escape(name)}\[{i}\]\s*=\s*(\d+)", out)
+        if m is None:
+            raise ControlError(f"register {name}: cannot parse register_read output {out[:120]!r}")
+        return int(m.group(1))
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        """Write one cell (value must fit the register width)."""
+        size, width = self.schema.register(name)
+        i = self._index(name, index, size)
+        v = encode_value(value, width, f"register {name}[{i}]")
+        self._cli([f"register_write {name} {i} {v}"], f"register {name}")
+
+    def register_reset(self, name: str) -> None:
+        """Set every cell to 0."""
+        self.schema.register(name)
+        self._cli([f"register_reset {name}"], f"register {name}")
+
+    def counter_read(self, name: str, index: int | None = None) -> tuple[int, int] | list[tuple[int, int]]:
+        """``(packets, bytes)`` of one cell, or of every cell when ``index`` is None."""
+        size = self.schema.counter(name)
+        indices = range(size) if index is None else [self._index(name, index, size)]
+        outs = self._cli([f"counter_read {name} {i}" for i in indices], f"counter {name}")
+        values = []
+        for i, out in zip(indices, outs, strict=True):
+            m = _CLI_COUNTER_RE.search(out)
+            if m is None:
+                raise ControlError(f"counter {name}[{i}]: cannot parse counter_read output {out[:120]!r}")
+            values.append((int(m.group(1)), int(m.group(2))))
+        return values if index is None else values[0]
+
+    # -- switch -------------------------------------------------------------------------------
+    def set_queue(self, port: int, rate_bps: float | None = None, depth_pkts: int | None = None,
+                  delay_us: int | None = None) -> None:
+        """Shape egress ``port``: bit/s (sent as packets/s of :data:`QUEUE_RATE_PACKET_BYTES`),
+        packets; ``rate_bps=0`` means unlimited. ``delay_us`` is not modelled on bmv2."""
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 511:
+            raise ControlError(f"set_queue: bad port {port!r} (0..510)")
+        cmds = []
+        if rate_bps is not None:
+            if rate_bps < 0:
+                raise ControlError(f"set_queue port {port}: rate_bps {rate_bps} < 0")
+            pps = 0 if rate_bps == 0 else max(1, round(rate_bps / (8 * QUEUE_RATE_PACKET_BYTES)))
+            cmds.append(f"set_queue_rate {pps} {port}")
+        if depth_pkts is not None:
+            if isinstance(depth_pkts, bool) or not isinstance(depth_pkts, int) or depth_pkts < 1:
+                raise ControlError(f"set_queue port {port}: depth_pkts must be an int >= 1, got {depth_pkts!r}")
+            cmds.append(f"set_queue_depth {depth_pkts} {port}")
+        if delay_us and port not in self._delay_warned:
+            self._delay_warned.add(port)
+            log.warning("bmv2 has no per-port delay: port %d delay %d us is not modelled (docs/bmv2.md)",
+                        port, delay_us)
+        if cmds:
+            self._cli(cmds, f"set_queue port {port}")
+
+    def stats(self) -> dict[str, Any]:
+        """What bmv2 can say without the P4 counters: the target and ports with ignored delays."""
+        return {"target": "bmv2", "delay_not_modelled": sorted(self._delay_warned)}
+
+    def ping(self) -> str:
+        """``"pong"`` when the switch is alive; ConnectionError otherwise."""
+        if self._alive is not None and not self._alive():
+            raise ConnectionError("bmv2 switch is not running")
+        return "pong"
+
+    def shutdown(self) -> None:
+        """Ask the switch to stop."""
+        if self._on_shutdown is not None:
+            self._on_shutdown()
+
+    def close(self) -> None:
+        """Drop the P4Runtime connection (safe to call twice)."""
+        cb, self._on_close = self._on_close, None
+        if cb is not None:
+            cb()
+
+    def __enter__(self) -> Bmv2Control:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_p4runtime(device_id: int, grpc_addr: str, *, p4info_path: Path | None = None,
+                   json_path: Path | None = None, election_id: tuple[int, int] = (0, 1)) -> tuple[Any, ProgramSchema]:
+    """Connect a p4runtime-shell client, push the pipeline if given, and read the P4Info.
+
+    Returns ``(client, schema)``; the caller calls ``client.tear_down()``. ControlError
+    (one line) when p4runtime-shell is missing or the switch refuses.
+    """
+    sh_p4runtime, _ = _p4runtime_modules()
+    try:
+        client = sh_p4runtime.P4RuntimeClient(device_id, grpc_addr, election_id)
+    except SystemExit:  # p4runtime-shell exits when the arbitration fails
+        raise ControlError(f"P4Runtime {grpc_addr} device {device_id}: no arbitration answer") from None
+    except Exception as e:  # noqa: BLE001 - grpc errors: one line
+        raise ControlError(f"P4Runtime {grpc_addr}: {_one_line(e)}") from None
+    try:
+        if p4info_path is not None and json_path is not None:
+            client.set_fwd_pipe_config(str(p4info_path), str(json_path))
+        schema = ProgramSchema.from_p4info(client.get_p4info())
+    except Exception as e:  # noqa: BLE001 - P4RuntimeException: one line
+        client.tear_down()
+        raise ControlError(f"P4Runtime {grpc_addr}: pushing/reading the pipeline failed: {_one_line(e)}") from None
+    return client, schema
+
