@@ -13,7 +13,7 @@ per-iteration figures and, on the LAST line, the bus bandwidth over the line rat
 Definitions (nccl-tests, doc/PERFORMANCE.md):
 
 - ``CCT`` of iteration k = last rank's iteration end - first rank's iteration start
-  (DESIGN.md section 7);
+  (docs/DESIGN.md section 7);
 - ``algbw = size / CCT``; ``busbw = algbw * 2(N-1)/N`` for all-reduce;
 - the figure printed last is ``busbw / line rate`` using the **median** CCT over the
   iterations (robust to a slow first iteration).
@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1_048_576, help="buffer bytes per rank (default 1 MiB)")
     parser.add_argument("--rate", type=float, default=20.0, help="line rate, Mbit/s (default 20)")
     parser.add_argument("--iterations", type=int, default=5, help="all-reduces to run (default 5)")
-    parser.add_argument("--out", type=Path, default=None, help="results folder (default: a new temp dir)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results folder, kept (default: a temp dir, removed at the end)")
     parser.add_argument("--rate-control", choices=("none", "dcqcn"), default="none")
     parser.add_argument("--slices", type=int, default=1, help="slices per chunk (default 1)")
     parser.add_argument("--step-timeout", type=float, default=10.0, help="worker step timeout, s")
@@ -107,38 +108,56 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.ranks < 2:
         parser.error("--ranks must be >= 2")
-    out = args.out or Path(tempfile.mkdtemp(prefix="allreduce-loopback-"))
-    out.mkdir(parents=True, exist_ok=True)
+    if args.size <= 0 or args.size % 4:
+        parser.error("--size must be a positive multiple of 4 (float32 elements)")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        return run(args, args.out)
+    with tempfile.TemporaryDirectory(prefix="allreduce-loopback-") as tmp:
+        return run(args, Path(tmp))
+
+
+def run(args: argparse.Namespace, out: Path) -> int:
+    """Run the workers with results in ``out``; print the figures; 0 when everything verified."""
     specs = write_specs(args, out)
     bound_s = 2 * (args.ranks - 1) / args.ranks * args.size * 8 / (args.rate * 1e6)
     deadline = START_DELAY_S + 30.0 + 5 * args.iterations * bound_s + args.step_timeout
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "hostapps.worker", "--spec", str(p), "--loop", args.loop],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for p in specs
-    ]
+    procs: list[subprocess.Popen] = []
     failed = []
-    t_end = time.monotonic() + deadline
-    for r, proc in enumerate(procs):
-        try:
-            _, err = proc.communicate(timeout=max(0.1, t_end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-            failed.append(f"rank {r}: no exit within {deadline:.0f} s")
-            continue
-        if proc.returncode != 0:
-            failed.append(f"rank {r}: exit {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}")
+    try:
+        for p in specs:
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "hostapps.worker", "--spec", str(p), "--loop", args.loop],
+                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            ))
+        t_end = time.monotonic() + deadline
+        for r, proc in enumerate(procs):
+            try:
+                _, err = proc.communicate(timeout=max(0.1, t_end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                failed.append(f"rank {r}: no exit within {deadline:.0f} s")
+                continue
+            if proc.returncode != 0:
+                last = err.strip().splitlines()[-1] if err.strip() else ""
+                failed.append(f"rank {r}: exit {proc.returncode}: {last}")
+    finally:  # Ctrl-C: no worker outlives the benchmark (nor writes into a removed temp dir)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     if failed:
         for line in failed:
             print(line, file=sys.stderr)
+        if args.out is None:
+            print("rerun with --out DIR to keep the workers' files", file=sys.stderr)
         return 1
     by_iter = read_iterations(out, args.ranks)
     ccts = []
-    print(f"results in {out}")
+    if args.out is not None:
+        print(f"results in {out}")
     print(f"{args.ranks} ranks, {args.size} bytes, line rate {args.rate:g} Mbit/s, "
           f"bound 2(N-1)/N*S/B = {bound_s * 1e3:.1f} ms, rate control {args.rate_control}")
     print("iter   CCT ms   algbw Mbit/s   busbw Mbit/s   busbw/line")

@@ -39,7 +39,7 @@ scenarios and penalises unfairness, drops and queues beyond the marking threshol
 :func:`score`). The table shows the defaults' row and the best row per scenario.
 
 ``--symphony`` (optional model, for later comparison): a ring all-reduce of 8 ranks over
-two leaves with the Symphony marker of DESIGN.md section 4 installed on the inter-leaf
+two leaves with the Symphony marker of docs/DESIGN.md section 4 installed on the inter-leaf
 links through ``Sim``'s marker hook, against the baseline (queue marking only); prints
 mean CCT over its bound (4 flows share each inter-leaf direction) and symphony/baseline.
 The ``before`` row uses :data:`PRE_TUNING` (the defaults before this tuning).
@@ -354,7 +354,7 @@ def print_table(console: Console, rows: list[tuple[str, dict]], title: str) -> N
     console.print(table)
 
 
-# --- optional: Symphony marking model (DESIGN.md section 4) -------------------------
+# --- optional: Symphony marking model (docs/DESIGN.md section 4) -------------------------
 
 
 class SymphonyMarker:

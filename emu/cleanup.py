@@ -23,7 +23,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,42 @@ RUN_ROOT = Path("/run/symphony-emu")
 RUN_ENV = "SYMPHONY_EMU_RUN"
 #: Mininet's link naming: <node>-eth<N> (optionally @peer in `ip link` output).
 LINK_RE = re.compile(r"^\d+:\s+([-_.A-Za-z0-9]+-eth\d+)(?:@\S+)?:")
+
+
+#: prctl(2) option: the signal a process gets when its parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: signal.Signals = signal.SIGTERM) -> Callable[[], None] | None:
+    """A Popen ``preexec_fn`` that makes the child get ``sig`` when this process dies.
+
+    Sets PR_SET_PDEATHSIG (prctl(2), Linux only; None elsewhere), so switches, workers and
+    traffic do not outlive a runner killed with SIGKILL. The setting survives ``exec`` (and
+    Mininet's ``mnexec``, which execs in place) but is tied to the *thread* that starts the
+    child: start children from a thread that lives as long as the run (the main thread).
+    libc's prctl is looked up here, before the fork, so the child only makes the system call.
+    """
+    import ctypes
+    import ctypes.util
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        log.debug("prctl not available: children will not get a parent-death signal")
+        return None
+    parent = os.getpid()
+    signum = int(sig)
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signum)
+
+    return preexec
 
 
 @dataclass
@@ -154,11 +190,11 @@ def find_leftovers(*, run_tag: str | None = None, run_id: str | None = None,
                          links=find_links(names), paths=paths)
 
 
-def _kill(pids: list[int], timeout_s: float = 3.0) -> None:
-    """SIGTERM ``pids``, then SIGKILL whatever still runs after ``timeout_s`` seconds."""
+def _kill(pids: list[int], timeout_s: float = 3.0, sig: signal.Signals = signal.SIGTERM) -> None:
+    """Send ``sig`` to ``pids``, then SIGKILL whatever still runs after ``timeout_s`` seconds."""
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, sig)
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + timeout_s
@@ -168,7 +204,7 @@ def _kill(pids: list[int], timeout_s: float = 3.0) -> None:
         if alive:
             time.sleep(0.05)
     for pid in alive:
-        log.warning("process %d ignored SIGTERM; killing it", pid)
+        log.warning("process %d ignored %s; killing it", pid, sig.name)
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -212,7 +248,8 @@ def cleanup(*, run_tag: str | None = None, run_id: str | None = None,
     switches = [pid for pid, line in report.processes if "emu.embedded.switch" in line]
     _kill(workers)
     _kill(switches)
-    _kill([pid for pid, _ in report.shells])
+    # Mininet's node shells are interactive bash (``bash -is``), which ignores SIGTERM; SIGHUP ends it.
+    _kill([pid for pid, _ in report.shells], sig=signal.SIGHUP)
     for link in find_links(names):  # re-read: links of killed namespaces are gone already
         subprocess.run(["ip", "link", "del", link], capture_output=True, check=False)
         log.info("deleted link %s", link)

@@ -1,7 +1,7 @@
 """The ``symphony-emu`` command line (click); the only module that prints.
 
-User mistakes (a bad topology file, not root, a target that is not installed) end in one
-line on stderr and exit code 2, never a traceback. A run that fails at run time (a worker
+User mistakes (a bad topology file, not root, a target that is not installed, a bad
+option) end in one line on stderr and exit code 2, never a traceback. A run that fails at run time (a worker
 fails, a switch dies) ends in one line and exit code 1. Ctrl-C stops a run and removes
 everything it started (exit code 130).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -70,6 +71,46 @@ def parse_size(value: str | int | None) -> int | None:
     return size
 
 
+def _size_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:  # noqa: ARG001
+    """click callback of ``--size``: bytes, a positive multiple of 4 (float32 elements)."""
+    size = parse_size(value)
+    if size is not None and size % 4:
+        raise click.BadParameter(f"{value!r} is {size} bytes: give a multiple of 4 (float32 elements)")
+    return size
+
+
+#: Usage of the Mininet CLI's ``allreduce`` command (emu.mncli).
+ALLREDUCE_USAGE = "allreduce [SIZE] [ITERATIONS]"
+
+
+def parse_allreduce_args(line: str) -> tuple[int | None, int]:
+    """(size in bytes or None for the topology's, iterations) of ``allreduce [SIZE] [ITERATIONS]``.
+
+    SIZE as for :func:`parse_size` and a multiple of 4 (float32 elements); ITERATIONS an
+    integer >= 1, default 1. Raises ValueError with a one-line message naming the argument.
+    """
+    args = line.split()
+    if len(args) > 2:
+        raise ValueError(f"too many arguments ({len(args)}): {ALLREDUCE_USAGE}")
+    size: int | None = None
+    if args:
+        try:
+            size = parse_size(args[0])
+        except click.BadParameter as exc:
+            raise ValueError(f"SIZE {exc.message}") from None
+        if size is not None and size % 4:
+            raise ValueError(f"SIZE {args[0]!r} is {size} bytes: give a positive multiple of 4 (float32 elements)")
+    iterations = 1
+    if len(args) > 1:
+        try:
+            iterations = int(args[1])
+        except ValueError:
+            raise ValueError(f"ITERATIONS {args[1]!r} is not an integer") from None
+        if iterations < 1:
+            raise ValueError(f"ITERATIONS {iterations}: give at least 1")
+    return size, iterations
+
+
 def make_console(stderr: bool = False) -> Any:
     """A rich console; 140 columns when the output is not a terminal (logs, CI), so tables fit."""
     from rich.console import Console
@@ -84,14 +125,40 @@ def setup_logging(verbose: int) -> None:
 
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]",
-                        handlers=[RichHandler(show_path=False, rich_tracebacks=False)])
+                        handlers=[RichHandler(console=make_console(stderr=True), show_path=False,
+                                              rich_tracebacks=False)])
     try:
         from mininet.log import lg, setLogLevel
-
-        lg.propagate = False  # Mininet prints through its own handler; not twice via the root logger
-        setLogLevel("info" if verbose >= 2 else "warning" if verbose == 1 else "error")
     except ImportError:
-        pass
+        return
+    untangle_mininet_logging(lg)
+    lg.propagate = False  # Mininet prints through its own handler; not twice via the root logger
+    setLogLevel("info" if verbose >= 2 else "warning" if verbose == 1 else "error")
+
+
+def untangle_mininet_logging(mininet_logger: logging.Logger) -> None:
+    """Undo what importing ``mininet.log`` does to every other logger.
+
+    mininet.log calls ``logging.setLoggerClass(MininetLogger)``, so each logger created after
+    that import (``emu.runner``, ``emu.network``, ... when imported later) gets its own
+    stderr handler that writes without a newline, plus its own level: their records would
+    print twice, run together. Restore the standard class for loggers created from now on,
+    and strip that handler and level from the ones created already, so that they propagate
+    to the root handler like any other logger. ``mininet_logger`` (Mininet's own) is kept.
+    """
+    logging.setLoggerClass(logging.Logger)
+    mininet_class = type(mininet_logger)
+    if mininet_class is logging.Logger:
+        return
+    for logger in list(logging.Logger.manager.loggerDict.values()):
+        if not isinstance(logger, mininet_class) or logger is mininet_logger:
+            continue
+        own = getattr(logger, "ch", None)
+        for handler in list(logger.handlers):
+            if handler is own or type(handler).__name__ == "StreamHandlerNoNewline":
+                logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
@@ -110,8 +177,19 @@ def user_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def usage_error_line(exc: click.ClickException) -> str:
+    """One line for a click error: its message, plus where the usage is for a wrong command line."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    wrong_value = isinstance(exc, click.BadParameter) and not isinstance(exc, click.MissingParameter)
+    if isinstance(exc, click.UsageError) and not wrong_value and ctx is not None:
+        message += f" (see {ctx.command_path} --help)"
+    return message
+
+
 class LazyGroup(click.Group):
-    """A click group whose ``stf`` command is imported only when used (it loads the P4 front end)."""
+    """The ``symphony-emu`` group: one-line usage errors; ``stf`` is imported only when used
+    (it loads the P4 front end)."""
 
     lazy = {"stf": ("emu.embedded.stf", "stf_command")}
 
@@ -139,6 +217,24 @@ class LazyGroup(click.Group):
                 return unavailable
         return super().get_command(ctx, cmd_name)
 
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """click's main, but a usage error is one line ``symphony-emu: error: ...`` (exit 2),
+        not click's Usage/Try/Error block; ``--help`` and ``--version`` work as usual."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `symphony-emu`: click prints the help
+                exc.show()
+                sys.exit(exc.exit_code)
+            fail(usage_error_line(exc), exc.exit_code)
+        except click.Abort:
+            click.echo("symphony-emu: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
@@ -154,18 +250,19 @@ def cli(verbose: int) -> None:
               show_default=True, help="Which schemes to run on the same network, jobs and traffic.")
 @click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="Collectives per job (default: the topology's).")
-@click.option("--size", default=None, help="Bytes per collective, e.g. 262144 or 256K (default: the topology's).")
+@click.option("--size", default=None, callback=_size_option,
+              help="Bytes per collective, a multiple of 4, e.g. 262144 or 256K (default: the topology's).")
 @click.option("--target", type=click.Choice(["embedded", "bmv2"]), default="embedded", show_default=True,
               help="Switch target.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Results folder (default: results/<timestamp>/).")
+              help="Results folder (default: results/<timestamp>-<pid>/).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of data, traffic and switches.")
-def run(topology: str | None, scheme: str, iterations: int | None, size: str | None, target: str,
+def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
         out: Path | None, seed: int) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
 
-    size_bytes = parse_size(size)
+    size_bytes = size
     schemes = ("baseline", "symphony") if scheme == "both" else (scheme,)
     console = make_console()
     try:
@@ -275,7 +372,12 @@ def doctor() -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point (setup.cfg: symphony-emu = emu.cli:main)."""
+    """Console-script entry point (setup.cfg: symphony-emu = emu.cli:main).
+
+    Ctrl-C always interrupts: a SIGINT that was ignored when this process started (``nohup``,
+    a background job of a non-interactive shell) would otherwise leave no way to stop a run.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     return cli.main(args=argv, prog_name="symphony-emu")
 
 

@@ -1,4 +1,4 @@
-"""Metrics from the workers' JSON lines (DESIGN.md section 7, docs/interfaces.md section 4).
+"""Metrics from the workers' JSON lines (docs/DESIGN.md section 7, docs/interfaces.md section 4).
 
 A scheme's results folder holds ``job{J}-rank{R}.jsonl`` files with ``step``,
 ``iteration``, ``transport`` and ``error`` records. From them:
@@ -186,7 +186,7 @@ def bandwidth_bound_s(collective: str, nranks: int, size_bytes: int, bandwidth_b
     """Bandwidth bound of one ring collective (s).
 
     All-reduce ``2(N-1)/N * S / B``; all-gather and reduce-scatter ``(N-1)/N * S / B``
-    (ring algorithm lower bound, e.g. Patarasuk & Yuan 2009; DESIGN.md section 7).
+    (ring algorithm lower bound, e.g. Patarasuk & Yuan 2009; docs/DESIGN.md section 7).
     S in bytes per rank, B in bit/s; headers are not counted.
     """
     if nranks < 1 or bandwidth_bps <= 0:

@@ -3,8 +3,8 @@
 Besides Mininet's own commands (``h1 ping h2``, ``net``, ``dump``, ``xterm`` ...):
 
 - ``allreduce [SIZE] [ITERATIONS]``: run the topology's jobs once in the current mode
-  (SIZE bytes per rank, e.g. 65536 or 64K; default the topology's) and print the CCT of
-  each iteration, whether the results were verified and the marks;
+  (SIZE bytes per rank, a multiple of 4, e.g. 65536 or 64K, default the topology's;
+  ITERATIONS >= 1, default 1) and print the CCT of each iteration, whether the results were verified and the marks;
 - ``switch NAME``: a switch's port counters, queue maxima, mark counters and Symphony
   registers (frontier and flow_step of each job it tracks);
 - ``mode [baseline|symphony]``: show or set the mode of every switch.
@@ -40,15 +40,13 @@ class SymphonyCLI(CLI):
     def do_allreduce(self, line: str) -> None:
         """allreduce [SIZE] [ITERATIONS]: run the topology's jobs once in the current mode."""
         from emu import metrics
-        from emu.cli import parse_size
+        from emu.cli import ALLREDUCE_USAGE, parse_allreduce_args
         from emu.runner import RunError, counter_totals
 
-        args = line.split()
         try:
-            size = parse_size(args[0]) if args else None
-            iterations = int(args[1]) if len(args) > 1 else 1
-        except Exception as exc:  # noqa: BLE001 - click.BadParameter / ValueError
-            output(f"usage: allreduce [SIZE] [ITERATIONS]: {exc}\n")
+            size, iterations = parse_allreduce_args(line)
+        except ValueError as exc:
+            output(f"*** {exc} (usage: {ALLREDUCE_USAGE})\n")
             return
         exp = self.experiment
         scheme = exp.network.mode or "baseline"

@@ -233,7 +233,7 @@ class EmuNetwork:
         try:
             self.net.stop()
         except Exception as exc:  # noqa: BLE001 - keep tearing down
-            log.warning("mininet stop: %s", exc)
+            log.warning("mininet stop: %r", exc)
 
 
 def build_network(topology: Topology, *, target_cls: type, options: SwitchOptions,

@@ -1,4 +1,4 @@
-"""Run reports: summary.json, CSVs, PNG plots and a rich table (DESIGN.md sections 7-8).
+"""Run reports: summary.json, CSVs, PNG plots and a rich table (docs/DESIGN.md sections 7-8).
 
 Files written into the run's results folder by :func:`write_report`:
 
@@ -34,6 +34,8 @@ from .metrics import LEAD_SAMPLES, SchemeMetrics, StepRecord, step_lead_series
 log = logging.getLogger(__name__)
 
 SUMMARY_FILE = "summary.json"
+#: What ran and how it ended (written by emu.runner: ``status``, ``topology_name``, ``run_id``).
+RUN_FILE = "run.json"
 CCT_FILE = "cct.csv"
 STEPS_FILE = "steps.csv"
 CDF_PLOT = "cct_cdf.png"
@@ -104,8 +106,13 @@ def write_report(
     results_dir: str | Path,
     metrics: Mapping[str, SchemeMetrics],
     counters: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    title: str | None = None,
 ) -> RenderableType:
-    """Write summary.json, cct.csv, steps.csv and both PNGs; return the terminal table."""
+    """Write summary.json, cct.csv, steps.csv and both PNGs; return the terminal table.
+
+    ``title`` (e.g. "dumbbell, run 20261130-101500-4242") names the run in the plot titles.
+    """
     out = Path(results_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summary_dict(metrics, counters)
@@ -127,8 +134,8 @@ def write_report(
         s: {j: (jm.lead_times, jm.lead_values) for j, jm in metrics[s].jobs.items()}
         for s in _ordered(metrics)
     }
-    plot_cct_cdf(out / CDF_PLOT, ccts)
-    plot_step_lead(out / LEAD_PLOT, leads)
+    plot_cct_cdf(out / CDF_PLOT, ccts, title=title)
+    plot_step_lead(out / LEAD_PLOT, leads, title=title)
     log.info("report written to %s", out)
     return report_table(summary)
 
@@ -154,7 +161,17 @@ def render_report(results_dir: str | Path, *, plots: bool = True) -> RenderableT
     """
     d = Path(results_dir)
     path = d / SUMMARY_FILE
+    run_info = read_run_file(d)
+    status = run_info.get("status")
+    if status == "interrupted":
+        raise ReportError(f"{d}: run was interrupted before its summary was written; run it again")
     if not path.is_file():
+        if status == "failed":
+            failure = str(run_info.get("failure") or "see the logs")
+            raise ReportError(f"{d}: run failed before its summary was written ({failure})")
+        if status in ("starting", "running"):
+            raise ReportError(f"{d}: run has not finished (it is still running, or it was killed); "
+                              "wait for it, or run it again")
         raise ReportError(f"{path}: not found; give the folder of a finished run (it holds {SUMMARY_FILE})")
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
@@ -164,18 +181,39 @@ def render_report(results_dir: str | Path, *, plots: bool = True) -> RenderableT
         raise ReportError(f"{path}: not a JSON object; re-run the experiment")
     if plots:
         try:
-            _replot(d)
+            _replot(d, title=run_title(run_info))
         except (OSError, KeyError, ValueError) as exc:
             log.warning("plots not redrawn from %s: %s", d, exc)
     return report_table(summary)
 
 
-def _replot(d: Path) -> None:
+def read_run_file(results_dir: str | Path) -> dict[str, Any]:
+    """The folder's run.json as a dict; empty when missing or unreadable (older runs)."""
+    try:
+        info = json.loads((Path(results_dir) / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def run_title(run_info: Mapping[str, Any]) -> str | None:
+    """"<topology>, run <id>" from a run.json dict, or what of it is known (None: nothing)."""
+    name = run_info.get("topology_name")
+    if not name and run_info.get("topology"):
+        name = Path(str(run_info["topology"])).stem
+    run_id = run_info.get("run_id")
+    parts = [str(name)] if name else []
+    if run_id:
+        parts.append(f"run {run_id}")
+    return ", ".join(parts) or None
+
+
+def _replot(d: Path, title: str | None = None) -> None:
     if (d / CCT_FILE).is_file():
         ccts: dict[str, list[float]] = {}
         for row in _read_csv(d / CCT_FILE):
             ccts.setdefault(row["scheme"], []).append(float(row["cct_s"]))
-        plot_cct_cdf(d / CDF_PLOT, {s: ccts[s] for s in _ordered(ccts)})
+        plot_cct_cdf(d / CDF_PLOT, {s: ccts[s] for s in _ordered(ccts)}, title=title)
     if (d / STEPS_FILE).is_file():
         steps: dict[str, dict[int, list[StepRecord]]] = {}
         for row in _read_csv(d / STEPS_FILE):
@@ -192,7 +230,7 @@ def _replot(d: Path) -> None:
             s: {j: step_lead_series(recs, LEAD_SAMPLES) for j, recs in steps[s].items()}
             for s in _ordered(steps)
         }
-        plot_step_lead(d / LEAD_PLOT, leads)
+        plot_step_lead(d / LEAD_PLOT, leads, title=title)
 
 
 # --------------------------------------------------------------------------------------
@@ -209,8 +247,13 @@ def _figure(width: float, height: float) -> Any:
     return fig
 
 
-def plot_cct_cdf(path: str | Path, ccts: Mapping[str, list[float]]) -> None:
-    """CCT CDF (ms), one step curve per scheme."""
+def plot_cct_cdf(path: str | Path, ccts: Mapping[str, list[float]], *, title: str | None = None) -> None:
+    """Save :func:`cct_cdf_figure` as a PNG."""
+    cct_cdf_figure(ccts, title=title).savefig(str(path))
+
+
+def cct_cdf_figure(ccts: Mapping[str, list[float]], *, title: str | None = None) -> Any:
+    """CCT CDF (ms), one step curve per scheme; ``title`` names the topology/run when known."""
     fig = _figure(6, 4)
     ax = fig.add_subplot(1, 1, 1)
     for scheme, values in ccts.items():
@@ -225,17 +268,31 @@ def plot_cct_cdf(path: str | Path, ccts: Mapping[str, list[float]]) -> None:
     ax.grid(True, alpha=0.3)
     if any(ccts.values()):
         ax.legend()
-    ax.set_title("Collective completion time")
+    ax.set_title("Collective completion time" + (f": {title}" if title else ""))
     fig.tight_layout()
-    fig.savefig(str(path))
+    return fig
 
 
 def plot_step_lead(
-    path: str | Path, leads: Mapping[str, Mapping[int, tuple[np.ndarray, np.ndarray]]]
+    path: str | Path,
+    leads: Mapping[str, Mapping[int, tuple[np.ndarray, np.ndarray]]],
+    *,
+    title: str | None = None,
 ) -> None:
-    """Step lead (steps) over time since the scheme's first step, a panel per scheme."""
+    """Save :func:`step_lead_figure` as a PNG."""
+    step_lead_figure(leads, title=title).savefig(str(path))
+
+
+def step_lead_figure(
+    leads: Mapping[str, Mapping[int, tuple[np.ndarray, np.ndarray]]], *, title: str | None = None
+) -> Any:
+    """Step lead (steps, integer ticks) over time since the scheme's first step, a panel per
+    scheme; ``title`` names the topology/run when known."""
+    from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
+
     schemes = list(leads) or ["(none)"]
     fig = _figure(7, 2.4 * len(schemes) + 0.6)
+    fig.suptitle("Step lead" + (f": {title}" if title else ""))
     axes = [fig.add_subplot(len(schemes), 1, i + 1) for i in range(len(schemes))]
     ymax = 1.0
     for ax, scheme in zip(axes, schemes, strict=True):
@@ -248,6 +305,7 @@ def plot_step_lead(
                 ymax = max(ymax, float(np.max(values)))
         ax.set_title(scheme)
         ax.set_ylabel("step lead")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(True, alpha=0.3)
         if len(jobs) > 1:
             ax.legend()
@@ -255,7 +313,7 @@ def plot_step_lead(
         ax.set_ylim(0, ymax + 0.5)
     axes[-1].set_xlabel("time (s)")
     fig.tight_layout()
-    fig.savefig(str(path))
+    return fig
 
 
 # --------------------------------------------------------------------------------------

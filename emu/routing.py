@@ -21,7 +21,7 @@ Table entries use the control API form of docs/interfaces.md section 3
 ``SwitchProgram.entries`` with ``table_add`` and ``SwitchProgram.queues`` with
 ``set_queue``. The per-job ``expected_flows`` of ``MyIngress.symphony_config`` is the
 number of the job's ring flows (rank r -> rank (r+1) % N, DATA direction) whose path
-crosses the switch (DESIGN.md section 4).
+crosses the switch (docs/DESIGN.md section 4).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ class FlowPath:
 
 @dataclasses.dataclass(frozen=True)
 class JobBandwidth:
-    """Bandwidth available to a job's ring flows, for the bandwidth bound (DESIGN.md 7).
+    """Bandwidth available to a job's ring flows, for the bandwidth bound (docs/DESIGN.md 7).
 
     ``bottleneck_bps``: min link rate over every ring-flow path (the brief's B).
     ``fair_share_bps``: min over directed hops of link rate / number of the job's ring
@@ -333,7 +333,7 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
 
 
 def job_register_resets(job_id: int) -> Mapping[str, range]:
-    """Register name -> indices to zero before job ``job_id`` starts (DESIGN.md 4)."""
+    """Register name -> indices to zero before job ``job_id`` starts (docs/DESIGN.md 4)."""
     return {
         "MyIngress.flow_step": range(job_id * MAX_RANKS, (job_id + 1) * MAX_RANKS),
         "MyIngress.step_count": range(job_id * STEP_WINDOW, (job_id + 1) * STEP_WINDOW),

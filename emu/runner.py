@@ -209,8 +209,39 @@ def new_run_id() -> str:
 
 
 def default_out_dir(run_id: str) -> Path:
-    """results/<timestamp>/ under the current directory."""
-    return Path.cwd() / "results" / run_id.rsplit("-", 1)[0]
+    """results/<run id>/ (timestamp plus pid) under the current directory.
+
+    The pid stays in the name so that two runs started in the same second get two folders.
+    """
+    return Path.cwd() / "results" / run_id
+
+
+def make_out_dir(path: Path, *, given: bool = True) -> Path:
+    """Create the results folder ``path`` and check that files can be written in it.
+
+    ``given``: whether the user named it (``--out``). Raises UsageError (one line) when it
+    cannot be created or written.
+    """
+    import tempfile
+
+    action = "create"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        action = "write in"
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if given:
+            raise UsageError(f"--out {path}: cannot {action} the results folder ({reason}); "
+                             "give a writable directory") from None
+        raise UsageError(f"{path}: cannot {action} the results folder ({reason}); "
+                         "run from a writable directory or give --out DIR") from None
+    return path
+
+
+#: What ran and how it ended, in the results folder (see :meth:`Experiment.update_run_file`).
+RUN_FILE = "run.json"
 
 
 # --------------------------------------------------------------------------------------
@@ -259,7 +290,7 @@ def interrupts_deferred() -> Iterator[None]:
 
 def collective_bound_s(topology: Any, job_id: int, size_bytes: int) -> float:
     """The bandwidth bound of one collective (s): ``2(N-1)/N * S / B`` for all-reduce
-    (DESIGN.md section 7), ``(N-1)/N * S / B`` for all-gather and reduce-scatter, where B
+    (docs/DESIGN.md section 7), ``(N-1)/N * S / B`` for all-gather and reduce-scatter, where B
     is the job's lockstep fair share (emu.routing.JobBandwidth.fair_share_bps)."""
     from emu import routing
 
@@ -447,18 +478,28 @@ class Experiment:
             raise UsageError(f"links {', '.join(stale[:4])}{' ...' if len(stale) > 4 else ''} already exist (another "
                              "network, or a killed run): stop it or run sudo .venv/bin/symphony-emu clean")
         run_id = run_id or new_run_id()
-        out_dir = (out or default_out_dir(run_id)).resolve()
-        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir = make_out_dir((out or default_out_dir(run_id)).resolve(), given=out is not None)
         exp = cls(topology, Path(topology_path), target=target, out_dir=out_dir, seed=seed, run_id=run_id)
+        exp.update_run_file(run_id=run_id, topology=str(topology_path), topology_name=topology.name, target=target,
+                            seed=seed, started=datetime.now().isoformat(timespec="seconds"), status="starting")
         previous = os.environ.get(RUN_ENV)
         os.environ[RUN_ENV] = run_id  # inherited by switches, workers, traffic: cleanup finds them
+        end: dict[str, Any] = {"status": "interrupted"}  # unless the block ends or fails otherwise
         try:
             with sigterm_as_interrupt():
                 exp._build(target_cls, progress)
+                exp.update_run_file(status="running")
                 yield exp
+            end = {"status": "finished"}
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM
+            raise
+        except BaseException as exc:  # RunError, or a bug: say so in run.json
+            end = {"status": "failed", "failure": str(exc) or type(exc).__name__}
+            raise
         finally:
             with interrupts_deferred():
                 exp.close()
+                exp.update_run_file(ended=datetime.now().isoformat(timespec="seconds"), **end)
             if previous is None:
                 os.environ.pop(RUN_ENV, None)
             else:
@@ -480,6 +521,26 @@ class Experiment:
             raise RunError(str(exc)) from None
         emit(ProgressEvent("network", message=f"network ready in {time.monotonic() - t0:.1f} s"))
         (self.out_dir / "topology.yaml").write_text(self.topology_path.read_text())
+
+    def update_run_file(self, **fields: Any) -> None:
+        """Merge ``fields`` into the results folder's run.json (what ran and how it ended).
+
+        ``status`` is "starting" (building the network), "running", "finished" (network torn
+        down normally), "failed" (with ``failure``) or "interrupted" (Ctrl-C, SIGTERM); a run
+        killed with SIGKILL stays "starting" or "running". Write errors are logged, not raised.
+        """
+        path = self.out_dir / RUN_FILE
+        try:
+            current = json.loads(path.read_text()) if path.is_file() else {}
+        except (OSError, ValueError):
+            current = {}
+        if not isinstance(current, dict) or current.get("run_id", self.run_id) != self.run_id:
+            current = {}  # a previous run's file in a reused --out folder
+        current.update(fields)
+        try:
+            path.write_text(json.dumps(current, indent=1) + "\n")
+        except OSError as exc:
+            log.warning("cannot write %s: %s", path, exc.strerror or exc)
 
     def close(self) -> None:
         """Stop every child, the switches and Mininet, then sweep leftovers of this run."""
@@ -605,8 +666,10 @@ class Experiment:
         """Start ``cmd`` in Mininet host ``host``'s namespace, output to ``log_path``."""
         node = self.network.host(host)
         with open(log_path, "wb") as logf:
+            # Mininet's popen passes keyword arguments on to subprocess.Popen; mnexec execs in place,
+            # so the parent-death signal reaches the worker itself.
             proc = node.popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, env=env,
-                              cwd=str(log_path.parent))
+                              cwd=str(log_path.parent), preexec_fn=cleanup_mod.die_with_parent())
         self._children.append(proc)
         return proc
 
@@ -650,23 +713,44 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
     runs: dict[str, SchemeRun] = {}
     with Experiment.open(topology_path, target=target, out=Path(out) if out else None, seed=seed,
                          progress=progress) as exp:
-        meta = {"topology": str(topology_path), "target": target, "seed": seed, "schemes": list(schemes),
-                "iterations": iterations, "size": size, "run_id": exp.run_id,
-                "started": datetime.now().isoformat(timespec="seconds")}
-        (exp.out_dir / "run.json").write_text(json.dumps(meta, indent=1))
+        exp.update_run_file(schemes=list(schemes), **resolved_workload(exp.topology, iterations=iterations, size=size))
         for scheme in schemes:
             runs[scheme] = exp.run_scheme(scheme, iterations=iterations, size=size, progress=progress)
         out_dir = exp.out_dir
         topology = exp.topology
-    summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size)
+    summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
+                               title=f"{topology.name}, run {exp.run_id}")
+    from emu import report
+
+    exp.update_run_file(summary=report.SUMMARY_FILE)
     verified = all(summary.get(s, {}).get("verified", False) for s in runs)
     ok = verified and all(r.ok for r in runs.values())
     failure = None if ok else f"not every result was verified; see the logs in {out_dir}"
     return RunResult(out_dir, topology_path, runs, summary, ok, failure, table)
 
 
+def resolved_workload(topology: Any, *, iterations: int | None, size: int | None) -> dict[str, Any]:
+    """The iterations and sizes the jobs run with, for run.json.
+
+    ``iterations`` / ``size``: one number when every job uses the same, else a list in job
+    order; ``jobs``: per job; ``iterations_override`` / ``size_override``: what was given on
+    the command line (null: the topology's).
+    """
+    jobs = [{"job": job.id, "collective": job.collective, "ranks": len(job.ranks),
+             "iterations": iterations if iterations is not None else job.iterations,
+             "size_bytes": size if size is not None else job.size_bytes} for job in topology.jobs]
+
+    def one_or_list(key: str) -> Any:
+        values = [job[key] for job in jobs]
+        return values[0] if len(set(values)) == 1 else values
+
+    return {"iterations": one_or_list("iterations") if jobs else iterations,
+            "size": one_or_list("size_bytes") if jobs else size, "jobs": jobs,
+            "iterations_override": iterations, "size_override": size}
+
+
 def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, iterations: int | None = None,
-              size: int | None = None) -> tuple[dict[str, Any], Any]:
+              size: int | None = None, title: str | None = None) -> tuple[dict[str, Any], Any]:
     """Compute the metrics and write summary.json, cct.csv, steps.csv and the PNGs into ``out_dir``.
 
     Returns (summary dict, rich table). Per-switch counters of each scheme are in
@@ -684,7 +768,7 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
     scheme_metrics = {scheme: metrics.compute_metrics(run.results_dir, scheme=scheme, jobs=infos)
                       for scheme, run in runs.items()}
     counters = {scheme: counter_totals(run.counter_delta()) for scheme, run in runs.items()}
-    table = report.write_report(out_dir, scheme_metrics, counters)
+    table = report.write_report(out_dir, scheme_metrics, counters, title=title)
     summary = json.loads((out_dir / report.SUMMARY_FILE).read_text())
     return summary, table
 

@@ -6,7 +6,7 @@ hosts, on/off background flows, and the ECN, Symphony and DCQCN parameters.
 
 - :func:`load_topology` / :func:`parse_topology` return a validated :class:`Topology`
   (pydantic v2, ``extra='forbid'`` everywhere) with every default resolved: each link has
-  its bandwidth, delay and queue depth, each host its IP (DESIGN.md section 6).
+  its bandwidth, delay and queue depth, each host its IP (docs/DESIGN.md section 6).
 - Every user mistake raises :class:`TopologyError`, whose ``str()`` is one line:
   ``<file>: <field.path>: <problem>; <fix>``.
 - :func:`build_plan` turns a topology into a :class:`NetworkPlan`: a pure description of
@@ -26,6 +26,7 @@ Conventions of the plan (stable; the routing and the runner rely on them):
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import ipaddress
 import logging
 import re
@@ -125,7 +126,7 @@ class SymphonyOverride(_Model):
 
 
 class SymphonyParams(_Model):
-    """Symphony marking parameters (DESIGN.md section 4).
+    """Symphony marking parameters (docs/DESIGN.md section 4).
 
     Mark probability ``min(1, (lead - lead_threshold) * slope)`` when
     ``lead > lead_threshold`` and the egress queue holds at least ``queue_gate`` packets.
@@ -528,10 +529,12 @@ def _pydantic_problem(err: Mapping[str, Any]) -> tuple[str, str | None]:
     loc = tuple(err.get("loc", ()))
     if kind == "extra_forbidden":
         allowed = _allowed_keys(loc)
-        return (
-            f"unknown key {loc[-1]!r}" if loc else "unknown key",
-            f"remove it or use one of: {', '.join(allowed)}" if allowed else None,
-        )
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.75) if loc and allowed else []
+        if close:
+            fix = f"did you mean {close[0]!r}? (keys here: {', '.join(allowed)})"
+        else:
+            fix = f"remove it or use one of: {', '.join(allowed)}" if allowed else None
+        return (f"unknown key {loc[-1]!r}" if loc else "unknown key", fix)
     if kind == "missing":
         return "required but missing", None
     comparisons = {
@@ -579,16 +582,50 @@ def _node_line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping of the YAML file names the same key twice (PyYAML keeps the last silently)."""
+
+    def __init__(self, key: Any, line: int, first_line: int) -> None:
+        self.key, self.line, self.first_line = key, line, first_line
+        super().__init__(f"duplicate key {key!r} (line {line}, first on line {first_line})")
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping (merge keys ``<<`` may repeat keys)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # unhashable: SafeLoader reports it
+                    continue
+                line = key_node.start_mark.line + 1
+                if first is not None:
+                    raise DuplicateKeyError(key, line, first)
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse_topology(text: str, source: str = "<string>") -> Topology:
     """Validate topology YAML ``text``; ``source`` names it in errors.
 
-    Raises :class:`TopologyError` (one line) on YAML syntax errors, schema errors and
-    cross-check failures (unknown or duplicate names, hosts with other than one link,
+    Raises :class:`TopologyError` (one line) on YAML syntax errors, duplicate keys, schema
+    errors (an unknown key is reported before the missing ones it causes) and cross-check failures (unknown or duplicate names, hosts with other than one link,
     disconnected graph, duplicate IPs, job id >= MAX_JOBS, ranks outside 2..MAX_RANKS).
     """
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except DuplicateKeyError as exc:
+        raise TopologyError(
+            source, f"line {exc.line}", f"duplicate key {exc.key!r} (first on line {exc.first_line})",
+            "keep one of them (YAML would silently use the last)",
+        ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "YAML"
@@ -607,7 +644,9 @@ def parse_topology(text: str, source: str = "<string>") -> Topology:
     try:
         topo = Topology.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # A misspelt key (hostz:) also makes the right one missing (hosts:): name the cause first.
+        err = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
         loc = tuple(err.get("loc", ()))
         problem, fix = _pydantic_problem(err)
         line = _node_line(root, loc)

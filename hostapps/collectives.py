@@ -1,4 +1,4 @@
-"""Ring collectives as state machines with no I/O and no clock (DESIGN.md section 5).
+"""Ring collectives as state machines with no I/O and no clock (docs/DESIGN.md section 5).
 
 :class:`RingCollective` runs one ring all-reduce, all-gather or reduce-scatter on one rank.
 It never reads a clock or owns a socket: every entry point takes ``now`` (seconds, any
@@ -33,7 +33,7 @@ Steps (``s`` is the step inside one collective, the CTH step is ``step_base + s`
 Step numbers
     The worker uses ``step_base = iteration * steps_per_collective(kind, N)``, i.e.
     ``iteration * 2(N-1)`` for all-reduce and ``iteration * (N-1)`` otherwise, so CTH steps
-    only move forward within a job (DESIGN.md section 4). The CTH carries the step modulo
+    only move forward within a job (docs/DESIGN.md section 4). The CTH carries the step modulo
     2**16; deliveries are mapped back with serial arithmetic around ``step_base``.
 
 Step log
@@ -64,7 +64,7 @@ CollectiveKind = Literal["allreduce", "allgather", "reducescatter"]
 #: Names accepted by :class:`RingCollective`.
 COLLECTIVE_KINDS: tuple[str, ...] = ("allreduce", "allgather", "reducescatter")
 
-_STEP_MOD = 1 << 16  # the CTH step field is 16 bits (DESIGN.md section 3)
+_STEP_MOD = 1 << 16  # the CTH step field is 16 bits (docs/DESIGN.md section 3)
 _DTYPE = np.dtype("<f4")  # wire format of the payload: float32 little-endian
 _ITEM = _DTYPE.itemsize
 

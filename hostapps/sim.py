@@ -1,6 +1,6 @@
 """Virtual-time discrete-event network for :class:`hostapps.transport.Transport` cores.
 
-DESIGN.md section 6: the cores take ``now`` and own no socket, so a whole ring runs in
+docs/DESIGN.md section 6: the cores take ``now`` and own no socket, so a whole ring runs in
 one process in virtual time. A :class:`Sim` holds nodes (one transport each, optionally
 with an application such as :class:`hostapps.collectives.RingCollective`) and links.
 

@@ -1,4 +1,4 @@
-"""On/off UDP background traffic (DESIGN.md section 5), Not-ECT, to UDP port 5001.
+"""On/off UDP background traffic (docs/DESIGN.md section 5), Not-ECT, to UDP port 5001.
 
 Usage::
 

@@ -1,7 +1,7 @@
 """Reliable, paced, rate-controlled transport over CTH datagrams; no I/O, no clock.
 
 One :class:`Transport` per (job, rank). A flow is (job, src_rank -> dst_rank); each
-flow has PSNs starting at 0 (DESIGN.md section 5). Every entry point takes ``now``
+flow has PSNs starting at 0 (docs/DESIGN.md section 5). Every entry point takes ``now``
 (seconds) and the core returns what to send (:meth:`Transport.poll`) and when it wants
 to be called again (:meth:`Transport.next_timer`); :mod:`hostapps.aio` and
 :mod:`hostapps.sim` drive it. Call :meth:`Transport.poll` after :meth:`Transport.send`

@@ -1,4 +1,4 @@
-"""Collective transport header (CTH) codec, DESIGN.md section 3.
+"""Collective transport header (CTH) codec, docs/DESIGN.md section 3.
 
 The CTH is 16 bytes in network byte order, carried in UDP to :data:`CTH_UDP_PORT`::
 
@@ -31,7 +31,7 @@ CTH_LEN = 16
 MAX_JOBS = 16
 #: Ranks per job a switch tracks.
 MAX_RANKS = 64
-#: Step window W of the ``step_count`` register; W >= MAX_RANKS (DESIGN.md section 4).
+#: Step window W of the ``step_count`` register; W >= MAX_RANKS (docs/DESIGN.md section 4).
 STEP_WINDOW = 64
 
 #: ECN codepoints, low two bits of the IPv4 TOS byte (RFC 3168 section 5).
@@ -84,7 +84,7 @@ class WireError(ValueError):
 class Cth:
     """One decoded collective transport header.
 
-    Attributes are the fields of DESIGN.md section 3; ``step`` is modulo 2**16,
+    Attributes are the fields of docs/DESIGN.md section 3; ``step`` is modulo 2**16,
     ``psn`` and ``offset`` modulo 2**32.
     """
 

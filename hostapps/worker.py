@@ -1,6 +1,6 @@
 """Collective worker process: ``python -m hostapps.worker --spec FILE.json``.
 
-One worker runs one rank of one job (DESIGN.md section 5, docs/interfaces.md section 4):
+One worker runs one rank of one job (docs/DESIGN.md section 5, docs/interfaces.md section 4):
 it opens a UDP endpoint (:func:`hostapps.aio.open_endpoint`) on its own ``ip:port``,
 waits until the wall-clock ``start_at``, then runs ``iterations`` ring collectives
 (:class:`hostapps.collectives.RingCollective`), sleeping ``compute_s`` between them, and
@@ -82,7 +82,7 @@ class WorkerSpec:
         rank: own rank, one of ``ranks``.
         ranks: every rank's address, in rank order ``0 .. N-1``.
         collective: ``allreduce``, ``allgather`` or ``reducescatter``.
-        size_bytes: buffer size in bytes; ``size_bytes // 4`` float32 elements.
+        size_bytes: buffer size in bytes, a multiple of 4 (>= 0); ``size_bytes // 4`` float32 elements.
         iterations: number of collectives (>= 1).
         compute_s: sleep between collectives (s, >= 0).
         start_at: wall-clock time (``time.time()``) of iteration 0; None = at once.
@@ -200,6 +200,8 @@ def parse_spec(obj: Any, where: str = "spec") -> WorkerSpec:
     if collective not in COLLECTIVE_KINDS:
         raise SpecError(f"{where}: field 'collective' must be one of {', '.join(COLLECTIVE_KINDS)}, got {collective!r}")
     size_bytes = _int(obj, "size_bytes", where, 0)
+    if size_bytes % 4:
+        raise SpecError(f"{where}: field 'size_bytes' must be a multiple of 4 (float32 elements), got {size_bytes}")
     iterations = _int(obj, "iterations", where, 1)
     compute_s = _num(obj, "compute_s", where, lo=0.0, strict=False)
     start_at = None if obj["start_at"] is None else _num(obj, "start_at", where, lo=0.0, strict=False)

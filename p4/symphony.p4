@@ -3,7 +3,7 @@
  * Symphony (arXiv 2604.16880): the switch tracks each job's ring-step progress and
  * ECN-marks the DATA packets of flows that run ahead of the slowest flow, so that DCQCN
  * at their senders slows them down and the lagging flows catch up.
- * The algorithm is DESIGN.md section 4; the wire format is DESIGN.md section 3.
+ * The algorithm is docs/DESIGN.md section 4; the wire format is docs/DESIGN.md section 3.
  *
  * Both switch targets run this file: the embedded software switch (emu/embedded) and
  * bmv2 (p4c --target bmv2 --arch v1model).
@@ -91,7 +91,7 @@ control MyIngress(inout headers hdr,
                   inout metadata meta,
                   inout standard_metadata_t standard_metadata) {
 
-    /* Symphony progress tracker (DESIGN.md section 4). */
+    /* Symphony progress tracker (docs/DESIGN.md section 4). */
     register<bit<16>>(FLOW_SLOTS) flow_step;   /* [job * MAX_RANKS + rank]: newest step of the flow */
     register<bit<16>>(STEP_SLOTS) step_count;  /* [job * STEP_WINDOW + step % STEP_WINDOW]: flows in step */
     register<bit<16>>(MAX_JOBS)   frontier;    /* [job]: newest step every expected flow has entered */

@@ -1,6 +1,6 @@
 """AF_PACKET port I/O: binds a :class:`~emu.embedded.core.SwitchCore` to Linux interfaces.
 
-The thin adapter around the clock-free core (DESIGN.md section 6): one ``AF_PACKET``
+The thin adapter around the clock-free core (docs/DESIGN.md section 6): one ``AF_PACKET``
 ``SOCK_RAW`` socket per switch port, bound to its interface with ``ETH_P_ALL`` and set
 non-blocking; an asyncio loop watches them with ``add_reader``, drains each readable
 socket in batches, hands every frame to ``core.receive`` with

@@ -5,7 +5,7 @@ current time ``now_us`` (integer microseconds, any monotonic origin) and the cal
 :meth:`TrafficManager.due` for the frames to put on the wire and
 :meth:`TrafficManager.next_deadline_us` for when to call again.
 
-Model (DESIGN.md sections 2 and 6, bmv2 ``simple_switch`` queueing semantics):
+Model (docs/DESIGN.md sections 2 and 6, bmv2 ``simple_switch`` queueing semantics):
 
 - a packet is enqueued after ingress; ``enq_qdepth`` is the number of packets waiting
   in the port's queue ahead of it (bmv2 reads ``egress_buffers.size(port)`` before the

@@ -1,6 +1,6 @@
 """Switch targets: Mininet ``Switch`` subclasses that run ``p4/symphony.p4``.
 
-Two targets share one small lifecycle (DESIGN.md section 2):
+Two targets share one small lifecycle (docs/DESIGN.md section 2):
 
 - ``embedded`` (:class:`emu.targets.embedded.EmbeddedSwitch`): emu's own software switch,
   one ``python -m emu.embedded.switch`` process per Mininet switch;

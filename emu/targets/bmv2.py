@@ -1,4 +1,4 @@
-"""The ``bmv2`` target: ``simple_switch_grpc`` per Mininet switch (DESIGN.md section 2, docs/bmv2.md).
+"""The ``bmv2`` target: ``simple_switch_grpc`` per Mininet switch (docs/DESIGN.md section 2, docs/bmv2.md).
 
 Lifecycle of a :class:`Bmv2Switch`:
 
@@ -30,15 +30,18 @@ from typing import Any
 
 from mininet.node import Switch
 
+from emu.cleanup import die_with_parent
 from emu.targets import SwitchOptions, SwitchStartError
 
 log = logging.getLogger(__name__)
 
-#: Binaries the target needs, with how to get them.
+#: Binaries the target needs, with where they come from (docs/bmv2.md says how to install them).
 REQUIRED_BINARIES = {
-    "simple_switch_grpc": "behavioral-model built with PI/P4Runtime (p4lang packages, or the Vagrant VM; docs/bmv2.md)",
-    "p4c": "p4c (p4lang packages, or the Vagrant VM; docs/bmv2.md)",
+    "simple_switch_grpc": "behavioral-model built with PI/P4Runtime",
+    "p4c": "p4lang's p4c",
 }
+#: Where the install steps of the target are.
+INSTALL_DOC = "docs/bmv2.md"
 #: The Thrift CLI (ships with behavioral-model).
 CLI_BINARY = "simple_switch_CLI"
 #: First gRPC port; switch i listens on BASE + i.
@@ -80,7 +83,7 @@ def compile_program(program: Path, out_dir: Path) -> tuple[Path, Path]:
         res = subprocess.run(compile_command(program, out_dir), capture_output=True, text=True, check=False,
                              timeout=COMPILE_TIMEOUT_S)
     except FileNotFoundError:
-        raise SwitchStartError("p4c not found: install p4lang packages (docs/bmv2.md)") from None
+        raise SwitchStartError(f"p4c not found: install p4lang's packages ({INSTALL_DOC})") from None
     except subprocess.TimeoutExpired:
         raise SwitchStartError(f"p4c on {program} took more than {COMPILE_TIMEOUT_S:.0f} s") from None
     if res.returncode != 0 or not json_path.exists():
@@ -123,14 +126,15 @@ class Bmv2Switch(Switch):
         """Whether bmv2 can run here, and if not, why and how to get it (one line)."""
         missing = missing_binaries()
         if missing:
-            how = "; ".join(f"{name}: {REQUIRED_BINARIES[name]}" for name in missing)
-            return False, (f"bmv2 target needs simple_switch_grpc and p4c, which are not installed: "
-                           f"missing {', '.join(missing)} ({how}); use --target embedded")
+            what = " and ".join(missing)
+            whence = "; ".join(f"{name}: {REQUIRED_BINARIES[name]}" for name in missing)
+            return False, (f"bmv2 target: {what} {'is' if len(missing) == 1 else 'are'} not on PATH ({whence}); "
+                           f"install p4lang's packages or use the Vagrant VM ({INSTALL_DOC}), or use --target embedded")
         if shutil.which(CLI_BINARY) is None:
-            return False, (f"bmv2 target needs {CLI_BINARY} (ships with behavioral-model) on PATH; "
-                           "use --target embedded")
+            return False, (f"bmv2 target: {CLI_BINARY} is not on PATH (it ships with behavioral-model; "
+                           f"{INSTALL_DOC}), or use --target embedded")
         if importlib.util.find_spec("p4runtime_sh") is None:
-            return False, "bmv2 target needs p4runtime-shell: pip install -e '.[bmv2]'"
+            return False, f"bmv2 target: p4runtime-shell is not installed: pip install -e '.[bmv2]' ({INSTALL_DOC})"
         return True, ""
 
     @classmethod
@@ -191,7 +195,7 @@ class Bmv2Switch(Switch):
         log.debug("starting %s: %s", self.name, " ".join(cmd))
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=die_with_parent())
 
     def _fail(self, message: str) -> SwitchStartError:
         from emu.targets.embedded import log_tail

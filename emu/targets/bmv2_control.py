@@ -1,6 +1,6 @@
 """Control of a bmv2 ``simple_switch(_grpc)`` with the methods of ``ControlClient``.
 
-DESIGN.md section 2; docs/bmv2.md. :class:`Bmv2Control` has the method names and semantics
+docs/DESIGN.md section 2; docs/bmv2.md. :class:`Bmv2Control` has the method names and semantics
 of :class:`emu.embedded.control.ControlClient` (docs/interfaces.md section 3), so the
 network and runner code drive either target the same way:
 

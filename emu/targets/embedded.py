@@ -20,6 +20,7 @@ from typing import Any
 
 from mininet.node import Switch
 
+from emu.cleanup import die_with_parent
 from emu.targets import SwitchOptions, SwitchStartError
 
 log = logging.getLogger(__name__)
@@ -163,7 +164,8 @@ class EmbeddedSwitch(Switch):
         log.debug("starting %s: %s", self.name, " ".join(cmd))
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                         start_new_session=True, cwd=str(self.options.log_dir))
+                                         start_new_session=True, cwd=str(self.options.log_dir),
+                                         preexec_fn=die_with_parent())
 
     def wait_ready(self, timeout_s: float | None = None) -> None:
         """Block until the control socket accepts; SwitchStartError names the log otherwise."""

@@ -9,7 +9,7 @@
 const bit<16> TYPE_IPV4       = 0x0800;
 const bit<8>  PROTO_UDP       = 17;
 
-/* UDP destination port of the collective transport header (CTH), DESIGN.md section 3. */
+/* UDP destination port of the collective transport header (CTH), docs/DESIGN.md section 3. */
 const bit<16> CTH_UDP_PORT    = 4793;
 const bit<4>  CTH_VERSION     = 1;
 const bit<4>  CTH_TYPE_DATA   = 1;
@@ -23,7 +23,7 @@ const bit<2>  ECN_ECT1        = 1;
 const bit<2>  ECN_ECT0        = 2;
 const bit<2>  ECN_CE          = 3;
 
-/* Register sizes (DESIGN.md section 4). STEP_WINDOW >= MAX_RANKS so that the
+/* Register sizes (docs/DESIGN.md section 4). STEP_WINDOW >= MAX_RANKS so that the
  * step_count slots never alias: a ring bounds the lead between ranks by N-1. */
 #define MAX_JOBS        16
 #define MAX_RANKS       64

@@ -38,7 +38,7 @@ header udp_t {
     bit<16> checksum;
 }
 
-/* Collective transport header, 16 bytes (DESIGN.md section 3). */
+/* Collective transport header, 16 bytes (docs/DESIGN.md section 3). */
 header cth_t {
     bit<4>  version;
     bit<4>  type;
@@ -53,7 +53,7 @@ header cth_t {
 
 struct metadata {
     bit<1>  tracked;        /* 1: DATA packet of a configured job */
-    bit<16> lead;           /* step - frontier (serial arithmetic), DESIGN.md 4 step 3 */
+    bit<16> lead;           /* step - frontier (serial arithmetic), docs/DESIGN.md 4 step 3 */
     bit<16> lead_threshold; /* T */
     bit<32> slope;          /* marking slope, units of 1/65536 per step of lead */
     bit<32> queue_gate;     /* minimum enq_qdepth (packets) for Symphony marking */

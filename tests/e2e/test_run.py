@@ -1,4 +1,4 @@
-"""End-to-end tests: Mininet, embedded switches, real workers (root; DESIGN.md section 9).
+"""End-to-end tests: Mininet, embedded switches, real workers (root; docs/DESIGN.md section 9).
 
 Every test is bounded in time (pytest-timeout) and leaves nothing behind: each checks that
 no process, Mininet node shell (namespace) or link of its run is left.
@@ -113,6 +113,11 @@ def test_interrupted_run_leaves_nothing(mininet_env: None, tmp_path: Path) -> No
     assert "interrupted" in err
     assert "Traceback" not in err
     assert_nothing_left(run_id, NODES_1SW)
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "interrupted"
+    report = cli("report", str(tmp_path))
+    _, report_err = report.communicate(timeout=60)
+    assert report.returncode == 2
+    assert "run was interrupted before its summary was written" in report_err
 
 
 def test_bmv2_target_says_what_is_missing() -> None:
@@ -125,4 +130,4 @@ def test_bmv2_target_says_what_is_missing() -> None:
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, (out, err)
     assert err.strip().splitlines() == [err.strip()]
-    assert "bmv2 target needs simple_switch_grpc and p4c, which are not installed" in err
+    assert "bmv2 target: " in err and "not on PATH" in err and "docs/bmv2.md" in err

@@ -171,7 +171,7 @@ def symphony() -> str:
     r0s3_notect = data_pkt(0, 0, 3, ecn=NOT_ECT)
     ack = data_pkt(0, 1, 9, kind=CthType.ACK)
     b0s1 = data_pkt(1, 0, 1)
-    return HEADER.format(what="Symphony tracking and marking (DESIGN.md section 4): flows=2, T=0, "
+    return HEADER.format(what="Symphony tracking and marking (docs/DESIGN.md section 4): flows=2, T=0, "
                          "slope=65536 (probability 1 per step of lead), gate 0.") + f"""
 {route("10.0.0.2", 32, 2)}
 {symphony_config(0, flows=2, threshold=0, slope=65536, gate=0, mode=1)}

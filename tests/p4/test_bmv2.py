@@ -516,15 +516,20 @@ def test_available_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(bmv2.shutil, "which", lambda name: None)
     ok, reason = bmv2.Bmv2Switch.available()
     assert not ok
-    assert reason.startswith("bmv2 target needs simple_switch_grpc and p4c, which are not installed: "
-                             "missing simple_switch_grpc, p4c (")
-    assert "p4lang packages" in reason and "docs/bmv2.md" in reason and "\n" not in reason
+    assert reason.startswith("bmv2 target: simple_switch_grpc and p4c are not on PATH (simple_switch_grpc: "
+                             "behavioral-model built with PI/P4Runtime; p4c: p4lang's p4c); ")
+    assert "p4lang's packages" in reason and "docs/bmv2.md" in reason and "\n" not in reason
+    monkeypatch.setattr(bmv2.shutil, "which", lambda name: None if name == "p4c" else f"/usr/bin/{name}")
+    ok, reason = bmv2.Bmv2Switch.available()
+    assert reason.startswith("bmv2 target: p4c is not on PATH (p4c: p4lang's p4c); ") and "docs/bmv2.md" in reason
+    assert "simple_switch_grpc" not in reason
     monkeypatch.setattr(bmv2.shutil, "which", lambda name: None if name == "simple_switch_CLI" else f"/usr/bin/{name}")
-    assert bmv2.Bmv2Switch.available() == (False, "bmv2 target needs simple_switch_CLI (ships with behavioral-model) "
-                                                  "on PATH; use --target embedded")
+    assert bmv2.Bmv2Switch.available() == (False, "bmv2 target: simple_switch_CLI is not on PATH (it ships with "
+                                                  "behavioral-model; docs/bmv2.md), or use --target embedded")
     monkeypatch.setattr(bmv2.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(bmv2.importlib.util, "find_spec", lambda name: None)
-    assert bmv2.Bmv2Switch.available() == (False, "bmv2 target needs p4runtime-shell: pip install -e '.[bmv2]'")
+    assert bmv2.Bmv2Switch.available() == (False, "bmv2 target: p4runtime-shell is not installed: "
+                                                  "pip install -e '.[bmv2]' (docs/bmv2.md)")
 
 
 def test_compile_and_switch_command_lines(tmp_path: Path) -> None:

@@ -197,6 +197,18 @@ def test_malformed_frames_dropped_and_counted(pipe: Pipeline, name: str, data: b
     assert pipe.counter_read("MyIngress.drops", 5)[0] == 1
 
 
+def test_bad_checksum_counts_in_p4_parser_errors_but_not_as_a_parser_error(pipe: Pipeline) -> None:
+    """docs/embedded-switch.md: MyIngress.parser_errors also counts checksum errors; the
+    runtime's parser_errors stat (the core's ``malformed`` drops) counts parser errors only."""
+    bad_checksum = bytes(Ether() / IP(dst="10.0.1.2", chksum=0x1234) / UDP() / bytes(30))
+    assert run(pipe, bad_checksum, port=5) is None
+    assert pipe.counter_read("MyIngress.parser_errors", 5)[0] == 1
+    assert pipe.stats["parser_errors"] == 0
+    assert run(pipe, _truncated(14 + 12), port=5) is None
+    assert pipe.counter_read("MyIngress.parser_errors", 5)[0] == 2
+    assert pipe.stats["parser_errors"] == 1
+
+
 def test_parser_error_code_reaches_ingress(tmp_path: Path) -> None:
     body = """apply {
         if (sm.parser_error == error.PacketTooShort) { sm.egress_spec = 7; }

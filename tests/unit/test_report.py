@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -110,3 +111,68 @@ def test_render_missing(tmp_path: Path) -> None:
         render_report(tmp_path)
     assert str(info.value).startswith(f"{tmp_path / 'summary.json'}: not found;")
     assert "\n" not in str(info.value)
+
+
+def test_step_lead_plot_has_integer_ticks_and_names_the_run() -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    from emu.report import cct_cdf_figure, step_lead_figure
+
+    leads = {"baseline": {0: (np.array([0.0, 0.5, 1.0]), np.array([0, 3, 1]))}}
+    fig = step_lead_figure(leads, title="dumbbell, run 20261130-101500-42")
+    assert fig._suptitle.get_text() == "Step lead: dumbbell, run 20261130-101500-42"
+    (ax,) = fig.axes
+    fig.canvas.draw()
+    assert isinstance(ax.yaxis.get_major_locator(), MaxNLocator)
+    ticks = [t for t in ax.get_yticks() if 0 <= t <= 3.5]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    cdf = cct_cdf_figure({"baseline": [0.1, 0.2]}, title="dumbbell, run 7")
+    assert cdf.axes[0].get_title() == "Collective completion time: dumbbell, run 7"
+    assert step_lead_figure(leads)._suptitle.get_text() == "Step lead"
+
+
+def test_run_title_from_run_json(tmp_path: Path) -> None:
+    from emu.report import read_run_file, run_title
+
+    assert read_run_file(tmp_path) == {} and run_title({}) is None
+    (tmp_path / "run.json").write_text(json.dumps({"topology": "/x/topologies/single.yaml", "run_id": "r1"}))
+    assert run_title(read_run_file(tmp_path)) == "single, run r1"
+    assert run_title({"topology_name": "leaf-spine", "run_id": "r2"}) == "leaf-spine, run r2"
+
+
+@pytest.mark.parametrize(
+    "run_info,message",
+    [
+        ({"status": "interrupted"}, "run was interrupted before its summary was written"),
+        ({"status": "failed", "failure": "baseline: job 0 rank 1 failed"},
+         "run failed before its summary was written (baseline: job 0 rank 1 failed)"),
+        ({"status": "running"}, "run has not finished"),
+    ],
+)
+def test_render_unfinished_run(tmp_path: Path, run_info: dict, message: str) -> None:
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "r1", **run_info}))
+    with pytest.raises(ReportError) as info:
+        render_report(tmp_path)
+    assert str(info.value).startswith(f"{tmp_path}: {message}")
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_interrupted_run_with_stale_summary_is_not_reported(run: tuple[Path, dict]) -> None:
+    """A reused --out folder: the summary of an earlier run must not pass for this one."""
+    out, metrics = run
+    write_report(out, metrics, COUNTERS)
+    (out / "run.json").write_text(json.dumps({"run_id": "r2", "status": "interrupted"}))
+    with pytest.raises(ReportError, match="run was interrupted before its summary was written"):
+        render_report(out)
+
+
+def test_render_titles_plots_from_run_json(run: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    import emu.report as report
+
+    out, metrics = run
+    write_report(out, metrics, COUNTERS)
+    (out / "run.json").write_text(json.dumps({"run_id": "r3", "topology_name": "single", "status": "finished"}))
+    titles = []
+    monkeypatch.setattr(report, "plot_step_lead", lambda path, leads, *, title=None: titles.append(title))
+    render_report(out)
+    assert titles == ["single, run r3"]

@@ -146,6 +146,50 @@ def test_unknown_key_lists_allowed_keys() -> None:
     )
 
 
+def test_misspelt_top_level_key_is_reported_first() -> None:
+    """hostz: makes hosts: missing too; the misspelling is the cause, so it is named."""
+    msg = _error(GOOD.replace("hosts:", "hostz:"))
+    assert msg.startswith("topologies/bad.yaml: hostz: unknown key 'hostz' (line 2) (+1 more error); "
+                          "did you mean 'hosts'? (keys here: ")
+    assert "\n" not in msg
+
+
+def test_unknown_key_without_close_match_lists_keys() -> None:
+    msg = _error(GOOD.replace("jobs:", "colour: red\njobs:"))
+    assert "colour: unknown key 'colour' (line 14)" in msg and "remove it or use one of: name," in msg
+
+
+@pytest.mark.parametrize(
+    "old,new,key,line,first",
+    [
+        ("switches:\n", "hosts:\n  - {name: h9}\nswitches:\n", "hosts", 6, 2),  # top level
+        ("{name: h1}", "{name: h1, name: h7}", "name", 3, 3),  # flow mapping in a list
+        ("jobs:\n  - {id: 2, ranks: [h1, h2, h3]}", "jobs:\n  - id: 2\n    ranks: [h1, h2, h3]\n    id: 3", "id", 17, 15),
+    ],
+)
+def test_duplicate_keys_are_rejected(old: str, new: str, key: str, line: int, first: int) -> None:
+    text = GOOD.replace(old, new, 1)
+    assert text != GOOD
+    msg = _error(text)
+    assert msg == (f"topologies/bad.yaml: line {line}: duplicate key {key!r} (first on line {first}); "
+                   "keep one of them (YAML would silently use the last)")
+
+
+def test_duplicate_key_in_file_names_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "dup.yaml"
+    bad.write_text(GOOD + "name: u\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(bad)
+    assert str(info.value).startswith(f"{bad}: line 16: duplicate key 'name' (first on line 1)")
+
+
+def test_yaml_merge_keys_may_override() -> None:
+    text = GOOD.replace("  - {a: h1, b: s1}", "  - &l {a: h1, b: s1}").replace(
+        "  - {a: s2, b: h3}", "  - {<<: *l, a: h3, b: s2}")
+    topo = parse_topology(text, "m.yaml")
+    assert [(link.a, link.b) for link in topo.links][-1] == ("h3", "s2")
+
+
 def test_negative_bandwidth_exact_message() -> None:
     msg = _error(GOOD.replace("bandwidth_mbps: 20", "bandwidth_mbps: -5"))
     assert msg == (

@@ -1,4 +1,4 @@
-"""CTH codec and scapy layer: round trips of every type and field (DESIGN.md section 3)."""
+"""CTH codec and scapy layer: round trips of every type and field (docs/DESIGN.md section 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""hostapps/wire.py and p4/include/{constants,headers}.p4 must agree (DESIGN.md section 3)."""
+"""hostapps/wire.py and p4/include/{constants,headers}.p4 must agree (docs/DESIGN.md section 3)."""
 
 from __future__ import annotations
 

@@ -51,6 +51,7 @@ def test_parse_valid_spec() -> None:
         ({"job_id": 16}, "'job_id'"),
         ({"collective": "broadcast"}, "'collective'"),
         ({"size_bytes": -4}, "'size_bytes'"),
+        ({"size_bytes": 4098}, "field 'size_bytes' must be a multiple of 4"),
         ({"iterations": 0}, "'iterations'"),
         ({"line_rate_bps": 0}, "'line_rate_bps'"),
         ({"step_timeout_s": "10"}, "'step_timeout_s'"),
@@ -68,6 +69,11 @@ def test_spec_errors_name_the_field(over: dict, field: str) -> None:
         parse_spec(base_spec(**over), "s.json")
     message = str(info.value)
     assert message.startswith("s.json: ") and field in message and "\n" not in message
+
+
+@pytest.mark.parametrize("size", [0, 4, 4096])
+def test_size_bytes_multiple_of_4_accepted(size: int) -> None:
+    assert parse_spec(base_spec(size_bytes=size)).size_bytes == size
 
 
 def test_missing_field_is_named() -> None:

@@ -1,0 +1,75 @@
+"""Process cleanup: signals that really end what runs leave behind (no Mininet needed)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from emu import cleanup
+
+
+def _interactive_bash() -> subprocess.Popen:
+    """A shell like Mininet's node shells (``bash -is``): interactive bash ignores SIGTERM."""
+    if shutil.which("bash") is None:
+        pytest.skip("bash not installed")
+    proc = subprocess.Popen(["bash", "--norc", "--noprofile", "-is"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(0.3)  # let bash set up its signal dispositions
+    assert proc.poll() is None
+    return proc
+
+
+def test_sighup_ends_an_interactive_shell(caplog: pytest.LogCaptureFixture) -> None:
+    proc = _interactive_bash()
+    try:
+        with caplog.at_level(logging.WARNING, logger="emu.cleanup"):
+            t0 = time.monotonic()
+            cleanup._kill([proc.pid], timeout_s=3.0, sig=signal.SIGHUP)
+        assert time.monotonic() - t0 < 2.5
+        assert caplog.records == []  # ended by SIGHUP, no SIGKILL needed
+        assert proc.wait(5) == -signal.SIGHUP
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_sigterm_falls_back_to_sigkill_and_names_the_signal(caplog: pytest.LogCaptureFixture) -> None:
+    proc = _interactive_bash()
+    try:
+        with caplog.at_level(logging.WARNING, logger="emu.cleanup"):
+            cleanup._kill([proc.pid], timeout_s=0.5, sig=signal.SIGTERM)
+        assert proc.wait(5) == -signal.SIGKILL
+        assert [r.getMessage() for r in caplog.records] == [f"process {proc.pid} ignored SIGTERM; killing it"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_children_die_with_their_parent() -> None:
+    """die_with_parent: a child started with it gets SIGTERM when its parent dies."""
+    preexec = cleanup.die_with_parent()
+    if preexec is None:
+        pytest.skip("PR_SET_PDEATHSIG is Linux only")
+    code = ("import subprocess, sys, os\n"
+            "from emu.cleanup import die_with_parent\n"
+            "p = subprocess.Popen(['sleep', '30'], preexec_fn=die_with_parent())\n"
+            "print(p.pid, flush=True)\n"
+            "os._exit(0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
+    pid = int(out.stdout)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") and not cleanup._zombie(pid):
+        time.sleep(0.05)
+    alive = os.path.exists(f"/proc/{pid}") and not cleanup._zombie(pid)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "the child outlived its parent"

@@ -1,0 +1,133 @@
+"""The command line: one-line usage errors, logging through one handler, argument parsing."""
+
+from __future__ import annotations
+
+import importlib.util
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from emu.cli import _size_option, parse_allreduce_args
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str, **kw: object) -> subprocess.CompletedProcess:
+    """``symphony-emu ARGS`` in a fresh interpreter (logging and signals are process-wide)."""
+    return subprocess.run([sys.executable, "-c", "import sys; from emu.cli import main; main(sys.argv[1:])", *args],
+                          capture_output=True, text=True, cwd=REPO, timeout=60, **kw)
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["run", "--size", "0"], "Invalid value for '--size': '0': the size must be positive"),
+        (["run", "--size", "6"], "give a multiple of 4"),
+        (["run", "--iterations", "0"], "Invalid value for '--iterations'"),
+        (["report"], "Missing argument 'DIRECTORY'. (see symphony-emu report --help)"),
+        (["report", "/nonexistent-results"], "'/nonexistent-results' does not exist"),
+        (["run", "--bogus"], "No such option '--bogus'"),
+        (["frobnicate"], "No such command 'frobnicate'"),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], words: str) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 2, proc
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("symphony-emu: error: "), proc.stderr
+    assert words in proc.stderr
+
+
+def test_help_and_version_still_work() -> None:
+    proc = cli("run", "--help")
+    assert proc.returncode == 0 and proc.stdout.startswith("Usage: symphony-emu run") and proc.stderr == ""
+    proc = cli("--version")
+    assert proc.returncode == 0 and "symphony-emu, version" in proc.stdout
+
+
+def test_topology_error_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "t.yaml"
+    bad.write_text("name: t\nname: u\n")
+    proc = cli("run", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr == f"symphony-emu: error: {bad}: line 2: duplicate key 'name' (first on line 1); " \
+                          "keep one of them (YAML would silently use the last)\n"
+
+
+def test_sigint_stops_even_when_inherited_ignored() -> None:
+    code = ("import signal, sys\n"
+            "import emu.cli\n"
+            "emu.cli.cli.main = lambda **kw: print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+            "emu.cli.main([])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert proc.stdout.strip() == "True", proc
+
+
+LOG_SCRIPT = """
+import logging
+{pre}
+from emu.cli import setup_logging
+setup_logging(0)
+import emu.runner  # created after setup_logging when not imported above
+logging.getLogger("emu.runner").warning("runner warning")
+logging.getLogger("emu.created.later").warning("later warning")
+"""
+
+
+@pytest.mark.parametrize("pre", ["", "import mininet.log\nimport emu.runner"], ids=["after", "before"])
+def test_library_warning_prints_once_with_newline(pre: str) -> None:
+    """mininet.log gives loggers created after its import a second, newline-less handler."""
+    if pre and importlib.util.find_spec("mininet") is None:
+        pytest.skip("mininet module not installed")
+    proc = subprocess.run([sys.executable, "-c", LOG_SCRIPT.format(pre=pre)], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""  # logs go to stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2 and proc.stderr.endswith("\n"), proc.stderr
+    assert "runner warning" in lines[0] and "WARNING" in lines[0]
+    assert "later warning" in lines[1]
+
+
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        ("", (None, 1)),
+        ("65536", (65536, 1)),
+        ("64K 3", (65536, 3)),
+        ("  4   2 ", (4, 2)),
+    ],
+)
+def test_allreduce_args(line: str, expected: tuple[int | None, int]) -> None:
+    assert parse_allreduce_args(line) == expected
+
+
+@pytest.mark.parametrize(
+    "line,words",
+    [
+        ("0", "SIZE '0': the size must be positive"),
+        ("6", "SIZE '6' is 6 bytes: give a positive multiple of 4"),
+        ("1.001K", "SIZE '1.001K' is 1025 bytes"),
+        ("lots", "SIZE 'lots' is not a size in bytes"),
+        ("64K 0", "ITERATIONS 0: give at least 1"),
+        ("64K -2", "ITERATIONS -2: give at least 1"),
+        ("64K two", "ITERATIONS 'two' is not an integer"),
+        ("64K 2 3", "too many arguments (3): allreduce [SIZE] [ITERATIONS]"),
+    ],
+)
+def test_allreduce_args_rejected_in_one_line(line: str, words: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_allreduce_args(line)
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_size_option() -> None:
+    assert _size_option(None, None, None) is None  # type: ignore[arg-type]
+    assert _size_option(None, None, "256K") == 262144  # type: ignore[arg-type]
+    with pytest.raises(click.BadParameter, match="multiple of 4"):
+        _size_option(None, None, "10")  # type: ignore[arg-type]

@@ -1,0 +1,125 @@
+"""Runner pieces that need no network: results folder, run.json, interrupted runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from emu import cleanup as cleanup_mod
+from emu import runner
+from emu.report import ReportError, render_report
+from emu.topology import load_topology
+
+REPO = Path(__file__).resolve().parents[2]
+SINGLE = REPO / "topologies" / "single.yaml"
+
+
+def test_default_out_dir_keeps_the_pid() -> None:
+    run_id = runner.new_run_id()
+    assert run_id.endswith(f"-{os.getpid()}")
+    out = runner.default_out_dir(run_id)
+    assert out == Path.cwd() / "results" / run_id
+    # Two runs started in the same second differ in their pids, hence in their folders.
+    assert runner.default_out_dir("20261130-101500-41") != runner.default_out_dir("20261130-101500-42")
+
+
+def test_make_out_dir_creates_and_checks(tmp_path: Path) -> None:
+    out = runner.make_out_dir(tmp_path / "a" / "b")
+    assert out.is_dir() and list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_make_out_dir_error_is_one_line(given: bool) -> None:
+    with pytest.raises(runner.UsageError) as info:
+        runner.make_out_dir(Path("/proc/nope"), given=given)
+    message = str(info.value)
+    assert "\n" not in message
+    if given:
+        assert message.startswith("--out /proc/nope: cannot create the results folder (")
+        assert message.endswith("); give a writable directory")
+    else:
+        assert message.startswith("/proc/nope: cannot create the results folder (")
+        assert message.endswith("give --out DIR")
+
+
+def test_resolved_workload_from_topology_and_overrides() -> None:
+    topo = load_topology(SINGLE)
+    job = topo.jobs[0]
+    got = runner.resolved_workload(topo, iterations=None, size=None)
+    assert got["iterations"] == job.iterations and got["size"] == job.size_bytes
+    assert got["iterations_override"] is None and got["size_override"] is None
+    assert got["jobs"] == [{"job": job.id, "collective": job.collective, "ranks": len(job.ranks),
+                            "iterations": job.iterations, "size_bytes": job.size_bytes}]
+    got = runner.resolved_workload(topo, iterations=7, size=4096)
+    assert (got["iterations"], got["size"], got["iterations_override"], got["size_override"]) == (7, 4096, 7, 4096)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Experiment.open without root, Mininet or a network: _build does nothing, cleanup is faked."""
+    calls: list[str] = []
+    monkeypatch.setattr(runner, "target_class", lambda name: object)
+    monkeypatch.setattr(runner, "require_root", lambda: None)
+    monkeypatch.setattr(runner, "require_mininet", lambda: None)
+    monkeypatch.setattr(cleanup_mod, "find_links", lambda names=None: [])
+    monkeypatch.setattr(cleanup_mod, "cleanup", lambda **kw: calls.append("cleanup") or cleanup_mod.CleanupReport())
+    monkeypatch.setattr(runner.Experiment, "_build", lambda self, target_cls, progress: calls.append("build"))
+    return calls
+
+
+def _run_json(out: Path) -> dict:
+    return json.loads((out / "run.json").read_text())
+
+
+def test_interrupted_run_is_recorded_and_reported(no_network: list[str], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict = {}
+
+    def interrupted_scheme(self: runner.Experiment, scheme: str, **kw: object) -> None:
+        seen.update(_run_json(self.out_dir))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner.Experiment, "run_scheme", interrupted_scheme)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(SINGLE, schemes=("baseline",), out=tmp_path, size=8192)
+    assert no_network == ["build", "cleanup"]
+    topo = load_topology(SINGLE)
+    assert seen["status"] == "running"
+    assert seen["iterations"] == topo.jobs[0].iterations  # resolved from the topology
+    assert seen["size"] == 8192 and seen["size_override"] == 8192 and seen["iterations_override"] is None
+    info = _run_json(tmp_path)
+    assert info["status"] == "interrupted" and info["topology_name"] == "single" and "ended" in info
+    with pytest.raises(ReportError) as err:
+        render_report(tmp_path)
+    assert str(err.value) == f"{tmp_path}: run was interrupted before its summary was written; run it again"
+
+
+def test_failed_run_is_recorded(no_network: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_scheme(self: runner.Experiment, scheme: str, **kw: object) -> None:
+        raise runner.RunError("baseline: job 0 rank 1 on h2 failed: boom")
+
+    monkeypatch.setattr(runner.Experiment, "run_scheme", failing_scheme)
+    with pytest.raises(runner.RunError):
+        runner.run(SINGLE, schemes=("baseline",), out=tmp_path)
+    info = _run_json(tmp_path)
+    assert info["status"] == "failed" and info["failure"].endswith("boom")
+
+
+def test_experiment_closed_normally_is_finished(no_network: list[str], tmp_path: Path) -> None:
+    stale = {"run_id": "someone-else", "status": "interrupted", "schemes": ["x"]}
+    (tmp_path / "run.json").write_text(json.dumps(stale))  # a reused --out folder
+    with runner.Experiment.open(SINGLE, out=tmp_path, run_id="r1") as exp:
+        assert _run_json(tmp_path)["status"] == "running"
+        assert exp.out_dir == tmp_path.resolve()
+    info = _run_json(tmp_path)
+    assert info["status"] == "finished" and info["run_id"] == "r1" and "schemes" not in info
+
+
+def test_bad_out_folder_fails_before_building(no_network: list[str]) -> None:
+    with pytest.raises(runner.UsageError, match=r"^--out /proc/nope: cannot create the results folder"):
+        with runner.Experiment.open(SINGLE, out=Path("/proc/nope")):
+            pass
+    assert no_network == []
