@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ranks", type=int, default=4, help="ring size N (default 4)")
     parser.add_argument("--size", type=int, default=1_048_576, help="buffer bytes per rank (default 1 MiB)")
-    parser.add_argument("--rate", type=float, default=20.0, help="line rate, Mbit/s (default 20)")
+    parser.add_argument("--rate", type=float, default=10.0, help="line rate, Mbit/s (default 10, the emulated links' rate)")
     parser.add_argument("--iterations", type=int, default=5, help="all-reduces to run (default 5)")
     parser.add_argument("--out", type=Path, default=None,
                         help="results folder, kept (default: a temp dir, removed at the end)")

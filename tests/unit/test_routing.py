@@ -156,7 +156,7 @@ def test_default_symphony_entry_values() -> None:
         "table": "MyIngress.symphony_config",
         "match": {"hdr.cth.job_id": 0},
         "action": "MyIngress.set_symphony_config",
-        "params": {"flows": 4, "lead_threshold": 1, "slope": 32768, "queue_gate": 1, "mode": 1},
+        "params": {"flows": 4, "lead_threshold": 0, "slope": 16384, "queue_gate": 1, "mode": 1},
     }
 
 
