@@ -132,10 +132,12 @@ class SymphonyParams(_Model):
     ``lead > lead_threshold`` and the egress queue holds at least ``queue_gate`` packets.
     """
 
-    #: T, lead (steps) tolerated before marking.
-    lead_threshold: int = Field(1, ge=0, le=0xFFFF)
+    #: T, lead (steps) tolerated before marking. Default 0 with a gentle ramp, the alternative
+    #: default of docs/DESIGN.md section 4: on the default and dumbbell scenarios it gave
+    #: 0.93 of the baseline's mean CCT where T=1/slope 0.5 gave 0.97 (docs/results.md).
+    lead_threshold: int = Field(0, ge=0, le=0xFFFF)
     #: Mark probability per step of lead beyond T (0..1 meaningful; larger saturates).
-    slope: float = Field(0.5, ge=0)
+    slope: float = Field(0.25, ge=0)
     #: Minimum egress queue depth (packets) for a Symphony mark; 1 = queue non-empty.
     queue_gate: int = Field(1, ge=0, le=0xFFFFFFFF)
 
