@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from emu.embedded.control import ControlAPI, ControlServer
+from emu.embedded.control import ControlAPI, ControlServer, _jsonable
 from emu.embedded.core import SwitchCore
 from emu.embedded.portio import PortIO
 
@@ -72,12 +72,6 @@ def write_stats(path: Path, stats: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path,

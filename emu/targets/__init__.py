@@ -93,3 +93,28 @@ def target_class(name: str) -> type:
     if not ok:
         raise TargetUnavailable(reason)
     return cls
+
+
+def stop_process_group(proc: Any, name: str, timeout_s: float = 5.0) -> None:
+    """SIGTERM the process group of ``proc`` (a ``subprocess.Popen`` started with
+    ``start_new_session=True``), SIGKILL it after ``timeout_s`` seconds; no-op when it ended."""
+    import logging
+    import os
+    import signal
+    import subprocess
+
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        logging.getLogger(__name__).warning("switch %s ignored SIGTERM for %.0f s; killing it", name, timeout_s)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()

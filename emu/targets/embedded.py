@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +19,7 @@ from typing import Any
 from mininet.node import Switch
 
 from emu.cleanup import die_with_parent
-from emu.targets import SwitchOptions, SwitchStartError
+from emu.targets import SwitchOptions, SwitchStartError, stop_process_group
 
 log = logging.getLogger(__name__)
 
@@ -197,21 +195,7 @@ class EmbeddedSwitch(Switch):
                 pass
             self._client = None
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            log.warning("switch %s ignored SIGTERM for %.0f s; killing it", self.name, timeout_s)
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+        stop_process_group(proc, self.name, timeout_s)
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
         """Stop the switch process, then let Mininet delete the interfaces."""
