@@ -181,6 +181,24 @@ def find_paths(run_id: str | None = None) -> list[str]:
     return [str(p) for p in sorted(RUN_ROOT.iterdir()) if run_id is None or p.name == run_id]
 
 
+def live_runs() -> list[tuple[str, int]]:
+    """(run id, pid) of runs whose runner is still alive.
+
+    A run id ends in its runner's pid (emu.runner.new_run_id) and the runner keeps
+    /run/symphony-emu/<run id> until it ends; a live pid whose command line is ours means
+    the run is not a leftover.
+    """
+    live = []
+    for path in find_paths():
+        tail = Path(path).name.rsplit("-", 1)[-1]
+        if not tail.isdigit():
+            continue
+        argv = _cmdline(int(tail))
+        if any("symphony-emu" in a or a == "emu.cli" for a in argv):
+            live.append((Path(path).name, int(tail)))
+    return live
+
+
 def find_leftovers(*, run_tag: str | None = None, run_id: str | None = None,
                    node_names: Iterable[str] | None = None) -> CleanupReport:
     """What is left behind, without removing anything (arguments as for :func:`cleanup`)."""

@@ -328,12 +328,18 @@ def report(directory: Path) -> None:
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--mn/--no-mn", default=False, show_default=True,
               help="Also run Mininet's `mn -c` (it also kills every ping and removes /tmp/*.log).")
-def clean(dry_run: bool, mn: bool) -> None:
+@click.option("--force", is_flag=True, help="Clean even while a run is still going (it will fail).")
+def clean(dry_run: bool, mn: bool, force: bool) -> None:
     """Remove leftover namespaces, links, processes and sockets of earlier runs."""
-    from emu.cleanup import cleanup
+    from emu.cleanup import cleanup, live_runs
 
     if os.geteuid() != 0 and not dry_run:
         fail("clean needs root: sudo .venv/bin/symphony-emu clean")
+    live = live_runs()
+    if live and not force and not dry_run:
+        run_id, pid = live[0]
+        fail(f"run {run_id} (pid {pid}) is still going, so its network is no leftover; "
+             f"stop it (Ctrl-C, or kill {pid}) first, or pass --force")
     found = cleanup(mn=mn, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     for pid, line in found.processes:

@@ -223,6 +223,8 @@ class EmuNetwork:
         if self._stopped:
             return
         self._stopped = True
+        for node in [*getattr(self.net, "hosts", []), *getattr(self.net, "switches", [])]:
+            node.waitOutput = functools.partial(_wait_output_unless_dead, node)
         for sw in getattr(self.net, "switches", []):  # processes first: links vanish under them next
             stop_process = getattr(sw, "stop_process", None)
             if stop_process is not None:
@@ -234,6 +236,24 @@ class EmuNetwork:
             self.net.stop()
         except Exception as exc:  # noqa: BLE001 - keep tearing down
             log.warning("mininet stop: %r", exc)
+
+
+def _wait_output_unless_dead(node: Any, verbose: bool = False, findPid: bool = True) -> str:  # noqa: N803
+    """Mininet's Node.waitOutput, but giving up once the node's shell has died.
+
+    A dead shell never prints Mininet's sentinel, and the runner holds its pty's slave end
+    open, so the original would block forever (in net.stop(), with Ctrl-C deferred) when a
+    node shell was killed (OOM killer, `mn -c`, `symphony-emu clean` during a run).
+    """
+    out = ""
+    while node.waiting:
+        shell = getattr(node, "shell", None)
+        if shell is None or shell.poll() is not None:
+            log.warning("node %s: its shell is gone; skipping its teardown commands", node.name)
+            node.waiting = False
+            break
+        out += node.monitor(timeoutms=200, findPid=findPid)
+    return out
 
 
 def build_network(topology: Topology, *, target_cls: type, options: SwitchOptions,

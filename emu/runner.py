@@ -354,6 +354,9 @@ class _Progress:
     def __init__(self, paths: Sequence[Path]) -> None:
         self.offsets = {p: 0 for p in paths}
         self.counts = {p: 0 for p in paths}
+        #: iterations whose step records a rank wrote (it writes them when the collective ends;
+        #: its "iteration" records may come only after the last one, see hostapps.worker).
+        self.stepped: dict[Path, set[int]] = {p: set() for p in paths}
         self.errors: dict[Path, str] = {}
 
     def update(self) -> None:
@@ -375,9 +378,13 @@ class _Progress:
                     rec = json.loads(line)
                 except ValueError:
                     continue
-                if rec.get("kind") == "iteration":
-                    self.counts[path] += 1
-                elif rec.get("kind") == "error":
+                kind = rec.get("kind")
+                if kind == "step" and isinstance(rec.get("iteration"), int):
+                    self.stepped[path].add(rec["iteration"])
+                    self.counts[path] = max(self.counts[path], len(self.stepped[path]))
+                elif kind == "iteration":
+                    self.counts[path] = max(self.counts[path], rec.get("iteration", -1) + 1)
+                elif kind == "error":
                     self.errors.setdefault(path, str(rec.get("message", "")))
 
     def done(self) -> int:

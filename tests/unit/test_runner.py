@@ -123,3 +123,33 @@ def test_bad_out_folder_fails_before_building(no_network: list[str]) -> None:
         with runner.Experiment.open(SINGLE, out=Path("/proc/nope")):
             pass
     assert no_network == []
+
+
+def test_progress_counts_iterations_from_step_records(tmp_path: Path) -> None:
+    """Workers that defer verification write "iteration" records only at the end: the
+    progress must still advance as each collective's step records appear."""
+    from emu.runner import _Progress
+
+    paths = [tmp_path / "job0-rank0.jsonl", tmp_path / "job0-rank1.jsonl"]
+    tracker = _Progress(paths)
+    tracker.update()
+    assert tracker.done() == 0
+
+    def step(path: Path, it: int, st: int) -> None:
+        with path.open("a") as fh:
+            fh.write(json.dumps({"kind": "step", "job": 0, "rank": 0, "iteration": it, "step": st,
+                                  "start": 0.0, "end": 1.0}) + "\n")
+
+    for it in range(3):
+        for p in paths:
+            step(p, it, 2 * it)
+            step(p, it, 2 * it + 1)
+    step(paths[0], 3, 6)
+    tracker.update()
+    assert tracker.done() == 3
+    for p in paths:
+        with p.open("a") as fh:
+            for it in range(3):
+                fh.write(json.dumps({"kind": "iteration", "iteration": it, "verified": True}) + "\n")
+    tracker.update()
+    assert tracker.done() == 3
