@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/allreduce_loopback.py [--ranks 4] [--size 1048576] \\
-        [--rate 20] [--iterations 5] [--out DIR] [--rate-control none|dcqcn] [--slices 1]
+        [--rate 10] [--iterations 5] [--out DIR] [--rate-control none|dcqcn] [--slices 1]
 
 Starts ``--ranks`` ``python -m hostapps.worker`` processes on 127.0.0.1 with distinct free
 ports, all paced at ``--rate`` Mbit/s (the host line rate of the spec), waits for them,

@@ -340,6 +340,18 @@ def scheme_timeout_s(topology: Any, *, iterations: int | None, size: int | None,
     return start_delay + worst + TIMEOUT_EXTRA_S
 
 
+def exit_reason(code: int) -> str:
+    """A worker's exit status in words: a negative code is the signal that killed it."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (out of memory? see dmesg)" if -code == signal.SIGKILL else ""
+        return f"killed by {name}{hint}"
+    return f"exit code {code}"
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
@@ -630,7 +642,7 @@ class Experiment:
                     codes = [proc.poll() for _, proc, _ in workers]
                     for (spec, _, logf), code in zip(workers, codes, strict=True):
                         if code not in (None, 0):
-                            reason = _last_line(logf) or f"exit code {code}"
+                            reason = _last_line(logf) or exit_reason(code)
                             raise RunError(f"{scheme}: job {spec['job_id']} rank {spec['rank']} on {spec['host']} "
                                            f"failed: {reason} (log {logf})")
                     tracker.update()
@@ -717,6 +729,9 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
     if size is not None and (size <= 0 or size % 4):
         raise UsageError(f"--size {size}: give a positive multiple of 4 bytes (float32 elements)")
     topology_path = Path(topology_path)
+    from emu.topology import load_topology
+
+    check_memory(load_topology(topology_path), size=size)
     runs: dict[str, SchemeRun] = {}
     with Experiment.open(topology_path, target=target, out=Path(out) if out else None, seed=seed,
                          progress=progress) as exp:
@@ -734,6 +749,37 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
     ok = verified and all(r.ok for r in runs.values())
     failure = None if ok else f"not every result was verified; see the logs in {out_dir}"
     return RunResult(out_dir, topology_path, runs, summary, ok, failure, table)
+
+
+#: Bytes a worker holds per byte of its collective: input, result, receive buffers and the
+#: float64 reference it verifies against (hostapps.worker), with headroom.
+WORKER_BYTES_PER_BYTE = 16
+
+
+def mem_available_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes, or None where it cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_memory(topology: Any, *, size: int | None, available: int | None = None) -> None:
+    """UsageError when the workers of every job together would not fit in memory.
+
+    Estimate: ``WORKER_BYTES_PER_BYTE * size`` per rank, summed over the jobs' ranks.
+    """
+    available = mem_available_bytes() if available is None else available
+    if available is None:
+        return
+    need = sum(WORKER_BYTES_PER_BYTE * (size if size is not None else job.size_bytes) * len(job.ranks)
+               for job in topology.jobs)
+    if need > available:
+        raise UsageError(f"--size: the workers would need about {need / 2**30:.1f} GiB and "
+                         f"{available / 2**30:.1f} GiB is available; give a smaller --size")
 
 
 def resolved_workload(topology: Any, *, iterations: int | None, size: int | None) -> dict[str, Any]:

@@ -637,10 +637,11 @@ def parse_topology(text: str, source: str = "<string>") -> Topology:
     except yaml.YAMLError as exc:
         raise TopologyError(source, "YAML", f"YAML error: {exc}", "fix the YAML syntax") from None
     if not isinstance(data, dict):
+        got = "an empty file" if data is None else f"a {type(data).__name__}"
         raise TopologyError(
             source,
             "(top level)",
-            f"expected a mapping of keys, got {type(data).__name__}",
+            f"expected a mapping of keys, got {got}",
             "start the file with 'name:', 'hosts:', 'switches:', 'links:'",
         )
     try:
@@ -676,8 +677,10 @@ def load_topology(path: str | Path) -> Topology:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
+        shipped = sorted(f.stem for f in (Path(__file__).resolve().parent.parent / "topologies").glob("*.yaml"))
+        hint = f" or give a shipped name ({', '.join(shipped)})" if shipped else ""
         raise TopologyError(
-            str(path), "(file)", f"cannot read: {exc.strerror or exc}", "check the path"
+            str(path), "(file)", f"cannot read: {exc.strerror or exc}", f"check the path{hint}"
         ) from None
     return parse_topology(text, source=str(path))
 

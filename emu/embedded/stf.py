@@ -481,7 +481,11 @@ def stf_command(program: Path, test: Path, seed: int | None) -> None:
     try:
         result = run_stf(program, test, seed=seed)
     except StfError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"symphony-emu: error: {e}", err=True)
+        sys.exit(2)
+    if not result.outcomes:
+        click.echo(f"symphony-emu: error: {test}: no expectation to check (add expect, register_read "
+                   "or check_counter lines)", err=True)
         sys.exit(2)
     for outcome in result.outcomes:
         click.echo(str(outcome))

@@ -153,3 +153,20 @@ def test_progress_counts_iterations_from_step_records(tmp_path: Path) -> None:
                 fh.write(json.dumps({"kind": "iteration", "iteration": it, "verified": True}) + "\n")
     tracker.update()
     assert tracker.done() == 3
+
+
+def test_memory_check_rejects_a_size_that_cannot_fit() -> None:
+    """8 ranks x 1 GiB cannot fit in 4 GiB: a one-line UsageError naming --size; 1 MiB fits."""
+    from emu.topology import load_topology
+
+    topo = load_topology(REPO / "topologies" / "default.yaml")
+    with pytest.raises(runner.UsageError, match="--size") as err:
+        runner.check_memory(topo, size=2**30, available=4 * 2**30)
+    assert "\n" not in str(err.value)
+    runner.check_memory(topo, size=2**20, available=4 * 2**30)
+
+
+def test_exit_reason_names_the_signal() -> None:
+    assert runner.exit_reason(1) == "exit code 1"
+    assert runner.exit_reason(-9) == "killed by SIGKILL (out of memory? see dmesg)"
+    assert runner.exit_reason(-15) == "killed by SIGTERM"
