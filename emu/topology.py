@@ -39,6 +39,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hostapps.ratecontrol import DcqcnParams
 from hostapps.wire import MAX_JOBS, MAX_RANKS
 
 log = logging.getLogger(__name__)
@@ -891,22 +892,12 @@ def _resolve_and_check(topo: Topology, fail: Any) -> None:
 
 
 def _check_dcqcn(params: Mapping[str, Any], loc: tuple[Any, ...], fail: Any) -> None:
-    """Check DCQCN overrides against ``hostapps.ratecontrol.DcqcnParams`` when importable."""
-    try:
-        from hostapps.ratecontrol import DcqcnParams  # noqa: PLC0415
-    except Exception:  # pragma: no cover - the module is optional while it is written
-        log.debug("hostapps.ratecontrol not importable; DCQCN overrides checked later")
-        return
-    if not dataclasses.is_dataclass(DcqcnParams):  # pragma: no cover
-        return
+    """Check DCQCN overrides against ``hostapps.ratecontrol.DcqcnParams``: names, then values."""
     names = [f.name for f in dataclasses.fields(DcqcnParams)]
     for key in params:
         if key not in names:
             raise fail(loc + (key,), f"unknown DCQCN parameter {key!r}", f"use one of: {', '.join(names)}")
     try:
-        dcqcn = DcqcnParams(**params)
-        validate = getattr(dcqcn, "validate", None)
-        if callable(validate):
-            validate()
+        DcqcnParams(**params).validate()
     except Exception as exc:  # RateControlError names the field
         raise fail(loc, str(exc), "see the field docs in hostapps/ratecontrol.py") from None

@@ -1,7 +1,7 @@
 """Build the STF conformance vectors of p4/symphony.p4 (tests/p4/stf/*.stf) with scapy.
 
-Documentation of how the literal vectors were made; the .stf files are committed and the
-tests never run this script. Regenerate with::
+Documentation of how the literal vectors were made; the .stf files are committed, and
+tests/p4/test_stf.py checks that they equal what this script derives. Regenerate with::
 
     .venv/bin/python tests/p4/make_stf.py            # writes tests/p4/stf/*.stf
 

@@ -68,15 +68,22 @@ class FakeControlPipeline:
 
 
 @pytest.fixture
-def api() -> ControlAPI:
-    return ControlAPI(SwitchCore(FakeControlPipeline(), [1, 2]))
+def pipe() -> FakeControlPipeline:
+    return FakeControlPipeline()
 
 
-def exercise(ctl: Any) -> None:
-    """The same checks for ControlAPI and ControlClient."""
+@pytest.fixture
+def api(pipe: FakeControlPipeline) -> ControlAPI:
+    return ControlAPI(SwitchCore(pipe, [1, 2]))
+
+
+def exercise(ctl: Any, pipe: FakeControlPipeline) -> None:
+    """The same checks for ControlAPI and ControlClient; ``pipe`` is the pipeline behind ``ctl``."""
     assert ctl.ping() == "pong"
     ctl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.ipv4_forward",
                   {"port": 2})
+    lpm_entry = json.dumps({"hdr.ipv4.dstAddr": "10.0.1.0/24"}, sort_keys=True)
+    assert pipe.entries == {lpm_entry: ("MyIngress.ipv4_forward", {"port": 2})}
     with pytest.raises(ControlError, match="duplicate"):
         ctl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.drop")
     with pytest.raises(ControlError, match="MyIngress.nope"):
@@ -94,8 +101,13 @@ def exercise(ctl: Any) -> None:
     assert ctl.register_read("MyIngress.frontier")[3] == 7
     assert ctl.counter_read("MyIngress.drops", 1) == (0, 0)
     assert ctl.counter_read("MyIngress.drops") == [(0, 0)] * 4
+    assert pipe.entries == {lpm_entry: ("MyIngress.ipv4_forward", {"port": 2})}  # the duplicate changed nothing
+    ctl.table_set_default("MyIngress.ipv4_lpm", "MyIngress.ipv4_forward", {"port": 1})
+    assert pipe.default == ("MyIngress.ipv4_forward", {"port": 1})
     ctl.table_set_default("MyIngress.ipv4_lpm", "MyIngress.drop")
+    assert pipe.default == ("MyIngress.drop", {})
     ctl.table_clear("MyIngress.ipv4_lpm")
+    assert pipe.entries == {}
     ctl.set_queue(2, rate_bps=10e6, depth_pkts=8, delay_us=50)
     with pytest.raises(ControlError, match="port 9"):
         ctl.set_queue(9, rate_bps=10e6)
@@ -106,11 +118,11 @@ def exercise(ctl: Any) -> None:
     assert s["rx"] == {1: 0, 2: 0}
 
 
-def test_in_process(api: ControlAPI) -> None:
-    exercise(api)
+def test_in_process(api: ControlAPI, pipe: FakeControlPipeline) -> None:
+    exercise(api, pipe)
 
 
-def test_over_unix_socket(api: ControlAPI, tmp_path) -> None:
+def test_over_unix_socket(api: ControlAPI, pipe: FakeControlPipeline, tmp_path) -> None:
     stopped = []
     api._on_shutdown = lambda: stopped.append(True)
     path = tmp_path / "ctl" / "s1.sock"
@@ -118,7 +130,7 @@ def test_over_unix_socket(api: ControlAPI, tmp_path) -> None:
     server.start_in_thread()
     try:
         with ControlClient(path, timeout=5.0) as client:
-            exercise(client)
+            exercise(client, pipe)
             with pytest.raises(ControlError, match="unknown method"):
                 client.call("rm_rf")
             with pytest.raises(ControlError, match="bad params"):

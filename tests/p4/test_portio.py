@@ -11,7 +11,6 @@ in time and count; the namespaces are deleted by a finalizer.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -34,8 +33,6 @@ def _missing() -> str | None:
         return "needs root (network namespaces, AF_PACKET)"
     if shutil.which("ip") is None:
         return "needs iproute2 'ip'"
-    if importlib.util.find_spec("emu.embedded.runtime") is None:
-        return "emu.embedded.runtime not built yet"
     return None
 
 

@@ -172,10 +172,20 @@ def test_baseline_mode_never_symphony_marks(pipe: Pipeline) -> None:
 
 def test_non_data_and_unconfigured_not_tracked(pipe: Pipeline) -> None:
     configure(pipe, flows=1, threshold=0)
-    run(pipe, frame(rank=0, step=5, ctype=2))  # ACK
-    run(pipe, frame(rank=0, step=5, job=3))  # no config for job 3
+    ack = run(pipe, frame(rank=0, step=5, ctype=2))  # ACK
+    other = run(pipe, frame(rank=0, step=5, job=3))  # no config for job 3
+    # both forwarded unmarked: a tracked DATA packet of step 5 would have lead 5 > T = 0
+    # and be marked with probability 1 (slope 65536), as the last one below is
+    assert ack is not None and ack[0] == 2 and ack[1][IP].tos & 3 == ECN_ECT0
+    assert other is not None and other[0] == 2 and other[1][IP].tos & 3 == ECN_ECT0
     assert pipe.register_read("MyIngress.flow_step", 0) == 0
     assert pipe.register_read("MyIngress.flow_step", 3 * 64) == 0
+    assert pipe.register_read("MyIngress.step_count", 5) == 0
+    assert pipe.register_read("MyIngress.step_count", 3 * 64 + 5) == 0
+    # the same DATA packet of the configured job is tracked (proves the reads above can see it)
+    assert run(pipe, frame(rank=0, step=5))[1][IP].tos & 3 == ECN_CE
+    assert pipe.register_read("MyIngress.flow_step", 0) == 5
+    assert pipe.register_read("MyIngress.step_count", 5) == 1
 
 
 def _truncated(n: int) -> bytes:

@@ -1,4 +1,4 @@
-"""Ring collectives over an in-memory channel (and over hostapps.sim when present)."""
+"""Ring collectives over an in-memory channel and over the virtual-time network (hostapps.sim)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from hostapps import sim
 from hostapps.collectives import (
     RingCollective,
     SendRequest,
@@ -305,8 +306,6 @@ def test_invalid_arguments() -> None:
 
 
 # --- over the virtual-time network (hostapps.sim) --------------------------------------
-
-sim = pytest.importorskip("hostapps.sim", reason="hostapps.sim not available")
 
 
 def run_sim(colls: list[RingCollective], link, *, seed: int = 0, until: float = 120.0, on_event=None):

@@ -142,11 +142,15 @@ def test_step_lead_by_hand() -> None:
 def test_step_lead_in_metrics(tmp_path: Path) -> None:
     make_run(tmp_path)
     m = compute_metrics(tmp_path, scheme="baseline", jobs=INFO, lead_samples=20_001)
-    # Iteration 1 at t=3.3: rank 0 and rank 1 have started their last step (ordinal 7)
-    # while rank 2 entered step 7 at 3.2 -> all 7; at t=2.75: ranks 0,1 at 7 (2.6/2.7),
-    # rank 2 at ordinal 5 (2.4) -> lead 2. Never more than 2.
+    # Step ordinals (iteration 0: 0-3, iteration 1: 4-7) entered by rank 0/1/2 over [0, 3.5] s:
+    # iteration 0: in each 0.2 s block rank 0 leads by 1 for 0.1 s (0.0-0.1, ..., 0.6-0.7): 0.4
+    # 0.7-2.0 all in step 3: 0; 2.0-2.1 rank 2 still in 3: 0.1; 2.1-2.2 all in 4: 0
+    # 2.2-2.6 one rank a step ahead of rank 2 (5/4, 5/5/4, 6/5/5, 6/6/5): 4 * 0.1 = 0.4
+    # 2.6-2.8 ranks 0 and 1 in 7, rank 2 in 5: lead 2 for 0.2 s: 0.4
+    # 2.8-3.2 rank 2 in 6: 0.4; 3.2-3.5 all in 7: 0
+    # max 2, time average (0.4 + 0.1 + 0.4 + 0.4 + 0.4) / 3.5 = 1.7 / 3.5
     assert m.step_lead_max == 2
-    assert 0 < m.step_lead_mean < 1
+    assert m.step_lead_mean == pytest.approx(1.7 / 3.5, abs=1e-3)
 
 
 def test_incomplete_and_unverified(tmp_path: Path) -> None:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,11 +89,32 @@ def test_job_bandwidth() -> None:
     assert (single.bottleneck_bps, single.fair_share_bps) == (10e6, 10e6)
 
 
-@pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.name)
-def test_deterministic(path: Path) -> None:
-    a = switch_programs(load_topology(path), "symphony")
-    b = switch_programs(load_topology(path), "symphony")
-    assert {k: v.as_dict() for k, v in a.items()} == {k: v.as_dict() for k, v in b.items()}
+PROGRAMS_AS_JSON = """
+import json
+from pathlib import Path
+from emu.routing import switch_programs
+from emu.topology import load_topology
+out = {}
+for path in sorted(Path("topologies").glob("*.yaml")):
+    for scheme in ("baseline", "symphony"):
+        progs = switch_programs(load_topology(path), scheme)
+        out[f"{path.name}/{scheme}"] = [[name, prog.as_dict()] for name, prog in progs.items()]
+print(json.dumps(out, default=str))
+"""
+
+
+def test_deterministic_across_processes() -> None:
+    """Same topology, same entries in the same order, whatever the str hash seed: two
+    calls in one process share the seed and could not catch set-order dependence."""
+    runs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run([sys.executable, "-c", PROGRAMS_AS_JSON], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout))
+    assert sorted(runs[0]) == sorted(f"{p.name}/{s}" for p in TOPOLOGIES for s in ("baseline", "symphony"))
+    assert runs[0] == runs[1]
 
 
 @pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.name)

@@ -116,6 +116,9 @@ def _error(text: str, name: str = "topologies/bad.yaml") -> str:
         ),
         ("{id: 2,", "{id: 2, size_bytes: 10,", "jobs[0].size_bytes", "multiple of 4"),
         ("name: t\n", "name: t\ndcqcn: {gee: 1}\n", "dcqcn.gee", "unknown DCQCN parameter"),
+        ("name: t\n", "name: t\ndcqcn: {g: 0}\n", "dcqcn", "dcqcn param g=0 must be in (0, 1]"),
+        ("{id: 2,", "{id: 2, dcqcn: {min_rate_fraction: 2},", "jobs[0].dcqcn",
+         "dcqcn param min_rate_fraction=2 must be in (0, 1]"),
         (
             "name: t\n",
             "name: t\nbackground: [{src: h1, dst: h5, rate_mbps: 1, on_ms: 5}]\n",
