@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install bmv2 (simple_switch_grpc, simple_switch_CLI) and p4c from p4lang's packages on the
+# openSUSE Build Service (project home:p4lang), plus p4runtime-shell in .venv/, so that
+# `--target bmv2` and the bmv2 conformance tests run. Debian 12 / Ubuntu 22.04+, as root.
+# Needs network access to download.opensuse.org (not reachable from every sandbox).
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+[[ $(id -u) -eq 0 ]] || { echo "install-bmv2.sh: run as root" >&2; exit 2; }
+. /etc/os-release
+case "$ID" in
+    debian) dist="Debian_${VERSION_ID}" ;;
+    ubuntu) dist="xUbuntu_${VERSION_ID}" ;;
+    *) echo "install-bmv2.sh: $ID is not Debian or Ubuntu; see docs/bmv2.md" >&2; exit 2 ;;
+esac
+url="https://download.opensuse.org/repositories/home:/p4lang/${dist}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -qq curl gnupg >/dev/null
+curl -fsSL "${url}/Release.key" | gpg --dearmor > /etc/apt/trusted.gpg.d/home_p4lang.gpg
+echo "deb ${url}/ /" > /etc/apt/sources.list.d/home-p4lang.list
+apt-get update -qq
+apt-get install -y -qq p4lang-p4c p4lang-bmv2
+[[ -x "$repo/.venv/bin/python" ]] || "$repo/scripts/setup.sh"
+"$repo/.venv/bin/python" -m pip install -q -e "$repo[bmv2]"
+for tool in p4c simple_switch_CLI simple_switch_grpc; do
+    command -v "$tool" >/dev/null || echo "install-bmv2.sh: $tool is still missing (bmv2 without PI? see docs/bmv2.md)" >&2
+done
