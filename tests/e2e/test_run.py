@@ -132,3 +132,18 @@ def test_bmv2_target_says_what_is_missing() -> None:
     assert proc.returncode == 2, (out, err)
     assert err.strip().splitlines() == [err.strip()]
     assert "bmv2 target: " in err and "not on PATH" in err and "docs/bmv2.md" in err
+
+
+@pytest.mark.timeout(240)
+def test_mininet_cli_runs_allreduce_and_shows_switch_state(mininet_env: None, tmp_path: Path) -> None:
+    """`symphony-emu cli` driven through stdin: an all-reduce verifies, `switch` shows the
+    tracker of the 4 flows crossing s1, and exit leaves nothing behind."""
+    proc = cli("cli", str(SINGLE), "--out", str(tmp_path), stdin=subprocess.PIPE)
+    out, err = proc.communicate("allreduce\nswitch s1\nexit\n", timeout=200)
+    assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{err}"
+    text = out + err  # Mininet's CLI writes command output through its logger (stderr)
+    assert "verified: yes" in text
+    assert "job 0: expected_flows 4" in text
+    # 2(N-1) = 6 steps of one all-reduce: every flow at s1 reached step 5 and so did the frontier.
+    assert "frontier 5, flow_step [5, 5, 5, 5]" in text
+    assert_nothing_left(None, NODES_1SW)
