@@ -118,3 +118,20 @@ def stop_process_group(proc: Any, name: str, timeout_s: float = 5.0) -> None:
         except ProcessLookupError:
             pass
         proc.wait()
+
+
+class AvailabilityCheck:
+    """Mixin for switch targets: Mininet's ``setup`` hook raises :class:`TargetUnavailable`
+    with the one-line reason from the target's ``available()`` classmethod."""
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether the target can run here, and if not, why (one line)."""
+        raise NotImplementedError
+
+    @classmethod
+    def setup(cls) -> None:
+        """Mininet's installation hook: raise if the target cannot run."""
+        ok, reason = cls.available()
+        if not ok:
+            raise TargetUnavailable(reason)

@@ -29,7 +29,7 @@ from typing import Any
 from mininet.node import Switch
 
 from emu.cleanup import die_with_parent
-from emu.targets import SwitchOptions, SwitchStartError, stop_process_group
+from emu.targets import AvailabilityCheck, SwitchOptions, SwitchStartError, stop_process_group
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-class Bmv2Switch(Switch):
+class Bmv2Switch(AvailabilityCheck, Switch):
     """A Mininet switch backed by ``simple_switch_grpc``.
 
     ``options`` (a :class:`~emu.targets.SwitchOptions`): program, log folder (the build goes
@@ -134,15 +134,6 @@ class Bmv2Switch(Switch):
         if importlib.util.find_spec("p4runtime_sh") is None:
             return False, f"bmv2 target: p4runtime-shell is not installed: pip install -e '.[bmv2]' ({INSTALL_DOC})"
         return True, ""
-
-    @classmethod
-    def setup(cls) -> None:
-        """Mininet's installation hook: raise if the target cannot run."""
-        from emu.targets import TargetUnavailable
-
-        ok, reason = cls.available()
-        if not ok:
-            raise TargetUnavailable(reason)
 
     # -- paths and ports -------------------------------------------------------------------
     @property

@@ -19,7 +19,7 @@ from typing import Any
 from mininet.node import Switch
 
 from emu.cleanup import die_with_parent
-from emu.targets import SwitchOptions, SwitchStartError, stop_process_group
+from emu.targets import AvailabilityCheck, SwitchOptions, SwitchStartError, stop_process_group
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def log_tail(path: Path, lines: int = 3) -> str:
     return " | ".join(line.strip() for line in text[-lines:] if line.strip())
 
 
-class EmbeddedSwitch(Switch):
+class EmbeddedSwitch(AvailabilityCheck, Switch):
     """A Mininet switch backed by an ``emu.embedded.switch`` process.
 
     ``options`` (a :class:`~emu.targets.SwitchOptions`) says which program to load and where
@@ -107,15 +107,6 @@ class EmbeddedSwitch(Switch):
         if importlib.util.find_spec("emu.embedded.switch") is None:
             return False, "embedded target: module emu.embedded.switch is missing; reinstall with pip install -e ."
         return True, ""
-
-    @classmethod
-    def setup(cls) -> None:
-        """Mininet's installation hook: raise if the target cannot run."""
-        from emu.targets import TargetUnavailable
-
-        ok, reason = cls.available()
-        if not ok:
-            raise TargetUnavailable(reason)
 
     # -- paths ----------------------------------------------------------------------------
     @property
