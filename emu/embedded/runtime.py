@@ -9,16 +9,25 @@ dict lookups (exact), per-prefix-length dicts (lpm) or a priority-ordered scan
 (ternary/range/optional). Semantics follow the P4_16 spec and v1model as bmv2
 (simple_switch) implements them; ``docs/p4-subset.md`` lists them.
 
+``optimize=True`` (the default) makes the same semantics cheaper: headers are read and
+written with one precompiled ``struct`` per header, a header that nothing can have
+changed since ``extract`` is re-emitted from its original bytes, extracted fields that
+nothing reads are not computed, egress receives only the variables it reads, an
+acyclic parser is inlined instead of run as a state loop, and csum16 is inlined.
+``optimize=False`` keeps the straightforward code (the reference for the tests).
+
 Control-plane methods (``table_add`` ... ``counter_read``) take fully qualified P4
 names and raise :class:`ControlError` with a one-line message.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import ipaddress
 import logging
 import random as _random
+import struct as _struct
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -195,6 +204,14 @@ class Table:
         self._scan: list[tuple[tuple, tuple, tuple]] = []
 
     # -- lookups (called from generated code)
+    def lookup_lpm(self, key: int) -> tuple:
+        """:meth:`lookup` of an lpm table."""
+        for mask, d in self._lpm:
+            e = d.get(key & mask)
+            if e is not None:
+                return e
+        return self.default
+
     def lookup(self, key: Any) -> tuple:
         """Return the matching entry ``(aid, args, hit)`` or the default."""
         if self.mode == "exact":
@@ -451,6 +468,18 @@ class _Compiler:
         self.errors = {e: i for i, e in enumerate(prog.errors)}
         self.pre: list[str] = []
         self._globs: dict[int, str] = {}
+        self.optimize = pipe.optimize
+        #: optimize: header valid var -> var holding the bytes of its last extract
+        self.raw: dict[str, str] = {}
+        #: optimize: var -> number of stores to it emitted by extract()
+        self.extract_stores: dict[str, int] = {}
+        #: optimize: (line index in self.lines, header, rebuild code) of each deparser emit
+        self.deparse: list[tuple[int, _HdrRef, str]] = []
+        #: optimize: per extract, (index of its ``_x = ...`` line, [(index of a field line, field var)])
+        self.extract_lines: list[tuple[int, list[tuple[int, str]]]] = []
+        self.structs: dict[str, _struct.Struct] = {}
+        #: optimize: (line index, raw var) of each ``raw = _pkt[...]`` line of extract()
+        self.raw_lines: list[tuple[int, str]] = []
 
     # ---------------------------------------------------------------- helpers
     def fresh(self, base: str) -> str:
@@ -994,7 +1023,8 @@ class _Compiler:
                 self.pre_or_emit(f"{ent} = {dname}.get({key})", want_hit)
                 self.pre_or_emit(f"if {ent} is None: {ent} = {tname}.default", want_hit)
             else:
-                self.pre_or_emit(f"{ent} = {tname}.lookup({key})", want_hit)
+                meth = "lookup_lpm" if table.mode == "lpm" and self.optimize else "lookup"
+                self.pre_or_emit(f"{ent} = {tname}.{meth}({key})", want_hit)
         if want_hit:
             # hit/miss in a condition: run the actions before the condition is tested
             lines_before = self.lines
@@ -1110,6 +1140,17 @@ class _Compiler:
         tgt = self.out_target(e.args[2], scopes, e.loc)
         self.flush_pre()
         self.emit(f"if {cond.code}:")
+        if self.optimize:
+            # _csum inlined
+            t = self.fresh("c")
+            self.emit(f"    {t} = {data}")
+            data = f"(0xffff - ({t} % 0xffff or (0xffff if {t} else 0)))"
+            if name == "verify_checksum":
+                self.emit(f"    if {data} != {tgt.var}:")
+                self.emit(f"        {ctx.get('sm_verify').members['checksum_error'].var} = 1")
+            else:
+                self.emit(f"    {tgt.var} = {data}")
+            return
         if name == "verify_checksum":
             sm = ctx.get("sm_verify")
             self.emit(f"    if _csum({data}) != {tgt.var}:")
@@ -1149,18 +1190,102 @@ class _Compiler:
         self.emit(f"if _pos + {nbytes} > _n:")
         self.emit(f"    _perr = {self.errors['PacketTooShort']}")
         self.emit("    break")
-        self.emit(f"_x = int.from_bytes(_pkt[_pos:_pos + {nbytes}], 'big')")
-        self.emit(f"_pos += {nbytes}")
-        shift = h.type.width
-        for _n, w, var in h.fields:
+        if not self.optimize:
+            self.emit(f"_x = int.from_bytes(_pkt[_pos:_pos + {nbytes}], 'big')")
+            self.emit(f"_pos += {nbytes}")
+            self._split(h.fields, "_x", h.type.width, None)
+            self.emit(f"{h.valid} = True")
+            return
+        raw = self.raw.get(h.valid)
+        if raw is None:
+            raw = self.raw[h.valid] = self.fresh(h.path + "_raw")
+        self.raw_lines.append((len(self.lines), raw))
+        self.emit(f"{raw} = _pkt[_pos:_pos + {nbytes}]")
+        for var in [h.valid] + [v for _n, _w, v in h.fields]:
+            self.extract_stores[var] = self.extract_stores.get(var, 0) + 1
+        field_lines: list[tuple[int, str]] = []
+        self.extract_lines.append((len(self.lines), field_lines))
+        layout = self.struct_layout(h)
+        if layout is None:
+            self.emit(f"_x = int.from_bytes(_pkt[_pos:_pos + {nbytes}], 'big')")
+            self.emit(f"_pos += {nbytes}")
+            self._split(h.fields, "_x", h.type.width, field_lines)
+        else:
+            # one struct.unpack of byte-aligned pieces, then split the pieces holding several fields
+            sname, chunks = layout
+            targets, post = [], []
+            for nb, fs, pieces in chunks:
+                if len(fs) == 1 and len(pieces) == 1:
+                    targets.append(fs[0][2])
+                    continue
+                pvars = [self.fresh("p") for _ in pieces]
+                targets.extend(pvars)
+                if len(fs) == 1:
+                    code, off = "", nb * 8
+                    for pv, size in zip(pvars, pieces, strict=True):
+                        off -= size * 8
+                        part = f"{pv} << {off}" if off else pv
+                        code = part if not code else f"{code} | {part}"
+                    post.append(("line", fs[0][2], code))
+                else:
+                    post.append(("split", fs, pvars[0], nb * 8))
+            self.emit(f"{', '.join(targets)}, = {sname}.unpack_from(_pkt, _pos)")
+            self.emit(f"_pos += {nbytes}")
+            for item in post:
+                if item[0] == "line":
+                    field_lines.append((len(self.lines), item[1]))
+                    self.emit(f"{item[1]} = {item[2]}")
+                else:
+                    self._split(item[1], item[2], item[3], field_lines)
+        self.emit(f"{h.valid} = True")
+
+    def _split(self, fields, src: str, width: int, field_lines: list | None) -> None:
+        """Assign ``fields`` (name, width, var) from the ``width``-bit value in ``src``."""
+        shift = width
+        for _n, w, var in fields:
+            if field_lines is not None:
+                field_lines.append((len(self.lines), var))
             shift -= w
             if shift == 0:
-                self.emit(f"{var} = _x & {hex(_mask(w))}")
-            elif shift + w == h.type.width:
-                self.emit(f"{var} = _x >> {shift}")
+                self.emit(f"{var} = {src} & {hex(_mask(w))}")
+            elif shift + w == width:
+                self.emit(f"{var} = {src} >> {shift}")
             else:
-                self.emit(f"{var} = (_x >> {shift}) & {hex(_mask(w))}")
-        self.emit(f"{h.valid} = True")
+                self.emit(f"{var} = ({src} >> {shift}) & {hex(_mask(w))}")
+
+    def struct_layout(self, h: _HdrRef) -> tuple[str, list[tuple[int, list, list[int]]]] | None:
+        """A ``struct.Struct`` (global name) covering header ``h`` in byte-aligned pieces, and its chunks.
+
+        Fields are grouped into chunks that start and end on byte boundaries; a chunk is
+        one struct item of 1, 2, 4 or 8 bytes, or one field split over several items.
+        None when a header does not fit that scheme (then the int path is used).
+        """
+        chunks, cur, bits = [], [], 0
+        for f in h.fields:
+            if f[1] <= 0:
+                return None
+            cur.append(f)
+            bits += f[1]
+            if bits % 8 == 0:
+                chunks.append((bits // 8, cur))
+                cur, bits = [], 0
+        if cur:
+            return None
+        out, fmt = [], "!"
+        for nb, fs in chunks:
+            pieces, left = [], nb
+            for size in (8, 4, 2, 1):
+                while left >= size:
+                    pieces.append(size)
+                    left -= size
+            if len(pieces) > 1 and len(fs) > 1:
+                return None
+            fmt += "".join({8: "Q", 4: "I", 2: "H", 1: "B"}[x] for x in pieces)
+            out.append((nb, fs, pieces))
+        st = self.structs.get(fmt)
+        if st is None:
+            st = self.structs[fmt] = _struct.Struct(fmt)
+        return self.glob("S_" + h.type.name, st), out
 
     def emit_hdr(self, e: ir.Call, scopes) -> None:
         b = self.ref(e.args[0], scopes)
@@ -1180,7 +1305,75 @@ class _Compiler:
             code = ""
             for _n, w, var in h.fields:
                 code = var if not code else f"({code} << {w} | {var})"
-            self.emit(f"if {h.valid}: _out.append(({code}).to_bytes({h.type.width // 8}, 'big'))")
+            code = f"({code}).to_bytes({h.type.width // 8}, 'big')"
+            layout = self.struct_layout(h) if self.optimize else None
+            if layout is not None:
+                args = []
+                for nb, fs, pieces in layout[1]:
+                    if len(pieces) == 1:
+                        part = ""
+                        for _n, w, var in fs:
+                            part = var if not part else f"{part} << {w} | {var}"
+                        args.append(part)
+                        continue
+                    var, off = fs[0][2], nb * 8
+                    for size in pieces:
+                        off -= size * 8
+                        part = f"{var} >> {off}" if off else var
+                        args.append(part if off + size * 8 == nb * 8 else f"({part}) & {hex(_mask(size * 8))}")
+                code = f"{layout[0]}.pack({', '.join(args)})"
+            if self.optimize:
+                # the operand is chosen after the whole program is generated (Pipeline._finish_deparse)
+                self.deparse.append((len(self.lines), h, code))
+            self.emit(f"if {h.valid}: _out.append({code})")
+
+
+_PARSER_INLINE_LIMIT = 64  #: most state copies an inlined (acyclic) parser may have
+
+
+def _parser_inline_cost(decl: ir.ParserDecl) -> float:
+    """Number of state copies inlining ``decl`` from ``start`` makes; inf if cyclic or unknown states."""
+    memo: dict[str, float] = {}
+    active: set[str] = set()
+
+    def targets(st: ir.ParserState) -> list[str]:
+        if st.select is None:
+            return [st.next_state or "reject"]
+        out = []
+        for case in st.cases:
+            out.append(case.next_state)
+            if all(k[0] == "default" for k in case.keys):
+                break
+        return out
+
+    def cost(name: str) -> float:
+        if name in ("accept", "reject"):
+            return 0
+        if name in memo:
+            return memo[name]
+        if name in active or name not in decl.states:
+            return float("inf")
+        active.add(name)
+        total = 1 + sum(cost(t) for t in targets(decl.states[name]))
+        active.discard(name)
+        memo[name] = total
+        return total
+
+    return cost("start")
+
+
+def _names(body: list[str]) -> tuple[set[str], dict[str, int]]:
+    """Names read, and how often each name is stored, in the generated function body ``body``."""
+    tree = ast.parse("def _f():\n" + "\n".join(body))
+    loads: set[str] = set()
+    stores: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Store):
+                stores[node.id] = stores.get(node.id, 0) + 1
+            else:
+                loads.add(node.id)
+    return loads, stores
 
 
 def _contains(node: Any, cls: type) -> bool:
@@ -1241,8 +1434,9 @@ class Pipeline:
     support, e.g. a program that is not a V1Switch.
     """
 
-    def __init__(self, program: ir.Program, seed: int | None = None) -> None:
+    def __init__(self, program: ir.Program, seed: int | None = None, *, optimize: bool = True) -> None:
         self.program = program
+        self.optimize = optimize
         self.rng = _random.Random(seed)
         self.tables: dict[str, Table] = {}
         self.registers: dict[str, Register] = {}
@@ -1294,20 +1488,13 @@ class Pipeline:
                    "action_scopes": [scope], "name": decl.name}
             ctxs.append(ctx)
         all_slots = [v for v, _ in c.slots]
-        init_line = lambda: [f"{v} = {init!r}" for v, init in c.slots]  # noqa: E731
         c.ns["_rng"] = self.rng
         c.ns["_STATS"] = self.stats
-
-        # ---- ingress function
-        c.lines = ["def _ingress(_pkt, _port, _now):"]
-        c.ind = 1
-        for line in init_line():
-            c.emit(line)
         sm = S.members
-        c.emit("_n = _plen = len(_pkt)")
-        c.emit(f"{sm['ingress_port'].var} = _port & 0x1ff")
-        c.emit(f"{sm['packet_length'].var} = _n")
-        c.emit(f"{sm['ingress_global_timestamp'].var} = _now & 0xffffffffffff")
+
+        # ---- ingress body (parser, verify checksum, ingress control)
+        c.lines = []
+        c.ind = 1
         c.emit("_pos = 0")
         c.emit("_perr = 0")
         self._gen_parser(c, parser, ctxs[0])
@@ -1316,20 +1503,11 @@ class Pipeline:
         self._gen_control(c, blocks[1], ctxs[1])
         self._gen_control(c, blocks[2], ctxs[2])
         c.emit(f"if {sm['egress_spec'].var} == {DROP_PORT}: return None")
-        c.emit(f"return ({sm['egress_spec'].var}, {sm['mcast_grp'].var}, _plen, (_pkt, _pos, {', '.join(all_slots)},))")
-        ingress_src = c.lines
+        ingress_body = c.lines
 
-        # ---- egress function
-        c.lines = ["def _egress(_st, _eport, _enq_qdepth, _deq_qdepth, _deq_td, _enq_ts, _now):"]
+        # ---- egress body (egress control, compute checksum, deparser)
+        c.lines = []
         c.ind = 1
-        c.emit(f"_pkt, _pos, {', '.join(all_slots)}, = _st")
-        c.emit(f"_plen = {sm['packet_length'].var}")
-        c.emit(f"{sm['egress_port'].var} = _eport & 0x1ff")
-        c.emit(f"{sm['enq_qdepth'].var} = _enq_qdepth & 0x7ffff")
-        c.emit(f"{sm['deq_qdepth'].var} = _deq_qdepth & 0x7ffff")
-        c.emit(f"{sm['deq_timedelta'].var} = _deq_td & 0xffffffff")
-        c.emit(f"{sm['enq_timestamp'].var} = _enq_ts & 0xffffffff")
-        c.emit(f"{sm['egress_global_timestamp'].var} = _now & 0xffffffffffff")
         self._gen_control(c, blocks[3], ctxs[3])
         c.emit(f"if {sm['egress_spec'].var} == {DROP_PORT}: return None")
         self._gen_control(c, blocks[4], ctxs[4])
@@ -1337,7 +1515,46 @@ class Pipeline:
         self._gen_control(c, blocks[5], ctxs[5])
         c.emit("_out.append(_pkt[_pos:])")
         c.emit("return b''.join(_out)")
-        egress_src = c.lines
+        egress_body = c.lines
+
+        # standard_metadata set from the arguments: (var, code)
+        ingress_setup = [(sm["ingress_port"].var, "_port & 0x1ff"), (sm["packet_length"].var, "_n"),
+                         (sm["ingress_global_timestamp"].var, "_now & 0xffffffffffff")]
+        egress_setup = [(sm["egress_port"].var, "_eport & 0x1ff"), (sm["enq_qdepth"].var, "_enq_qdepth & 0x7ffff"),
+                        (sm["deq_qdepth"].var, "_deq_qdepth & 0x7ffff"),
+                        (sm["deq_timedelta"].var, "_deq_td & 0xffffffff"),
+                        (sm["enq_timestamp"].var, "_enq_ts & 0xffffffff"),
+                        (sm["egress_global_timestamp"].var, "_now & 0xffffffffffff")]
+        inits = dict(c.slots)
+        if self.optimize:
+            passed, ingress_setup, egress_setup = self._optimize(c, ingress_body, egress_body, all_slots,
+                                                                 ingress_setup, egress_setup)
+            live_in = _names(ingress_body)[0] | set(passed) | {sm["egress_spec"].var, sm["mcast_grp"].var}
+            ingress_setup = [(v, code) for v, code in ingress_setup if v in live_in]
+            init_vars = [v for v in all_slots + list(c.raw.values()) if v in live_in]
+            inits.update((v, b"") for v in c.raw.values())
+        else:
+            passed = all_slots
+            init_vars = all_slots
+
+        c.lines = ["def _ingress(_pkt, _port, _now):"]
+        c.ind = 1
+        for v in init_vars:
+            c.emit(f"{v} = {inits[v]!r}")
+        c.emit("_n = _plen = len(_pkt)")
+        for v, code in ingress_setup:
+            c.emit(f"{v} = {code}")
+        ingress_src = c.lines + ingress_body
+        state = ", ".join(["_pkt", "_pos", *passed])
+        ingress_src.append(f"    return ({sm['egress_spec'].var}, {sm['mcast_grp'].var}, _plen, ({state},))")
+
+        c.lines = ["def _egress(_st, _eport, _enq_qdepth, _deq_qdepth, _deq_td, _enq_ts, _now):"]
+        c.emit(f"{state}, = _st")
+        if not self.optimize or "_plen" in _names(egress_body)[0]:
+            c.emit(f"_plen = {sm['packet_length'].var}")
+        for v, code in egress_setup:
+            c.emit(f"{v} = {code}")
+        egress_src = c.lines + egress_body
         self.source = "\n".join(ingress_src + [""] + egress_src) + "\n"
         code = compile(self.source, f"<p4 pipeline {prog.source}>", "exec")
         exec(code, c.ns)  # noqa: S102 - generated from the parsed program, see _Compiler
@@ -1346,6 +1563,47 @@ class Pipeline:
         logger.info("compiled %s: %d lines of Python, %d tables, %d registers, %d counters",
                     prog.source, self.source.count("\n"), len(self.tables), len(self.registers),
                     len(self.counters))
+
+    def _optimize(self, c: _Compiler, ingress_body: list[str], egress_body: list[str], all_slots: list[str],
+                  ingress_setup, egress_setup):
+        """Pick the deparser operands and the state egress needs (``optimize=True``).
+
+        A header whose fields and validity are stored only by ``extract`` (checked on the
+        generated code: every store to a Python name is an ``ast.Name`` in Store context)
+        still holds exactly the bytes it was extracted from, so the deparser emits those
+        bytes instead of rebuilding them. Egress then gets only the variables it reads.
+        Returns (passed state vars, ingress setup, egress setup).
+        """
+        _lin, st_in = _names(ingress_body)
+        _leg, st_eg = _names(egress_body)
+        for i, h, code in c.deparse:
+            raw = c.raw.get(h.valid)
+            untouched = raw is not None and all(
+                st_in.get(v, 0) + st_eg.get(v, 0) == c.extract_stores.get(v, -1)
+                for v in [h.valid] + [v for _n, _w, v in h.fields])
+            line = egress_body[i] if i < len(egress_body) else ""
+            if untouched and line.strip() == f"if {h.valid}: _out.append({code})":
+                egress_body[i] = line.replace(code, raw)
+        load_eg = _names(egress_body)[0]
+        # extracted fields that nothing reads: skip computing them
+        loads = _names(ingress_body)[0] | load_eg
+        for xline, fields in c.extract_lines:
+            dead = [(i, v) for i, v in fields
+                    if v not in loads and ingress_body[i].strip().startswith(f"{v} = ")]
+            for i, _v in dead:
+                ingress_body[i] = ""
+            if len(dead) == len(fields) and ingress_body[xline].strip().startswith("_x = "):
+                ingress_body[xline] = ""
+        for i, raw in c.raw_lines:
+            if raw not in loads and ingress_body[i].strip().startswith(f"{raw} = "):
+                ingress_body[i] = ""
+        if "_plen" in load_eg:
+            load_eg.add(self._S.members["packet_length"].var)
+        egress_setup = [(v, code) for v, code in egress_setup if v in load_eg]
+        # egress_setup assigns its vars first thing in egress: no need to pass them
+        set_first = {v for v, _code in egress_setup}
+        passed = [v for v in all_slots + list(c.raw.values()) if v in load_eg and v not in set_first]
+        return passed, ingress_setup, egress_setup
 
     def _declare_locals(self, c: _Compiler, decl, ctx) -> None:
         """Control/parser locals, instances, actions and tables into the block scope."""
@@ -1446,6 +1704,11 @@ class Pipeline:
         self._declare_locals(c, decl, ctx)
         names = list(decl.states)
         idx = {n: i for i, n in enumerate(names)}
+        inline = c.optimize and _parser_inline_cost(decl) <= _PARSER_INLINE_LIMIT
+        if inline:
+            # the state-machine form is still generated (so every state is checked as before), then replaced
+            mark, saved_stores, saved_ind = len(c.lines), dict(c.extract_stores), c.ind
+            n_extracts, n_raws = len(c.extract_lines), len(c.raw_lines)
         c.emit("_st = 0")
         c.emit("while True:")
         c.ind += 1
@@ -1456,63 +1719,85 @@ class Pipeline:
             c.emit(f"{'if' if first else 'elif'} _st == {idx[name]}:  # state {name}")
             first = False
             c.ind += 1
-            sc = scopes + [{}]
-            for s in st.stmts:
-                c.stmt(s, sc, ctx)
-            if st.select is None:
-                self._goto(c, st.next_state or "reject", idx, st.loc)
-            else:
-                keys = []
-                for e in st.select:
-                    v = c.expr(e, sc)
-                    kv = c.fresh("k")
-                    c.flush_pre()
-                    c.emit(f"{kv} = {c.clean(v)}")
-                    keys.append((kv, v.type))
-                cfirst = True
-                has_default = False
-                for case in st.cases:
-                    conds = []
-                    for (kv, kt), k in zip(keys, case.keys, strict=True):
-                        if k[0] == "default":
-                            continue
-                        if k[0] == "value":
-                            conds.append(f"{kv} == {c.convert(c.expr(k[1], sc), kt, case.loc)}")
-                        elif k[0] == "mask":
-                            val = c.convert(c.expr(k[1], sc), kt, case.loc)
-                            m = c.convert(c.expr(k[2], sc), kt, case.loc)
-                            conds.append(f"{kv} & {m} == {val} & {m}")
-                        else:
-                            lo = c.convert(c.expr(k[1], sc), kt, case.loc)
-                            hi = c.convert(c.expr(k[2], sc), kt, case.loc)
-                            conds.append(f"{lo} <= {kv} <= {hi}")
-                    if not conds:
-                        if cfirst:
-                            self._goto(c, case.next_state, idx, case.loc)
-                        else:
-                            c.emit("else:")
-                            c.ind += 1
-                            self._goto(c, case.next_state, idx, case.loc)
-                            c.ind -= 1
-                        has_default = True
-                        break
-                    c.emit(f"{'if' if cfirst else 'elif'} {' and '.join(conds)}:")
-                    cfirst = False
-                    c.ind += 1
-                    self._goto(c, case.next_state, idx, case.loc)
-                    c.ind -= 1
-                if not has_default:
-                    if cfirst:
-                        c.emit(f"_perr = {self.error_codes['NoMatch']}")
-                        c.emit("break")
-                    else:
-                        c.emit("else:")
-                        c.emit(f"    _perr = {self.error_codes['NoMatch']}")
-                        c.emit("    break")
+            self._gen_state(c, st, scopes, ctx, lambda target, loc: self._goto(c, target, idx, loc))
             c.ind -= 1
         c.emit("else:")
         c.emit("    break")
         c.ind -= 1
+        if inline:
+            # acyclic and small: each transition becomes the target state's code, inline
+            del c.lines[mark:]
+            c.extract_stores, c.ind = saved_stores, saved_ind
+            del c.extract_lines[n_extracts:]
+            del c.raw_lines[n_raws:]
+
+            def goto(target: str, loc) -> None:
+                if target in ("accept", "reject"):
+                    c.emit("break" if target == "accept" else "break  # reject")
+                else:
+                    c.emit(f"# state {target}")
+                    self._gen_state(c, decl.states[target], scopes, ctx, goto)
+
+            c.emit("while True:")
+            c.ind += 1
+            goto("start", decl.loc)
+            c.ind -= 1
+
+    def _gen_state(self, c: _Compiler, st: ir.ParserState, scopes, ctx, goto) -> None:
+        """The statements and the transition of parser state ``st``; ``goto(target, loc)`` emits a transition."""
+        sc = scopes + [{}]
+        for s in st.stmts:
+            c.stmt(s, sc, ctx)
+        if st.select is None:
+            goto(st.next_state or "reject", st.loc)
+            return
+        keys = []
+        for e in st.select:
+            v = c.expr(e, sc)
+            kv = c.fresh("k")
+            c.flush_pre()
+            c.emit(f"{kv} = {c.clean(v)}")
+            keys.append((kv, v.type))
+        cfirst = True
+        has_default = False
+        for case in st.cases:
+            conds = []
+            for (kv, kt), k in zip(keys, case.keys, strict=True):
+                if k[0] == "default":
+                    continue
+                if k[0] == "value":
+                    conds.append(f"{kv} == {c.convert(c.expr(k[1], sc), kt, case.loc)}")
+                elif k[0] == "mask":
+                    val = c.convert(c.expr(k[1], sc), kt, case.loc)
+                    m = c.convert(c.expr(k[2], sc), kt, case.loc)
+                    conds.append(f"{kv} & {m} == {val} & {m}")
+                else:
+                    lo = c.convert(c.expr(k[1], sc), kt, case.loc)
+                    hi = c.convert(c.expr(k[2], sc), kt, case.loc)
+                    conds.append(f"{lo} <= {kv} <= {hi}")
+            if not conds:
+                if cfirst:
+                    goto(case.next_state, case.loc)
+                else:
+                    c.emit("else:")
+                    c.ind += 1
+                    goto(case.next_state, case.loc)
+                    c.ind -= 1
+                has_default = True
+                break
+            c.emit(f"{'if' if cfirst else 'elif'} {' and '.join(conds)}:")
+            cfirst = False
+            c.ind += 1
+            goto(case.next_state, case.loc)
+            c.ind -= 1
+        if not has_default:
+            if cfirst:
+                c.emit(f"_perr = {self.error_codes['NoMatch']}")
+                c.emit("break")
+            else:
+                c.emit("else:")
+                c.emit(f"    _perr = {self.error_codes['NoMatch']}")
+                c.emit("    break")
 
     def _goto(self, c: _Compiler, target: str, idx: dict[str, int], loc) -> None:
         if target == "accept":
@@ -1559,7 +1844,7 @@ class Pipeline:
         if r is None:
             self.stats["ingress_drops"] += 1
             return None
-        return IngressResult(r[0], r[1], r[2], r[3])
+        return IngressResult(*r)
 
     def egress(self, st: IngressResult, *, egress_port: int, enq_qdepth: int = 0, deq_qdepth: int = 0,
                deq_timedelta_us: int = 0, enq_timestamp_us: int = 0, now_us: int = 0) -> bytes | None:
