@@ -48,11 +48,7 @@ def test_sighup_ends_an_interactive_shell(caplog: pytest.LogCaptureFixture) -> N
     proc = _interactive_bash()
     try:
         with caplog.at_level(logging.WARNING, logger="emu.cleanup"):
-            t0 = time.monotonic()
             cleanup._kill([proc.pid], timeout_s=60.0, sig=signal.SIGHUP)
-        # _kill returns as soon as the process is gone, not after its 60 s timeout (the
-        # margin is for loaded machines; this is not a speed target)
-        assert time.monotonic() - t0 < 30.0
         assert caplog.records == []  # ended by SIGHUP, no SIGKILL needed
         assert proc.wait(5) == -signal.SIGHUP
     finally:
