@@ -54,7 +54,7 @@ async def test_exchange_1mb_asyncio() -> None:
 
 
 def test_exchange_1mb_uvloop() -> None:
-    uvloop = pytest.importorskip("uvloop")
+    uvloop = pytest.importorskip("uvloop", reason="uvloop not installed (pip install -e '.[fast]')")
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(exchange_1mb())
 
