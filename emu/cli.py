@@ -187,6 +187,74 @@ def usage_error_line(exc: click.ClickException) -> str:
     return message
 
 
+class RichProgress:
+    """Progress bars (one per scheme) and a status line, as an emu.runner ProgressFn context manager.
+
+    In virtual time (events with ``sim_s``) a scheme's bar also shows the simulated time
+    reached and the simulated-to-wall-clock rate.
+    """
+
+    def __init__(self, console: Any) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[note]}"), TimeElapsedColumn(), console=console,
+                                 transient=False)
+        self.tasks: dict[str, Any] = {}
+        self._t0: dict[str, float] = {}
+
+    def __enter__(self) -> RichProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tasks:
+            self.progress.__exit__(*exc)
+
+    def _start(self) -> None:
+        """Show the bars at the first event (so early user errors print only their line)."""
+        if not self.tasks:
+            self.progress.__enter__()
+            self.tasks["network"] = self.progress.add_task("network", total=None, note="")
+
+    def __call__(self, event: Any) -> None:
+        import time
+
+        self._start()
+        if event.phase == "network":
+            self.progress.update(self.tasks["network"], note=event.message)
+            if event.message.startswith("network ready"):
+                self.progress.update(self.tasks["network"], total=1, completed=1)
+            return
+        task = self.tasks.get(event.scheme)
+        if task is None:
+            task = self.tasks[event.scheme] = self.progress.add_task(event.scheme, total=event.total or None, note="")
+            self._t0[event.scheme] = time.monotonic()
+        note = event.message if event.phase in ("start", "done") else ""
+        if event.sim_s is not None and event.phase == "running":
+            wall = max(1e-9, time.monotonic() - self._t0[event.scheme])
+            note = f"sim {format_sim_time(event.sim_s)}, {event.sim_s / wall:.3g} sim-s per wall-s"
+            if event.message:
+                note += f", {event.message}"
+        self.progress.update(task, completed=event.done, total=event.total or None, note=note)
+
+
+def format_sim_time(seconds: float) -> str:
+    """``12.3 ms``-style simulated time."""
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def print_result(console: Any, result: Any) -> None:
+    """The comparison table of a finished run (emu.runner.RunResult) and where its files are."""
+    from emu import report
+
+    console.print(result.table if result.table is not None else report.report_table(result.summary))
+    console.print(f"results: {result.out_dir}")
+
+
 class LazyGroup(click.Group):
     """The ``symphony-emu`` group: one-line usage errors; ``stf`` is imported only when used
     (it loads the P4 front end)."""
@@ -266,7 +334,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
     schemes = ("baseline", "symphony") if scheme == "both" else (scheme,)
     console = make_console()
     try:
-        with runner.RichProgress(console) as progress:
+        with RichProgress(console) as progress:
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
                                 size=size_bytes, target=target, out=out, seed=seed, progress=progress)
     except user_errors() as exc:
@@ -276,7 +344,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
     except KeyboardInterrupt:
         click.echo("symphony-emu: interrupted; everything the run started was stopped", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    runner.print_result(console, result)
+    print_result(console, result)
     if not result.ok:
         fail(result.failure or "some results were not verified", EXIT_FAILED)
 
@@ -317,7 +385,7 @@ def report(directory: Path) -> None:
     from emu import runner
 
     try:
-        runner.report_dir(directory, make_console())
+        make_console().print(runner.report_table(directory))
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:

@@ -85,30 +85,29 @@ def host_setup_script(plan: NetworkPlan, host: str) -> str:
     return "; ".join(cmds) + "; echo __done__:$?"
 
 
-@dataclass
-class EmuNetwork:
-    """A running Mininet network of one topology with its switches ready to program.
+class ProgrammedNetwork:
+    """Controller-side operations over the switches' control interface, for any back end.
 
-    topology/plan: what was built; net: the ``mininet.net.Mininet``; target: target name;
-    options: how the switches were started. Use :func:`build_network`; call :meth:`stop`.
+    A subclass provides ``topology``, ``plan``, ``mode`` and :meth:`control` (the control
+    client of one switch: ``emu.embedded.control.ControlAPI`` in process, its socket client,
+    or a target's client) plus :meth:`check_switches` and :meth:`stop`. Routes, queues, ECN
+    thresholds, the Symphony configuration, register resets and counter reads are written
+    once here, so every back end is programmed by the same code (emu.routing).
     """
 
     topology: Topology
     plan: NetworkPlan
-    net: Any
-    target: str
-    options: SwitchOptions
-    mode: str | None = None
-    _stopped: bool = field(default=False, repr=False)
+    mode: str | None
 
-    # -- access ---------------------------------------------------------------------------
-    def host(self, name: str) -> Any:
-        """The Mininet host ``name``."""
-        return self.net.get(name)
+    def control(self, name: str) -> Any:
+        """The control client of switch ``name``."""
+        raise NotImplementedError
 
-    def switch(self, name: str) -> Any:
-        """The Mininet switch ``name``."""
-        return self.net.get(name)
+    def check_switches(self) -> None:
+        """Raise NetworkError if a switch died."""
+
+    def stop(self) -> None:
+        """Stop the network (idempotent)."""
 
     @property
     def switch_names(self) -> list[str]:
@@ -119,18 +118,6 @@ class EmuNetwork:
     def node_names(self) -> list[str]:
         """Every host and switch name."""
         return [h.name for h in self.plan.hosts] + self.switch_names
-
-    def control(self, name: str) -> Any:
-        """The control client of switch ``name``."""
-        return self.switch(name).control()
-
-    def check_switches(self) -> None:
-        """Raise NetworkError if a switch process died (naming it and its log)."""
-        for name in self.switch_names:
-            sw = self.switch(name)
-            if hasattr(sw, "running") and not sw.running():
-                code = sw.proc.returncode if getattr(sw, "proc", None) is not None else "?"
-                raise NetworkError(f"switch {name} stopped (exit {code}); see {sw.log_path}")
 
     # -- programming ----------------------------------------------------------------------
     def program(self, scheme: str = "baseline") -> None:
@@ -216,6 +203,44 @@ class EmuNetwork:
             "step_count": [ctl.register_read("MyIngress.step_count", job * STEP_WINDOW + s)
                            for s in range(STEP_WINDOW)],
         }
+
+
+@dataclass
+class EmuNetwork(ProgrammedNetwork):
+    """A running Mininet network of one topology with its switches ready to program.
+
+    topology/plan: what was built; net: the ``mininet.net.Mininet``; target: target name;
+    options: how the switches were started. Use :func:`build_network`; call :meth:`stop`.
+    """
+
+    topology: Topology
+    plan: NetworkPlan
+    net: Any
+    target: str
+    options: SwitchOptions
+    mode: str | None = None
+    _stopped: bool = field(default=False, repr=False)
+
+    # -- access ---------------------------------------------------------------------------
+    def host(self, name: str) -> Any:
+        """The Mininet host ``name``."""
+        return self.net.get(name)
+
+    def switch(self, name: str) -> Any:
+        """The Mininet switch ``name``."""
+        return self.net.get(name)
+
+    def control(self, name: str) -> Any:
+        """The control client of switch ``name``."""
+        return self.switch(name).control()
+
+    def check_switches(self) -> None:
+        """Raise NetworkError if a switch process died (naming it and its log)."""
+        for name in self.switch_names:
+            sw = self.switch(name)
+            if hasattr(sw, "running") and not sw.running():
+                code = sw.proc.returncode if getattr(sw, "proc", None) is not None else "?"
+                raise NetworkError(f"switch {name} stopped (exit {code}); see {sw.log_path}")
 
     # -- teardown -------------------------------------------------------------------------
     def stop(self) -> None:

@@ -1,16 +1,18 @@
 """The experiment runner: the same network, jobs and background traffic for each scheme.
 
-``run()`` builds the topology's Mininet network once, programs it, and then for each scheme
-(baseline, symphony) sets the switches' Symphony mode, zeroes the tracker registers, starts
-the background traffic and one worker per rank (``python -m hostapps.worker``, spec in
-docs/interfaces.md section 4) inside the Mininet hosts, waits for them, and reads the switch
-counters before and after. Everything but the ``mode`` of ``symphony_config`` is shared by
-the schemes: routes, queues, ECN thresholds, Symphony parameters, seeds, data, start
-offsets, background traffic. Metrics and reports (emu.metrics, emu.report) go into the
-results folder.
+Written once over a network back end (:mod:`emu.backend`): ``mininet`` (real time,
+:mod:`emu.mininet_backend`) or ``sim`` (virtual time, :mod:`emu.vtime`). ``run()`` loads
+the topology once, builds and programs its network once, and then for each scheme
+(baseline, symphony) sets the switches' Symphony mode, zeroes the tracker registers, runs
+the workload (one worker per rank of every job plus the background sources, worker spec in
+docs/interfaces.md section 4) and reads the switch counters before and after. Everything
+but the ``mode`` of ``symphony_config`` is shared by the schemes: routes, queues, ECN
+thresholds, Symphony parameters, seeds, data, start offsets, background traffic. Metrics and
+reports (emu.metrics, emu.report) go into the results folder.
 
-Interrupts (Ctrl-C, SIGTERM) stop workers, traffic, switches and Mininet; a safety net
-(:func:`emu.cleanup.cleanup` scoped to the run) removes whatever escaped.
+The runner logs and reports progress through a callback (:class:`ProgressEvent`); it
+never prints (the CLI draws progress bars and tables). Interrupts (Ctrl-C, SIGTERM) stop
+everything the back end started.
 """
 
 from __future__ import annotations
@@ -20,80 +22,39 @@ import json
 import logging
 import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from emu import cleanup as cleanup_mod
-from emu.targets import SwitchOptions, SwitchStartError, TargetUnavailable, target_class
+from emu.backend import (
+    MODES,
+    Backend,
+    BackgroundSource,
+    ProgressEvent,
+    ProgressFn,
+    RunError,
+    UsageError,
+    WorkerResult,
+    Workload,
+    backend_class,
+    no_progress,
+)
+from emu.mininet_backend import exit_reason
+from emu.targets import TargetUnavailable
 
 log = logging.getLogger(__name__)
 
-#: Environment variable that tags every process of a run (cleanup finds escaped ones).
-RUN_ENV = cleanup_mod.RUN_ENV
 #: Root of the per-run runtime directories (control sockets, worker specs).
 RUN_ROOT = cleanup_mod.RUN_ROOT
 #: Schemes in run order.
 SCHEMES = ("baseline", "symphony")
-#: Repository root (worker processes get it on PYTHONPATH).
-REPO_ROOT = Path(__file__).resolve().parent.parent
-#: UDP port of the background traffic (docs/interfaces.md section 1).
-TRAFFIC_PORT = 5001
-#: Time from launching the workers to their common start (s): imports take ~1 s per process
-#: on a loaded 2-core machine; the workers start together at ``start_at`` regardless.
-START_DELAY_BASE_S = 2.0
-START_DELAY_PER_WORKER_S = 0.25
 #: Per-scheme time limit = START + iterations * (compute + SLACK * bound + PER_STEP * steps) + EXTRA.
 TIMEOUT_BOUND_SLACK = 25.0
 TIMEOUT_PER_STEP_S = 0.5
 TIMEOUT_EXTRA_S = 30.0
-#: Longest wait between progress updates while workers run (s); worker exits wake it at once.
-POLL_INTERVAL_S = 0.5
-
-
-class UsageError(Exception):
-    """A user mistake (not root, bad arguments); ``str()`` is one line (CLI exit code 2)."""
-
-
-class RunError(Exception):
-    """The run failed at run time (a worker failed, a switch died, time ran out); one line."""
-
-
-@dataclass(frozen=True)
-class ProgressEvent:
-    """A progress report: ``phase`` is "network", "start", "running", "done" or "info".
-
-    scheme: the scheme ("" for network events); done/total: iterations finished (summed over
-    ranks of every job, divided by ranks, i.e. collectives completed by all ranks);
-    message: free text for the status line.
-    """
-
-    phase: str
-    scheme: str = ""
-    done: int = 0
-    total: int = 0
-    message: str = ""
-
-
-ProgressFn = Callable[[ProgressEvent], None]
-
-
-@dataclass
-class WorkerResult:
-    """One worker process: exit code, last line of its output, where its log and JSON lines are."""
-
-    job: int
-    rank: int
-    host: str
-    returncode: int | None
-    reason: str
-    log_path: Path
-    jsonl_path: Path
 
 
 @dataclass
@@ -180,27 +141,8 @@ class RunResult:
 
 
 # --------------------------------------------------------------------------------------
-# Checks
+# Results folder
 # --------------------------------------------------------------------------------------
-
-
-def require_root() -> None:
-    """UsageError unless running as root (Mininet creates namespaces and links)."""
-    if os.geteuid() != 0:
-        raise UsageError("Mininet needs root: run sudo .venv/bin/symphony-emu ... (or sudo ./scripts/setup.sh run)")
-
-
-def require_mininet() -> None:
-    """UsageError unless the mininet module and mnexec are installed."""
-    import importlib.util
-    import shutil
-
-    if importlib.util.find_spec("mininet") is None:
-        raise UsageError("the mininet Python module is missing: run sudo ./scripts/setup.sh "
-                         "(apt-get install mininet; the venv needs --system-site-packages)")
-    for binary in ("mnexec", "ip", "ethtool"):
-        if shutil.which(binary) is None:
-            raise UsageError(f"{binary} is not installed: run sudo ./scripts/setup.sh")
 
 
 def new_run_id() -> str:
@@ -238,6 +180,10 @@ def make_out_dir(path: Path, *, given: bool = True) -> Path:
         raise UsageError(f"{path}: cannot {action} the results folder ({reason}); "
                          "run from a writable directory or give --out DIR") from None
     return path
+
+
+#: What ran and how it ended, in the results folder (see :meth:`Experiment.update_run_file`).
+RUN_FILE = "run.json"
 
 
 #: What ran and how it ended, in the results folder (see :meth:`Experiment.update_run_file`).
@@ -284,7 +230,7 @@ def interrupts_deferred() -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------------------
-# Worker specs and processes
+# Worker specs and workloads
 # --------------------------------------------------------------------------------------
 
 
@@ -340,115 +286,13 @@ def scheme_timeout_s(topology: Any, *, iterations: int | None, size: int | None,
     return start_delay + worst + TIMEOUT_EXTRA_S
 
 
-def exit_reason(code: int) -> str:
-    """A worker's exit status in words: a negative code is the signal that killed it."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        hint = " (out of memory? see dmesg)" if -code == signal.SIGKILL else ""
-        return f"killed by {name}{hint}"
-    return f"exit code {code}"
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return lines[-1] if lines else ""
-
-
-class _Progress:
-    """Counts finished iterations from the workers' growing JSON lines files."""
-
-    def __init__(self, paths: Sequence[Path]) -> None:
-        self.offsets = {p: 0 for p in paths}
-        self.counts = {p: 0 for p in paths}
-        #: iterations whose step records a rank wrote (it writes them when the collective ends;
-        #: its "iteration" records may come only after the last one, see hostapps.worker).
-        self.stepped: dict[Path, set[int]] = {p: set() for p in paths}
-        self.errors: dict[Path, str] = {}
-
-    def update(self) -> None:
-        for path, offset in self.offsets.items():
-            try:
-                with open(path, "rb") as fh:
-                    fh.seek(offset)
-                    chunk = fh.read()
-            except OSError:
-                continue
-            end = chunk.rfind(b"\n") + 1
-            if end == 0:
-                continue
-            self.offsets[path] = offset + end
-            for line in chunk[:end].splitlines():
-                if b'"iteration"' not in line and b'"error"' not in line:
-                    continue
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                kind = rec.get("kind")
-                if kind == "step" and isinstance(rec.get("iteration"), int):
-                    self.stepped[path].add(rec["iteration"])
-                    self.counts[path] = max(self.counts[path], len(self.stepped[path]))
-                elif kind == "iteration":
-                    self.counts[path] = max(self.counts[path], rec.get("iteration", -1) + 1)
-                elif kind == "error":
-                    self.errors.setdefault(path, str(rec.get("message", "")))
-
-    def done(self) -> int:
-        """Collectives completed by all ranks (minimum over ranks, summed over jobs is not needed)."""
-        return min(self.counts.values()) if self.counts else 0
-
-
-class _ExitWaiter:
-    """Wait until one of some processes exits (pidfds in select), or a timeout."""
-
-    def __init__(self, procs: Sequence[subprocess.Popen]) -> None:
-        self.fds: list[int] = []
-        for proc in procs:
-            try:
-                self.fds.append(os.pidfd_open(proc.pid))
-            except (OSError, AttributeError):  # exited already / no pidfd: fall back to the timeout
-                pass
-
-    def __enter__(self) -> _ExitWaiter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for fd in self.fds:
-            os.close(fd)
-        self.fds.clear()
-
-    def wait(self, timeout_s: float) -> None:
-        """Return after ``timeout_s`` seconds or as soon as one of the processes exits."""
-        import select
-
-        ready, _, _ = select.select(self.fds, [], [], timeout_s) if self.fds else ([], [], [])
-        for fd in ready:  # an exited process stays readable: stop watching it
-            self.fds.remove(fd)
-            os.close(fd)
-        if not self.fds and not ready:
-            time.sleep(timeout_s)
-
-
-def _terminate(procs: Sequence[subprocess.Popen], timeout_s: float = 3.0) -> None:
-    """SIGTERM every live process, SIGKILL those still alive after ``timeout_s`` seconds."""
-    live = [p for p in procs if p.poll() is None]
-    for p in live:
-        with contextlib.suppress(ProcessLookupError):
-            p.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    for p in live:
-        try:
-            p.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                p.kill()
-            p.wait()
+def background_sources(topology: Any, seed: int) -> list[BackgroundSource]:
+    """The topology's background flows as workload sources (seed ``seed * 1000 + index``)."""
+    return [BackgroundSource(index=i, src=f.src, dst=f.dst, rate_bps=f.rate_mbps * 1e6, on_s=f.on_ms / 1000.0,
+                             off_s=f.off_ms / 1000.0, start_s=f.start_ms / 1000.0,
+                             duration_s=f.duration_ms / 1000.0 if f.duration_ms is not None else None,
+                             exponential=f.exponential, packet_bytes=f.packet_bytes, seed=seed * 1000 + i)
+            for i, f in enumerate(topology.background)]
 
 
 # --------------------------------------------------------------------------------------
@@ -460,53 +304,59 @@ class Experiment:
     """A programmed network of one topology on which the jobs run once per scheme.
 
     Use :meth:`open` (a context manager) to build and always tear down the network.
+    ``backend`` is the :class:`emu.backend.Backend` that runs it; ``network`` its
+    programmed network (``set_mode``, ``reset_jobs``, ``read_counters``, ...).
     """
 
     def __init__(self, topology: Any, topology_path: Path, *, target: str, out_dir: Path, seed: int,
-                 run_id: str) -> None:
+                 run_id: str, mode: str = "mininet") -> None:
         self.topology = topology
         self.topology_path = topology_path
         self.target = target
         self.out_dir = out_dir
         self.seed = seed
         self.run_id = run_id
+        self.mode = mode
         self.run_dir = RUN_ROOT / run_id
-        self.network: Any = None
-        self._children: list[subprocess.Popen] = []
-        self._cli_runs = 0
+        self.backend: Backend = backend_class(mode)(topology, out_dir=out_dir, run_dir=self.run_dir, run_id=run_id,
+                                                    seed=seed, target=target)
+
+    @property
+    def network(self) -> Any:
+        """The back end's programmed network (None before it is built)."""
+        return self.backend.network
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, topology_path: Path, *, target: str = "embedded", out: Path | None = None, seed: int = 1,
-             progress: ProgressFn | None = None, run_id: str | None = None) -> Iterator[Experiment]:
+    def open(cls, topology_path: str | os.PathLike[str], *, target: str = "embedded", out: Path | None = None,
+             seed: int = 1, progress: ProgressFn | None = None, run_id: str | None = None,
+             mode: str = "mininet", topology: Any = None) -> Iterator[Experiment]:
         """Validate, check the machine, build and program the network; tear it down on exit.
 
-        Raises TopologyError / UsageError / TargetUnavailable before anything starts.
+        ``topology``: the already loaded :class:`emu.topology.Topology` of ``topology_path``
+        (so a run loads its file once), else it is loaded here. Raises TopologyError /
+        UsageError / TargetUnavailable before anything starts.
         """
-        from emu.topology import load_topology
+        if topology is None:
+            from emu.topology import load_topology
 
-        topology = load_topology(topology_path)
-        target_cls = target_class(target)  # TargetUnavailable: one line
-        require_root()
-        require_mininet()
+            topology = load_topology(topology_path)
+        klass = backend_class(mode)
+        klass.check(topology, target=target)
         if not topology.jobs:
             raise UsageError(f"{topology_path}: jobs: the topology has no job to run; add one (docs/topology-format.md)")
-        names = [h.name for h in topology.hosts] + [s.name for s in topology.switches]
-        stale = cleanup_mod.find_links(names)
-        if stale:
-            raise UsageError(f"links {', '.join(stale[:4])}{' ...' if len(stale) > 4 else ''} already exist (another "
-                             "network, or a killed run): stop it or run sudo .venv/bin/symphony-emu clean")
         run_id = run_id or new_run_id()
         out_dir = make_out_dir((out or default_out_dir(run_id)).resolve(), given=out is not None)
-        exp = cls(topology, Path(topology_path), target=target, out_dir=out_dir, seed=seed, run_id=run_id)
+        exp = cls(topology, Path(topology_path), target=target, out_dir=out_dir, seed=seed, run_id=run_id, mode=mode)
         exp.update_run_file(run_id=run_id, topology=str(topology_path), topology_name=topology.name, target=target,
-                            seed=seed, started=datetime.now().isoformat(timespec="seconds"), status="starting")
-        previous = os.environ.get(RUN_ENV)
-        os.environ[RUN_ENV] = run_id  # inherited by switches, workers, traffic: cleanup finds them
+                            mode=mode, seed=seed, started=datetime.now().isoformat(timespec="seconds"),
+                            status="starting")
+        previous = os.environ.get(cleanup_mod.RUN_ENV)
+        os.environ[cleanup_mod.RUN_ENV] = run_id  # inherited by switches, workers, traffic: cleanup finds them
         end: dict[str, Any] = {"status": "interrupted"}  # unless the block ends or fails otherwise
         try:
             with sigterm_as_interrupt():
-                exp._build(target_cls, progress)
+                exp._build(progress or no_progress)
                 exp.update_run_file(status="running")
                 yield exp
             end = {"status": "finished"}
@@ -520,25 +370,12 @@ class Experiment:
                 exp.close()
                 exp.update_run_file(ended=datetime.now().isoformat(timespec="seconds"), **end)
             if previous is None:
-                os.environ.pop(RUN_ENV, None)
+                os.environ.pop(cleanup_mod.RUN_ENV, None)
             else:
-                os.environ[RUN_ENV] = previous
+                os.environ[cleanup_mod.RUN_ENV] = previous
 
-    def _build(self, target_cls: type, progress: ProgressFn | None) -> None:
-        from emu.network import NetworkError, build_network
-
-        emit = progress or (lambda event: None)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        options = SwitchOptions(control_dir=self.run_dir, log_dir=self.out_dir / "logs", seed=self.seed)
-        emit(ProgressEvent("network", message=f"starting {len(self.topology.switches)} switches"))
-        t0 = time.monotonic()
-        try:
-            self.network = build_network(self.topology, target_cls=target_cls, options=options, target=self.target)
-            emit(ProgressEvent("network", message="programming switches"))
-            self.network.program("baseline")
-        except (SwitchStartError, NetworkError) as exc:
-            raise RunError(str(exc)) from None
-        emit(ProgressEvent("network", message=f"network ready in {time.monotonic() - t0:.1f} s"))
+    def _build(self, progress: ProgressFn) -> None:
+        self.backend.build(progress)
         (self.out_dir / "topology.yaml").write_text(self.topology_path.read_text())
 
     def update_run_file(self, **fields: Any) -> None:
@@ -562,18 +399,8 @@ class Experiment:
             log.warning("cannot write %s: %s", path, exc.strerror or exc)
 
     def close(self) -> None:
-        """Stop every child, the switches and Mininet, then sweep leftovers of this run."""
-        _terminate(self._children)
-        self._children.clear()
-        if self.network is not None:
-            try:
-                self.network.stop()
-            except Exception as exc:  # noqa: BLE001 - keep tearing down
-                log.warning("stopping the network: %s", exc)
-        names = [h.name for h in self.topology.hosts] + [s.name for s in self.topology.switches]
-        left = cleanup_mod.cleanup(run_tag=self.run_id, run_id=self.run_id, node_names=names)
-        if not left.empty():
-            log.info("swept leftovers: %s", left)
+        """Stop everything the back end started."""
+        self.backend.close()
 
     def set_mode(self, scheme: str) -> None:
         """Put every switch in ``scheme``'s mode."""
@@ -585,13 +412,11 @@ class Experiment:
         """Run every job once with ``scheme``'s marking; RunError if a worker fails."""
         from emu.network import NetworkError
 
-        emit = progress or (lambda event: None)
+        emit = progress or no_progress
         results_dir = results_dir or self.out_dir / scheme
         results_dir.mkdir(parents=True, exist_ok=True)
         logs_dir = results_dir / "logs"
         logs_dir.mkdir(exist_ok=True)
-        specs_dir = self.run_dir / f"specs-{results_dir.name}"
-        specs_dir.mkdir(parents=True, exist_ok=True)
         try:
             self.network.set_mode(scheme)
             self.network.reset_jobs()
@@ -600,112 +425,36 @@ class Experiment:
             raise RunError(f"switch control failed before {scheme}: {exc}") from None
 
         n_workers = sum(len(job.ranks) for job in self.topology.jobs)
-        start_delay = START_DELAY_BASE_S + START_DELAY_PER_WORKER_S * n_workers
-        start_at = time.time() + start_delay
+        start_at = self.backend.start_time(n_workers)
         specs = worker_specs(self.topology, iterations=iterations, size=size, seed=self.seed, start_at=start_at,
                              results_dir=results_dir)
+        (results_dir / "specs").mkdir(exist_ok=True)
+        for spec in specs:
+            name = f"job{spec['job_id']}-rank{spec['rank']}.json"
+            (results_dir / "specs" / name).write_text(json.dumps({k: v for k, v in spec.items() if k != "host"},
+                                                                 indent=1))
+        start_delay = max(0.0, start_at - self.backend.start_time(0)) if self.backend.wall_clock else 0.0
         timeout = scheme_timeout_s(self.topology, iterations=iterations, size=size, start_delay=start_delay)
-        total_iters = max(spec["iterations"] for spec in specs)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-                   PYTHONUNBUFFERED="1", **{RUN_ENV: self.run_id})
-
-        workers: list[tuple[dict[str, Any], subprocess.Popen, Path]] = []
-        traffic: list[subprocess.Popen] = []
-        pending_sources = self._traffic_plan(start_at, timeout, logs_dir)
-        t0 = time.monotonic()
-        try:
-            for dst in sorted({flow.dst for flow in self.topology.background}):
-                stats = results_dir / f"sink-{dst}.json"
-                cmd = [sys.executable, "-m", "hostapps.traffic", "sink", "--port", str(TRAFFIC_PORT),
-                       "--duration-s", f"{timeout:.0f}", "--stats", str(stats)]
-                traffic.append(self._popen(dst, cmd, logs_dir / f"sink-{dst}.log", env))
-            for spec in specs:
-                host = spec.pop("host")
-                path = specs_dir / f"job{spec['job_id']}-rank{spec['rank']}.json"
-                path.write_text(json.dumps(spec, indent=1))
-                (results_dir / "specs").mkdir(exist_ok=True)
-                (results_dir / "specs" / path.name).write_text(path.read_text())
-                logf = logs_dir / f"job{spec['job_id']}-rank{spec['rank']}.log"
-                cmd = [sys.executable, "-m", "hostapps.worker", "--spec", str(path)]
-                workers.append(({**spec, "host": host}, self._popen(host, cmd, logf, env), logf))
-            emit(ProgressEvent("start", scheme, 0, total_iters, f"{len(workers)} workers"))
-            jsonl = [results_dir / f"job{s['job_id']}-rank{s['rank']}.jsonl" for s, _, _ in workers]
-            tracker = _Progress(jsonl)
-            deadline = time.monotonic() + timeout
-            last_done = -1
-            with _ExitWaiter([proc for _, proc, _ in workers]) as waiter:
-                while True:
-                    now_wall = time.time()
-                    while pending_sources and pending_sources[0][0] <= now_wall:
-                        _, host, cmd, logf = pending_sources.pop(0)
-                        traffic.append(self._popen(host, cmd, logf, env))
-                    codes = [proc.poll() for _, proc, _ in workers]
-                    for (spec, _, logf), code in zip(workers, codes, strict=True):
-                        if code not in (None, 0):
-                            reason = _last_line(logf) or exit_reason(code)
-                            raise RunError(f"{scheme}: job {spec['job_id']} rank {spec['rank']} on {spec['host']} "
-                                           f"failed: {reason} (log {logf})")
-                    tracker.update()
-                    if tracker.done() != last_done:
-                        last_done = tracker.done()
-                        emit(ProgressEvent("running", scheme, last_done, total_iters))
-                    if all(code == 0 for code in codes):
-                        break
-                    self.network.check_switches()
-                    if time.monotonic() > deadline:
-                        slow = [f"job{s['job_id']}-rank{s['rank']}"
-                                for (s, _, _), c in zip(workers, codes, strict=True) if c is None]
-                        raise RunError(f"{scheme}: workers {', '.join(slow)} still running after the time limit "
-                                       f"of {timeout:.0f} s; see {logs_dir}")
-                    wake = POLL_INTERVAL_S
-                    if pending_sources:
-                        wake = min(wake, max(0.0, pending_sources[0][0] - time.time()))
-                    waiter.wait(wake)  # returns early when a worker exits
-        except NetworkError as exc:
-            raise RunError(f"{scheme}: {exc}") from None
-        finally:
-            _terminate([proc for _, proc, _ in workers] + traffic)
-            for proc in [proc for _, proc, _ in workers] + traffic:
-                with contextlib.suppress(ValueError):
-                    self._children.remove(proc)
-        wall = time.monotonic() - t0
+        workload = Workload(scheme=scheme, specs=specs, background=background_sources(self.topology, self.seed),
+                            results_dir=results_dir, logs_dir=logs_dir, timeout_s=timeout,
+                            total_iters=max(spec["iterations"] for spec in specs), start_at=start_at)
+        t0 = _monotonic()
+        results = self.backend.run_workload(workload, emit)
+        wall = _monotonic() - t0
         try:
             after = self.network.read_counters()
-        except (ConnectionError, Exception) as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - ConnectionError, ControlError: one line
             raise RunError(f"reading switch counters after {scheme} failed: {exc}") from None
-        results = [WorkerResult(spec["job_id"], spec["rank"], spec["host"], proc.returncode, _last_line(logf), logf,
-                                results_dir / f"job{spec['job_id']}-rank{spec['rank']}.jsonl")
-                   for spec, proc, logf in workers]
-        emit(ProgressEvent("done", scheme, total_iters, total_iters, f"{wall:.1f} s"))
+        emit(ProgressEvent("done", scheme, workload.total_iters, workload.total_iters, f"{wall:.1f} s"))
         run = SchemeRun(scheme, results_dir, results, before, after, start_at, wall)
         (results_dir / "counters.json").write_text(json.dumps(run.counter_delta(), indent=1, default=str))
         return run
 
-    def _popen(self, host: str, cmd: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen:
-        """Start ``cmd`` in Mininet host ``host``'s namespace, output to ``log_path``."""
-        node = self.network.host(host)
-        with open(log_path, "wb") as logf:
-            # Mininet's popen passes keyword arguments on to subprocess.Popen; mnexec execs in place,
-            # so the parent-death signal reaches the worker itself.
-            proc = node.popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, env=env,
-                              cwd=str(log_path.parent), preexec_fn=cleanup_mod.die_with_parent())
-        self._children.append(proc)
-        return proc
 
-    def _traffic_plan(self, start_at: float, timeout: float, logs_dir: Path) -> list[tuple[float, str, list[str], Path]]:
-        """(wall-clock start, host, command, log) of each background source, by start time."""
-        plan = self.topology.plan
-        out = []
-        for i, flow in enumerate(self.topology.background):
-            duration = flow.duration_ms / 1000.0 if flow.duration_ms is not None else timeout
-            cmd = [sys.executable, "-m", "hostapps.traffic", "source", "--dst", plan.host(flow.dst).ip,
-                   "--port", str(TRAFFIC_PORT), "--rate-mbps", f"{flow.rate_mbps:g}", "--on-ms", f"{flow.on_ms:g}",
-                   "--off-ms", f"{flow.off_ms:g}", "--duration-s", f"{duration:g}", "--size", str(flow.packet_bytes)]
-            if flow.exponential:
-                cmd += ["--seed", str(self.seed * 1000 + i)]
-            log_path = logs_dir / f"bg{i}-{flow.src}-{flow.dst}.log"
-            out.append((start_at + flow.start_ms / 1000.0, flow.src, cmd, log_path))
-        return sorted(out, key=lambda item: item[0])
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
 
 
 # --------------------------------------------------------------------------------------
@@ -715,9 +464,10 @@ class Experiment:
 
 def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES, iterations: int | None = None,
         size: int | None = None, target: str = "embedded", out: str | os.PathLike[str] | None = None, seed: int = 1,
-        progress: ProgressFn | None = None) -> RunResult:
+        progress: ProgressFn | None = None, mode: str = "mininet") -> RunResult:
     """Run the topology's jobs once per scheme on one network; write the results folder.
 
+    ``mode``: the back end, "mininet" (real time, root) or "sim" (virtual time).
     Returns a RunResult (``ok`` False when a result was not verified). Raises TopologyError,
     UsageError, TargetUnavailable (user mistakes, before anything starts), RunError (a
     worker failed, a switch died, the time limit passed) and KeyboardInterrupt (Ctrl-C or
@@ -726,20 +476,22 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
     for scheme in schemes:
         if scheme not in SCHEMES:
             raise UsageError(f"unknown scheme {scheme!r}: use baseline, symphony or both")
+    if mode not in MODES:
+        raise UsageError(f"unknown --mode {mode!r}: use {' or '.join(MODES)}")
     if size is not None and (size <= 0 or size % 4):
         raise UsageError(f"--size {size}: give a positive multiple of 4 bytes (float32 elements)")
     topology_path = Path(topology_path)
     from emu.topology import load_topology
 
-    check_memory(load_topology(topology_path), size=size)
+    topology = load_topology(topology_path)
+    check_memory(topology, size=size, per_process=mode == "mininet")
     runs: dict[str, SchemeRun] = {}
-    with Experiment.open(topology_path, target=target, out=Path(out) if out else None, seed=seed,
-                         progress=progress) as exp:
+    with Experiment.open(topology_path, topology=topology, target=target, out=Path(out) if out else None, seed=seed,
+                         progress=progress, mode=mode) as exp:
         exp.update_run_file(schemes=list(schemes), **resolved_workload(exp.topology, iterations=iterations, size=size))
         for scheme in schemes:
             runs[scheme] = exp.run_scheme(scheme, iterations=iterations, size=size, progress=progress)
         out_dir = exp.out_dir
-        topology = exp.topology
     summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
                                title=f"{topology.name}, run {exp.run_id}")
     from emu import report
@@ -754,6 +506,8 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
 #: Bytes a worker holds per byte of its collective: input, result, receive buffers and the
 #: float64 reference it verifies against (hostapps.worker), with headroom.
 WORKER_BYTES_PER_BYTE = 16
+#: The same in virtual time: the collective's buffer and its receive buffers per rank.
+SIM_BYTES_PER_BYTE = 3
 
 
 def mem_available_bytes() -> int | None:
@@ -767,15 +521,19 @@ def mem_available_bytes() -> int | None:
     return None
 
 
-def check_memory(topology: Any, *, size: int | None, available: int | None = None) -> None:
+def check_memory(topology: Any, *, size: int | None, available: int | None = None,
+                 per_process: bool = True) -> None:
     """UsageError when the workers of every job together would not fit in memory.
 
-    Estimate: ``WORKER_BYTES_PER_BYTE * size`` per rank, summed over the jobs' ranks.
+    Estimate: ``WORKER_BYTES_PER_BYTE * size`` per rank (worker processes, ``per_process``)
+    or ``SIM_BYTES_PER_BYTE * size`` (virtual time: one process, no deferred verification),
+    summed over the jobs' ranks.
     """
+    per_byte = WORKER_BYTES_PER_BYTE if per_process else SIM_BYTES_PER_BYTE
     available = mem_available_bytes() if available is None else available
     if available is None:
         return
-    need = sum(WORKER_BYTES_PER_BYTE * (size if size is not None else job.size_bytes) * len(job.ranks)
+    need = sum(per_byte * (size if size is not None else job.size_bytes) * len(job.ranks)
                for job in topology.jobs)
     if need > available:
         raise UsageError(f"--size: the workers would need about {need / 2**30:.1f} GiB and "
@@ -826,62 +584,20 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
     return summary, table
 
 
-class RichProgress:
-    """Progress bars (one per scheme) and a status line, as a ProgressFn context manager."""
-
-    def __init__(self, console: Any) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[note]}"), TimeElapsedColumn(), console=console,
-                                 transient=False)
-        self.tasks: dict[str, Any] = {}
-
-    def __enter__(self) -> RichProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.tasks:
-            self.progress.__exit__(*exc)
-
-    def _start(self) -> None:
-        """Show the bars at the first event (so early user errors print only their line)."""
-        if not self.tasks:
-            self.progress.__enter__()
-            self.tasks["network"] = self.progress.add_task("network", total=None, note="")
-
-    def __call__(self, event: ProgressEvent) -> None:
-        self._start()
-        if event.phase == "network":
-            self.progress.update(self.tasks["network"], note=event.message)
-            if event.message.startswith("network ready"):
-                self.progress.update(self.tasks["network"], total=1, completed=1)
-            return
-        task = self.tasks.get(event.scheme)
-        if task is None:
-            task = self.tasks[event.scheme] = self.progress.add_task(event.scheme, total=event.total or None, note="")
-        note = event.message if event.phase in ("start", "done") else ""
-        self.progress.update(task, completed=event.done, total=event.total or None, note=note)
 
 
-def print_result(console: Any, result: RunResult) -> None:
-    """The comparison table and where the files are (called by the CLI)."""
-    from emu import report
+def report_table(directory: Path) -> Any:
+    """``symphony-emu report DIR``: redraw the plots of a results folder; return its rich table.
 
-    console.print(result.table if result.table is not None else report.report_table(result.summary))
-    console.print(f"results: {result.out_dir}")
-
-
-def report_dir(directory: Path, console: Any) -> None:
-    """``symphony-emu report DIR``: redraw the plots of a results folder and print its table."""
+    UsageError (one line) when the folder holds no complete run.
+    """
     from emu import report
 
     try:
-        table = report.render_report(directory)
+        return report.render_report(directory)
     except report.ReportError as exc:
         raise UsageError(str(exc)) from None
-    console.print(table)
 
 
-__all__ = ["Experiment", "ProgressEvent", "RichProgress", "RunError", "RunResult", "SchemeRun", "TargetUnavailable",
-           "UsageError", "run"]
+__all__ = ["Experiment", "ProgressEvent", "RunError", "RunResult", "SchemeRun", "TargetUnavailable", "UsageError",
+           "WorkerResult", "exit_reason", "report_table", "run"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from emu import cleanup as cleanup_mod
-from emu import runner
+from emu import mininet_backend, runner
 from emu.report import ReportError, render_report
 from emu.topology import load_topology
 
@@ -61,12 +61,12 @@ def test_resolved_workload_from_topology_and_overrides() -> None:
 def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Experiment.open without root, Mininet or a network: _build does nothing, cleanup is faked."""
     calls: list[str] = []
-    monkeypatch.setattr(runner, "target_class", lambda name: object)
-    monkeypatch.setattr(runner, "require_root", lambda: None)
-    monkeypatch.setattr(runner, "require_mininet", lambda: None)
+    monkeypatch.setattr(mininet_backend, "target_class", lambda name: object)
+    monkeypatch.setattr(mininet_backend, "require_root", lambda: None)
+    monkeypatch.setattr(mininet_backend, "require_mininet", lambda: None)
     monkeypatch.setattr(cleanup_mod, "find_links", lambda names=None: [])
     monkeypatch.setattr(cleanup_mod, "cleanup", lambda **kw: calls.append("cleanup") or cleanup_mod.CleanupReport())
-    monkeypatch.setattr(runner.Experiment, "_build", lambda self, target_cls, progress: calls.append("build"))
+    monkeypatch.setattr(mininet_backend.MininetBackend, "build", lambda self, progress: calls.append("build"))
     return calls
 
 
@@ -128,7 +128,7 @@ def test_bad_out_folder_fails_before_building(no_network: list[str]) -> None:
 def test_progress_counts_iterations_from_step_records(tmp_path: Path) -> None:
     """Workers that defer verification write "iteration" records only at the end: the
     progress must still advance as each collective's step records appear."""
-    from emu.runner import _Progress
+    from emu.mininet_backend import _Progress
 
     paths = [tmp_path / "job0-rank0.jsonl", tmp_path / "job0-rank1.jsonl"]
     tracker = _Progress(paths)
