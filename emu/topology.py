@@ -42,6 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hostapps.ratecontrol import DcqcnParams
 from hostapps.wire import MAX_JOBS, MAX_RANKS
 
+from .units import Bytes, Kind, Mbps, Milliseconds, Seconds, UnitError, to_unit
+
 log = logging.getLogger(__name__)
 
 #: Node names: a letter then letters/digits/underscore, at most 8 characters, so that
@@ -84,10 +86,10 @@ class _Model(BaseModel):
 class LinkDefaults(_Model):
     """Values for links that do not set their own."""
 
-    #: Link rate (Mbit/s), both directions.
-    bandwidth_mbps: float = Field(10.0, gt=0)
-    #: One-way propagation delay (ms), applied at switch egress.
-    delay_ms: float = Field(0.1, ge=0)
+    #: Link rate (Mbit/s, or a value with a unit: ``100Gbit/s``), both directions.
+    bandwidth_mbps: Mbps = Field(10.0, gt=0)
+    #: One-way propagation delay (ms, or a value with a unit: ``2us``), applied at switch egress.
+    delay_ms: Milliseconds = Field(0.1, ge=0)
     #: Egress queue depth of a switch port onto this link (packets).
     queue_packets: int = Field(64, ge=1)
 
@@ -110,10 +112,10 @@ class LinkSpec(_Model):
 
     a: str
     b: str
-    #: Link rate (Mbit/s).
-    bandwidth_mbps: float | None = Field(None, gt=0)
-    #: One-way delay (ms).
-    delay_ms: float | None = Field(None, ge=0)
+    #: Link rate (Mbit/s, or with a unit).
+    bandwidth_mbps: Mbps | None = Field(None, gt=0)
+    #: One-way delay (ms, or with a unit).
+    delay_ms: Milliseconds | None = Field(None, ge=0)
     #: Egress queue depth at the switch end(s) (packets).
     queue_packets: int | None = Field(None, ge=1)
 
@@ -163,20 +165,21 @@ class JobSpec(_Model):
     id: int = Field(ge=0)
     ranks: list[str]
     collective: Collective = "allreduce"
-    #: Bytes per rank per iteration (float32 elements, so a multiple of 4).
-    size_bytes: int = Field(262_144, gt=0)
+    #: Bytes per rank per iteration (float32 elements, so a multiple of 4; or ``256KiB``).
+    size_bytes: Bytes = Field(262_144, gt=0)
     iterations: int = Field(5, ge=1)
-    #: Compute time between collectives (ms); JCT includes it.
-    compute_ms: float = Field(0.0, ge=0)
+    #: Compute time between collectives (ms, or with a unit); JCT includes it.
+    compute_ms: Milliseconds = Field(0.0, ge=0)
     #: NCCL-style slices per step chunk.
     slices: int = Field(1, ge=1)
-    #: Delay of this job's start after the run's common start (ms).
-    start_offset_ms: float = Field(0.0, ge=0)
-    #: A step waiting longer than this for data fails the job (s).
-    step_timeout_s: float = Field(10.0, gt=0)
+    #: Delay of this job's start after the run's common start (ms, or with a unit).
+    start_offset_ms: Milliseconds = Field(0.0, ge=0)
+    #: A step waiting longer than this for data fails the job (s, or with a unit).
+    step_timeout_s: Seconds = Field(10.0, gt=0)
     symphony: SymphonyOverride | None = None
-    #: DCQCN parameter overrides for this job (names of hostapps.ratecontrol.DcqcnParams).
-    dcqcn: dict[str, float | int | bool] | None = None
+    #: DCQCN parameter overrides for this job (names of hostapps.ratecontrol.DcqcnParams;
+    #: periods in s or with a unit, ``5ms``; converted to numbers when loaded).
+    dcqcn: dict[str, float | int | bool | str] | None = None
 
 
 class FlowSpec(_Model):
@@ -184,16 +187,16 @@ class FlowSpec(_Model):
 
     src: str
     dst: str
-    #: Sending rate while on (Mbit/s).
-    rate_mbps: float = Field(gt=0)
-    #: Mean on period (ms).
-    on_ms: float = Field(gt=0)
-    #: Mean off period (ms); 0 = always on.
-    off_ms: float = Field(0.0, ge=0)
-    #: Start after the run's common start (ms).
-    start_ms: float = Field(0.0, ge=0)
-    #: How long the source runs (ms); None = until the jobs end.
-    duration_ms: float | None = Field(None, gt=0)
+    #: Sending rate while on (Mbit/s, or with a unit).
+    rate_mbps: Mbps = Field(gt=0)
+    #: Mean on period (ms, or with a unit).
+    on_ms: Milliseconds = Field(gt=0)
+    #: Mean off period (ms, or with a unit); 0 = always on.
+    off_ms: Milliseconds = Field(0.0, ge=0)
+    #: Start after the run's common start (ms, or with a unit).
+    start_ms: Milliseconds = Field(0.0, ge=0)
+    #: How long the source runs (ms, or with a unit); None = until the jobs end.
+    duration_ms: Milliseconds | None = Field(None, gt=0)
     #: Exponentially distributed on/off periods (mean on_ms/off_ms) instead of fixed.
     exponential: bool = False
     #: UDP payload per packet (bytes).
@@ -215,8 +218,9 @@ class Topology(_Model):
     background: list[FlowSpec] = []
     ecn: EcnParams = EcnParams()
     symphony: SymphonyParams = SymphonyParams()
-    #: DCQCN parameter overrides for every job (names of hostapps.ratecontrol.DcqcnParams).
-    dcqcn: dict[str, float | int | bool] = {}
+    #: DCQCN parameter overrides for every job (names of hostapps.ratecontrol.DcqcnParams;
+    #: periods in s or with a unit, ``5ms``; converted to numbers when loaded).
+    dcqcn: dict[str, float | int | bool | str] = {}
 
     # -- lookups ---------------------------------------------------------------------
 
@@ -540,6 +544,8 @@ def _pydantic_problem(err: Mapping[str, Any]) -> tuple[str, str | None]:
         return (f"unknown key {loc[-1]!r}" if loc else "unknown key", fix)
     if kind == "missing":
         return "required but missing", None
+    if kind == "unit":
+        return str(err.get("msg", "bad value")), str(ctx.get("fix") or "") or None
     comparisons = {
         "greater_than": (">", "gt"),
         "greater_than_equal": (">=", "ge"),
@@ -890,14 +896,116 @@ def _resolve_and_check(topo: Topology, fail: Any) -> None:
         if flow.src == flow.dst:
             raise fail(("background", f, "dst"), f"same as src {flow.src!r}", "send to another host")
 
+    _check_thresholds(topo, fail)
 
-def _check_dcqcn(params: Mapping[str, Any], loc: tuple[Any, ...], fail: Any) -> None:
-    """Check DCQCN overrides against ``hostapps.ratecontrol.DcqcnParams``: names, then values."""
+
+def dcqcn_unit(name: str) -> tuple[str, Kind] | None:
+    """(unit, kind) of a DCQCN parameter of ``hostapps.ratecontrol.DcqcnParams``, by its name.
+
+    Periods and intervals (``*_period``, ``*_interval``) are in seconds, ``*_bytes`` in
+    bytes, ``*_bps`` in bit/s; other parameters are dimensionless (None).
+    """
+    if name.endswith(("_period", "_interval")):
+        return "s", "duration"
+    if name.endswith("_bytes"):
+        return "B", "size"
+    if name.endswith("_bps"):
+        return "bit/s", "rate"
+    return None
+
+
+def _check_dcqcn(params: dict[str, Any], loc: tuple[Any, ...], fail: Any) -> None:
+    """Check DCQCN overrides against ``hostapps.ratecontrol.DcqcnParams``: names, then values.
+
+    Values with a unit (``rate_increase_period: 5ms``) are converted in place to the
+    parameter's unit (see :func:`dcqcn_unit`).
+    """
     names = [f.name for f in dataclasses.fields(DcqcnParams)]
-    for key in params:
+    for key in list(params):
         if key not in names:
             raise fail(loc + (key,), f"unknown DCQCN parameter {key!r}", f"use one of: {', '.join(names)}")
+        unit = dcqcn_unit(key)
+        value = params[key]
+        if isinstance(value, str):
+            if unit is None:
+                raise fail(loc + (key,), f"{value!r} is not a number", "give a plain number (no unit)")
+            try:
+                number = to_unit(value, *unit)
+            except UnitError as exc:
+                raise fail(loc + (key,), exc.problem, exc.fix) from None
+            params[key] = int(number) if unit[1] == "size" and number.is_integer() else number
     try:
         DcqcnParams(**params).validate()
     except Exception as exc:  # RateControlError names the field
         raise fail(loc, str(exc), "see the field docs in hostapps/ratecontrol.py") from None
+
+
+def ecn_lowest_threshold(ecn: EcnParams) -> int:
+    """Queue depth (packets) at which ECN starts marking: K, or Kmin of a RED-like ramp."""
+    kmin = getattr(ecn, "kmin_packets", None)
+    return int(kmin if kmin is not None else ecn.threshold_packets)
+
+
+def _ecn_loc(ecn: EcnParams) -> tuple[str, str]:
+    return ("ecn", "kmin_packets") if getattr(ecn, "kmin_packets", None) is not None else ("ecn", "threshold_packets")
+
+
+def _check_thresholds(topo: Topology, fail: Any) -> None:
+    """Reject marking thresholds that can never fire and DCQCN timers longer than the run.
+
+    The traffic manager gives ``enq_qdepth`` = packets waiting ahead on arrival, at most
+    depth - 1 (a packet that finds ``depth`` waiting is dropped; emu/embedded/tm.py), and the
+    P4 program marks when ``enq_qdepth >= threshold``: a threshold at or above a port's
+    queue depth never marks there.
+    """
+    shallowest = min(range(len(topo.links)), key=lambda i: topo.links[i].queue_packets or 0)
+    depth = topo.links[shallowest].queue_packets
+    assert depth is not None
+    where = f"links[{shallowest}] ({topo.links[shallowest].a}-{topo.links[shallowest].b})"
+    if topo.ecn.enabled:
+        k = ecn_lowest_threshold(topo.ecn)
+        loc = _ecn_loc(topo.ecn)
+        default = "" if loc[1] in topo.ecn.model_fields_set else " (the default)"
+        if k >= depth:
+            raise fail(
+                loc,
+                f"ECN threshold {k} packets{default} is at or above the queue depth of {where}, {depth} packets,"
+                " so ECN never marks there (a full queue drops instead)",
+                f"use a threshold below {depth} packets, or deeper queues (queue_packets)",
+            )
+    gates: list[tuple[tuple[Any, ...], int]] = [(("symphony", "queue_gate"), topo.symphony.queue_gate)]
+    for j, job in enumerate(topo.jobs):
+        if job.symphony is not None and job.symphony.queue_gate is not None:
+            gates.append((("jobs", j, "symphony", "queue_gate"), job.symphony.queue_gate))
+    for loc, gate in gates:
+        if gate >= depth:
+            raise fail(
+                loc,
+                f"queue gate {gate} packets is at or above the queue depth of {where}, {depth} packets,"
+                " so Symphony never marks there",
+                f"use a gate below {depth} packets (1 = queue non-empty)",
+            )
+    if not topo.jobs:
+        return
+    from .metrics import bandwidth_bound_s  # deferred: metrics imports heavier modules
+    from .routing import compute_routes
+
+    routes = compute_routes(topo)
+    for j, job in enumerate(topo.jobs):
+        explicit = [(("dcqcn", k), k, v) for k, v in topo.dcqcn.items()]
+        explicit += [(("jobs", j, "dcqcn", k), k, v) for k, v in (job.dcqcn or {}).items()]
+        timers = [(loc, k, float(v)) for loc, k, v in explicit if dcqcn_unit(k) == ("s", "duration")]
+        if not timers:
+            continue
+        bound = bandwidth_bound_s(
+            job.collective, len(job.ranks), job.size_bytes, routes.job_bandwidth(job.id).fair_share_bps
+        )
+        run_s = job.iterations * bound + (job.iterations - 1) * job.compute_ms / 1000
+        for loc, key, value in timers:
+            if value > run_s:
+                raise fail(
+                    loc,
+                    f"{key} = {value:g} s is longer than job {job.id}'s whole run"
+                    f" ({job.iterations} iterations at the bandwidth bound: {run_s:.3g} s), so it never fires",
+                    f"give it with a unit (e.g. '{key}: 5ms'); a bare number is in seconds",
+                )

@@ -22,7 +22,7 @@ switches:
   - {name: s2}
 links:
   - {a: h1, b: s1}
-  - {a: h2, b: s1, bandwidth_mbps: 20, delay_ms: 0.5, queue_packets: 10}
+  - {a: h2, b: s1, bandwidth_mbps: 20, delay_ms: 0.5, queue_packets: 12}
   - {a: s1, b: s2}
   - {a: s2, b: h3}
 jobs:
@@ -66,7 +66,7 @@ def test_plan_ports_interfaces_macs() -> None:
         (3, "s1-eth3", "s2"),
     ]
     assert s1.ports[2].peer_port == 1 and s1.ports[2].peer_intf == "s2-eth1"
-    assert s1.ports[1].rate_bps == 20e6 and s1.ports[1].delay_us == 500 and s1.ports[1].depth_pkts == 10
+    assert s1.ports[1].rate_bps == 20e6 and s1.ports[1].delay_us == 500 and s1.ports[1].depth_pkts == 12
     h3 = plan.host("h3")
     assert (h3.intf, h3.switch, h3.switch_port, h3.mac) == ("h3-eth0", "s2", 2, "02:00:00:00:00:03")
     assert s1.ports[0].mac == "02:01:00:01:00:01"
@@ -243,3 +243,101 @@ def test_symphony_override_merges() -> None:
 def test_dcqcn_known_params_pass() -> None:
     topo = parse_topology(GOOD + "dcqcn: {g: 0.125}\n", "t.yaml")
     assert topo.dcqcn_for(2) == {"g": 0.125}
+
+
+# -- values with units (issue 9: a bare number keeps its documented unit) -------------
+
+
+def test_values_with_units_convert_to_the_field_unit() -> None:
+    text = (
+        GOOD.replace("bandwidth_mbps: 20, delay_ms: 0.5", "bandwidth_mbps: 100Gbit/s, delay_ms: 2us")
+        .replace("{id: 2, ranks", "{id: 2, size_bytes: 64KiB, compute_ms: 1.5s, step_timeout_s: 500ms, ranks")
+        + "background: [{src: h1, dst: h3, rate_mbps: 12.5MB/s, on_ms: 0.1s, off_ms: 250us}]\n"
+    )
+    topo = parse_topology(text, "t.yaml")
+    assert topo.links[1].bandwidth_mbps == 100_000.0 and topo.links[1].delay_ms == 0.002
+    job = topo.job(2)
+    assert (job.size_bytes, job.compute_ms, job.step_timeout_s) == (65_536, 1500.0, 0.5)
+    flow = topo.background[0]
+    assert (flow.rate_mbps, flow.on_ms, flow.off_ms) == (100.0, 100.0, 0.25)
+    port = topo.plan.switch("s1").ports[1]
+    assert port.rate_bps == 100e9 and port.delay_us == 2
+
+
+def test_bare_numbers_keep_their_documented_unit() -> None:
+    topo = parse_topology(GOOD.replace("{id: 2, ranks", "{id: 2, step_timeout_s: 3, ranks"), "t.yaml")
+    assert topo.links[1].bandwidth_mbps == 20.0 and topo.links[1].delay_ms == 0.5
+    assert topo.job(2).step_timeout_s == 3.0
+
+
+def test_dcqcn_periods_accept_units() -> None:
+    topo = parse_topology(GOOD + "dcqcn: {rate_increase_period: 5ms, byte_counter_bytes: 32KiB}\n", "t.yaml")
+    assert topo.dcqcn_for(2) == {"rate_increase_period": 0.005, "byte_counter_bytes": 32768}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "words"),
+    [
+        ("bandwidth_mbps: 20", "bandwidth_mbps: 5ms", "links[1].bandwidth_mbps", "'5ms' is not a rate"),
+        ("bandwidth_mbps: 20", "bandwidth_mbps: 3 Gb/s", "links[1].bandwidth_mbps", "'Gbit/s', not 'Gb/s'"),
+        ("delay_ms: 0.5", "delay_ms: 5 blorps", "links[1].delay_ms", "cannot read '5 blorps' as a duration"),
+        ("delay_ms: 0.5", "delay_ms: -2us", "links[1].delay_ms", "must be >= 0"),
+        ("{id: 2,", "{id: 2, size_bytes: 1.5B,", "jobs[0].size_bytes", "not a whole number of B"),
+        ("name: t\n", "name: t\ndcqcn: {g: 5ms}\n", "dcqcn.g", "not a number"),
+        ("name: t\n", "name: t\ndcqcn: {rate_increase_period: 5Mbit/s}\n", "dcqcn.rate_increase_period",
+         "is not a duration"),
+    ],
+)
+def test_bad_units(old: str, new: str, field: str, words: str) -> None:
+    assert old in GOOD
+    msg = _error(GOOD.replace(old, new, 1))
+    assert f"topologies/bad.yaml: {field}: " in msg and words in msg, msg
+    assert "\n" not in msg
+
+
+# -- thresholds that cannot work are rejected -------------------------------------------
+
+
+def test_ecn_threshold_at_or_above_the_queue_depth_is_rejected() -> None:
+    # Issue 9: ECN K = 100 on 64-packet queues was accepted and turned ECN off.
+    msg = _error(GOOD + "ecn: {threshold_packets: 100}\n")
+    assert msg.startswith("topologies/bad.yaml: ecn.threshold_packets: ECN threshold 100 packets is at or above"), msg
+    assert "links[1] (h2-s1), 12 packets" in msg and "use a threshold below 12 packets" in msg, msg
+    assert "\n" not in msg
+    _error(GOOD + "ecn: {threshold_packets: 12}\n")  # == depth: never marks either
+    assert parse_topology(GOOD + "ecn: {threshold_packets: 11}\n", "t.yaml").ecn.threshold_packets == 11
+    # ECN off: any threshold is fine.
+    parse_topology(GOOD + "ecn: {enabled: false, threshold_packets: 100}\n", "t.yaml")
+
+
+def test_default_ecn_threshold_on_shallow_queues_says_default() -> None:
+    msg = _error(GOOD.replace("queue_packets: 12", "queue_packets: 8"))
+    assert "ECN threshold 10 packets (the default) is at or above" in msg, msg
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ("symphony: {queue_gate: 64}\n", "symphony.queue_gate"),
+        ("", "jobs[0].symphony.queue_gate"),
+    ],
+)
+def test_queue_gate_at_or_above_the_depth_is_rejected(extra: str, field: str) -> None:
+    text = GOOD + extra
+    if not extra:
+        text = text.replace("{id: 2, ranks", "{id: 2, symphony: {queue_gate: 20}, ranks")
+    msg = _error(text)
+    assert f"topologies/bad.yaml: {field}: queue gate" in msg and "Symphony never marks" in msg, msg
+
+
+def test_dcqcn_timer_longer_than_the_run_is_rejected() -> None:
+    # Issue 9: 'rate_increase_period: 5' meant five seconds; the job's whole run takes
+    # 5 iterations x 2(3-1)/3 * 256 KiB / 10 Mbit/s = 1.4 s at the bandwidth bound.
+    msg = _error(GOOD + "dcqcn: {rate_increase_period: 5}\n")
+    assert msg.startswith(
+        "topologies/bad.yaml: dcqcn.rate_increase_period: rate_increase_period = 5 s is longer than job 2's whole run"
+    ), msg
+    assert "'rate_increase_period: 5ms'" in msg and "a bare number is in seconds" in msg, msg
+    per_job = GOOD.replace("{id: 2, ranks", "{id: 2, dcqcn: {alpha_update_period: 2}, ranks")
+    assert "jobs[0].dcqcn.alpha_update_period" in _error(per_job)
+    assert parse_topology(GOOD + "dcqcn: {rate_increase_period: 1}\n", "t.yaml")
