@@ -2,7 +2,7 @@
  *
  * The v1model architecture (the one simple_switch/bmv2 implements) as far as the
  * embedded runtime supports it; written for this project from the P4_16 specification
- * and bmv2's documented behaviour. Semantics live in emu/embedded/runtime.py; see
+ * and bmv2's documented behaviour. Semantics live in emu/embedded/v1model.py; see
  * docs/p4-subset.md.
  */
 #ifndef EMU_V1MODEL_P4

@@ -1,0 +1,1277 @@
+"""Code generation: an IR program's parsers, controls, actions and tables as Python source.
+
+:class:`CodeGen` turns P4 constructs that every architecture shares (expressions,
+statements, actions, tables, parser states, ``extract``/``emit``, headers and structs as
+Python locals) into lines of Python. What an architecture adds (its package, its
+intrinsic metadata, its extern objects and functions) comes from an
+:class:`Architecture` (``v1model.py``): a new extern is one entry in its
+``externs``/``functions`` tables, a new statement or expression one branch here.
+
+Generated code is a list of :class:`Line` objects; constructs the optimizer may rewrite
+are recorded as *sites* (:class:`ExtractSite`, :class:`DeparseSite`) that hold the very
+lines they emitted, so ``optimize.py`` edits those objects and never searches the text.
+Errors raise :class:`P4FrontendError` naming the file and line of the construct.
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from . import ir
+from .errors import P4FrontendError
+from .externs import Objects, csum, hash_value
+from .tables import ActionSpec, KeySpec, Table
+
+__all__ = ["ActionRef", "Architecture", "CodeGen", "Ctx", "DeparseSite", "ExternRef", "ExternType",
+           "ExtractSite", "HdrRef", "Leaf", "Line", "PacketRef", "StructRef", "TableRef", "V", "mask", "tname"]
+
+Scopes = list[dict[str, Any]]
+
+
+class Exit(Exception):
+    """Raised by ``exit;`` inside a control."""
+
+
+# ----------------------------------------------------------------------- values and bindings
+
+@dataclass
+class V:
+    """A compiled expression: Python code, P4 type, constant value, may-exceed-width flag."""
+
+    code: str
+    type: Any
+    const: int | None = None
+    dirty: bool = False
+
+
+@dataclass
+class HdrRef:
+    """A header instance: validity var and (name, width, var) fields."""
+
+    valid: str
+    fields: list[tuple[str, int, str]]
+    type: ir.HeaderT
+    path: str
+
+
+@dataclass
+class StructRef:
+    """A struct instance: member name -> binding."""
+
+    members: dict[str, Any]
+    type: ir.StructT
+    path: str
+
+
+@dataclass
+class Leaf:
+    """A scalar storage location (Python variable) of a given type."""
+
+    var: str
+    type: Any
+
+
+@dataclass
+class PacketRef:
+    """The ``packet_in`` or ``packet_out`` parameter of a parser or deparser."""
+
+    kind: str
+
+
+@dataclass
+class ActionRef:
+    """An action declared in a control (or at top level)."""
+
+    action: ir.Action
+
+
+@dataclass
+class TableRef:
+    """A table instance: its runtime :class:`Table`, its declaration, its actions, the block context."""
+
+    table: Table
+    decl: ir.Table
+    actions: list[ir.Action]
+    ctx: Ctx
+
+
+@dataclass
+class ExternRef:
+    """An extern object instance: the runtime object and the :class:`ExternType` that generates its calls."""
+
+    obj: Any
+    ext: ExternType
+
+
+@dataclass
+class Ctx:
+    """Where code is being generated: the block and what the architecture binds in it.
+
+    ``kind`` is ``"parser"`` or ``"control"``; ``scopes`` the block's scopes (parameters,
+    then its locals); ``meta`` the architecture's intrinsic metadata by role (v1model:
+    ``"sm"`` = standard_metadata); ``depth`` the action-call nesting; ``in_loop`` whether
+    ``return`` can leave the current body with ``break``.
+    """
+
+    kind: str
+    block: str
+    scopes: Scopes
+    meta: dict[str, Any] = field(default_factory=dict)
+    depth: int = 0
+    in_loop: bool = False
+
+
+class ExternType(Protocol):
+    """How an architecture's extern object type (``register``, ``counter``, ...) compiles."""
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> Any:
+        """Create and register (in ``gen.objects``) the runtime object of ``inst`` named ``fq``."""
+
+    def call(self, gen: CodeGen, obj: Any, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+        """Emit the method call ``e`` (statement) on ``obj``; ``gen.fail`` if unsupported."""
+
+
+#: Emits a call of an extern function (``mark_to_drop(sm)``, ``hash(...)``) as a statement.
+FunctionGen = Any  # Callable[[CodeGen, ir.Call, Scopes, Ctx], None]
+
+
+class Architecture(Protocol):
+    """What :class:`CodeGen` needs of an architecture: its externs by type name and its functions by name."""
+
+    externs: dict[str, ExternType]
+    functions: dict[str, FunctionGen]
+
+
+# ----------------------------------------------------------------------- emitted code
+
+@dataclass(eq=False, slots=True)
+class Line:
+    """One line of generated Python: indentation level and text ("" = removed by the optimizer)."""
+
+    ind: int
+    text: str
+
+
+def render(lines: list[Line]) -> list[str]:
+    """The source lines of ``lines`` (removed lines left out)."""
+    return ["    " * ln.ind + ln.text for ln in lines if ln.text]
+
+
+@dataclass(eq=False)
+class ExtractSite:
+    """One ``extract`` (optimize=True): the lines it emitted that the optimizer may drop.
+
+    ``raw_line`` stores the header's bytes in ``raw``; ``int_line`` (int path only) reads
+    them as one int; ``fields`` pairs each line that computes a field with that field's var.
+    """
+
+    hdr: HdrRef
+    raw: str
+    raw_line: Line
+    int_line: Line | None
+    fields: list[tuple[Line, str]]
+
+
+@dataclass(eq=False)
+class DeparseSite:
+    """One header ``emit`` of the deparser (optimize=True): its line and its rebuild code."""
+
+    hdr: HdrRef
+    line: Line
+    code: str
+
+    def emit_bytes(self, raw: str) -> None:
+        """Re-emit the header from the bytes it was extracted from (var ``raw``)."""
+        self.line.text = f"if {self.hdr.valid}: _out.append({raw})"
+
+
+def mask(w: int) -> int:
+    """``2**w - 1``."""
+    return (1 << w) - 1
+
+
+class CodeGen:
+    """Generates the Python source of one program's blocks; the architecture assembles the functions.
+
+    ``objects`` collects the tables, registers and counters instantiated while
+    generating; ``ns`` the globals the generated code needs; ``slots`` the
+    ``(var, initial value)`` of every header field, metadata field and validity bit.
+    """
+
+    def __init__(self, prog: ir.Program, arch: Architecture, *, optimize: bool = True) -> None:
+        self.prog = prog
+        self.arch = arch
+        self.optimize = optimize
+        self.objects = Objects()
+        self.lines: list[Line] = []
+        self.ind = 1
+        self.n = 0
+        self.slots: list[tuple[str, Any]] = []  # (var, initial value)
+        self.ns: dict[str, Any] = {"_Exit": Exit, "_csum": csum, "_hash": hash_value}
+        self.errors = {e: i for i, e in enumerate(prog.errors)}
+        self.pre: list[Line] = []  # lines to emit before the current statement, indentation relative
+        self._globs: dict[int, str] = {}
+        #: optimize: header valid var -> var holding the bytes of its last extract
+        self.raw: dict[str, str] = {}
+        #: optimize: var -> number of stores to it emitted by extract()
+        self.extract_stores: dict[str, int] = {}
+        self.extract_sites: list[ExtractSite] = []
+        self.deparse_sites: list[DeparseSite] = []
+        self.structs: dict[str, _struct.Struct] = {}
+
+    # ---------------------------------------------------------------- helpers
+    def fresh(self, base: str) -> str:
+        """A new Python identifier derived from ``base``."""
+        self.n += 1
+        clean = "".join(c if c.isalnum() else "_" for c in base)
+        return f"_{clean}_{self.n}"
+
+    def emit(self, text: str) -> Line:
+        """Append a line at the current indentation and return it."""
+        ln = Line(self.ind, text)
+        self.lines.append(ln)
+        return ln
+
+    def fail(self, loc: ir.Loc, msg: str):
+        """Raise :class:`P4FrontendError` at ``loc``."""
+        raise P4FrontendError(loc[0], loc[1], msg)
+
+    def glob(self, base: str, obj: Any) -> str:
+        """Bind ``obj`` as a global of the generated code (one name per object)."""
+        name = self._globs.get(id(obj))
+        if name is None:
+            name = self._globs[id(obj)] = self.fresh(base)
+            self.ns[name] = obj
+        return name
+
+    def snapshot(self) -> tuple:
+        """State to :meth:`restore` to discard everything generated after this call."""
+        return (len(self.lines), dict(self.extract_stores), self.ind, len(self.extract_sites),
+                len(self.deparse_sites))
+
+    def restore(self, snap: tuple) -> None:
+        """Drop the lines and sites generated since ``snap`` was taken."""
+        n_lines, stores, self.ind, n_ext, n_dep = snap
+        del self.lines[n_lines:]
+        self.extract_stores = stores
+        del self.extract_sites[n_ext:]
+        del self.deparse_sites[n_dep:]
+
+    # ---------------------------------------------------------------- storage
+    def alloc_struct(self, t: ir.StructT, path: str) -> StructRef:
+        members: dict[str, Any] = {}
+        for fname, ftype in t.fields:
+            p = f"{path}.{fname}"
+            if isinstance(ftype, ir.HeaderT):
+                members[fname] = self.alloc_header(ftype, p)
+            elif isinstance(ftype, ir.StructT):
+                members[fname] = self.alloc_struct(ftype, p)
+            elif isinstance(ftype, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
+                var = self.fresh(p)
+                self.slots.append((var, False if isinstance(ftype, ir.BoolT) else 0))
+                members[fname] = Leaf(var, ftype)
+            else:
+                self.fail((self.prog.source, 0), f"unsupported struct member type in {t.name}.{fname}")
+        return StructRef(members, t, path)
+
+    def alloc_header(self, t: ir.HeaderT, path: str) -> HdrRef:
+        valid = self.fresh(path + "_valid")
+        self.slots.append((valid, False))
+        fields = []
+        for fname, ftype in t.fields:
+            var = self.fresh(f"{path}.{fname}")
+            self.slots.append((var, 0))
+            fields.append((fname, ftype.width, var))  # type: ignore[union-attr]
+        return HdrRef(valid, fields, t, path)
+
+    # ---------------------------------------------------------------- typing helpers
+    def clean(self, v: V) -> str:
+        """Code of ``v`` reduced to its width."""
+        if v.dirty and isinstance(v.type, ir.BitT):
+            return f"(({v.code}) & {hex(mask(v.type.width))})"
+        if v.dirty and isinstance(v.type, ir.IntT):
+            w = v.type.width
+            return f"(((({v.code}) + {1 << (w - 1)}) & {hex(mask(w))}) - {1 << (w - 1)})"
+        return v.code
+
+    def const(self, value: int, t: Any) -> V:
+        if isinstance(t, ir.BitT):
+            value &= mask(t.width)
+        elif isinstance(t, ir.IntT):
+            w = t.width
+            value = ((value + (1 << (w - 1))) & mask(w)) - (1 << (w - 1))
+        return V(repr(value), t, value)
+
+    def unify(self, a: V, b: V, loc: ir.Loc, op: str) -> tuple[V, V, Any]:
+        ta, tb = a.type, b.type
+        if isinstance(ta, ir.IntLitT) and isinstance(tb, ir.IntLitT):
+            return a, b, ta
+        if isinstance(ta, ir.IntLitT):
+            return self.const(a.const, tb) if a.const is not None else a, b, tb  # type: ignore[arg-type]
+        if isinstance(tb, ir.IntLitT):
+            return a, self.const(b.const, ta) if b.const is not None else b, ta  # type: ignore[arg-type]
+        if ta != tb:
+            self.fail(loc, f"type error: {tname(ta)} {op} {tname(tb)}")
+        return a, b, ta
+
+    def convert(self, v: V, t: Any, loc: ir.Loc) -> str:
+        """Code of ``v`` as a value of type ``t`` (implicit literal conversion only)."""
+        if isinstance(v.type, ir.IntLitT) and isinstance(t, ir.BitT | ir.IntT):
+            if v.const is None:
+                return f"(({v.code}) & {hex(mask(t.width))})"
+            return self.const(v.const, t).code
+        if isinstance(t, ir.BitT) and isinstance(v.type, ir.BitT) and t.width != v.type.width:
+            self.fail(loc, f"type error: cannot assign {tname(v.type)} to {tname(t)}")
+        if isinstance(t, ir.BoolT) != isinstance(v.type, ir.BoolT):
+            self.fail(loc, f"type error: cannot assign {tname(v.type)} to {tname(t)}")
+        return self.clean(v)
+
+    # ---------------------------------------------------------------- scopes
+    def lookup(self, scopes: list[dict[str, Any]], name: str, loc: ir.Loc) -> Any:
+        for s in reversed(scopes):
+            if name in s:
+                return s[name]
+        if name in self.prog.consts:
+            c = self.prog.consts[name]
+            v = self.expr(c.value, scopes[:1])
+            if v.const is None:
+                self.fail(c.loc, f"const {name} is not a compile-time constant")
+            return self.const(v.const, c.type) if not isinstance(c.type, ir.BoolT) else v
+        self.fail(loc, f"unknown name {name}")
+
+    # ---------------------------------------------------------------- expressions
+    def ref(self, e: ir.Expr, scopes) -> Any:
+        """Resolve a name/member chain to a binding (Leaf, HdrRef, StructRef, objects)."""
+        if isinstance(e, ir.Name):
+            return self.lookup(scopes, e.name, e.loc)
+        if isinstance(e, ir.Member):
+            base = self.ref(e.expr, scopes)
+            if isinstance(base, StructRef):
+                if e.name not in base.members:
+                    self.fail(e.loc, f"{base.path} has no member {e.name}")
+                return base.members[e.name]
+            if isinstance(base, HdrRef):
+                for fname, w, var in base.fields:
+                    if fname == e.name:
+                        return Leaf(var, ir.BitT(w))
+                self.fail(e.loc, f"header {base.type.name} has no field {e.name}")
+            return ("member", base, e.name)
+        return None
+
+    def expr(self, e: ir.Expr, scopes) -> V:
+        if isinstance(e, ir.Lit):
+            return V(repr(e.value), e.type or ir.IntLitT(), e.value)
+        if isinstance(e, ir.BoolLit):
+            return V("True" if e.value else "False", ir.BoolT(), int(e.value))
+        if isinstance(e, ir.Name | ir.Member):
+            if isinstance(e, ir.Member) and e.name in ("hit", "miss") and isinstance(e.expr, ir.Call):
+                return self.table_hit(e, scopes)
+            b = self.ref(e, scopes)
+            if isinstance(b, Leaf):
+                return V(b.var, b.type)
+            if isinstance(b, V):
+                return b
+            self.fail(e.loc, "unsupported use of a header, struct or object as a value")
+        if isinstance(e, ir.TypeMember):
+            if e.type_name == "error":
+                if e.member not in self.errors:
+                    self.fail(e.loc, f"unknown error {e.member}")
+                return V(str(self.errors[e.member]), ir.ErrorT(), self.errors[e.member])
+            t = self.prog.types.get(e.type_name)
+            if isinstance(t, ir.EnumT) and e.member in t.members:
+                i = t.members.index(e.member)
+                return V(str(i), t, i)
+            self.fail(e.loc, f"unknown member {e.type_name}.{e.member}")
+        if isinstance(e, ir.Cast):
+            return self.cast(e, scopes)
+        if isinstance(e, ir.Slice):
+            v = self.expr(e.expr, scopes)
+            hi, lo = self.const_of(e.hi, scopes), self.const_of(e.lo, scopes)
+            if not isinstance(v.type, ir.BitT | ir.IntT) or not (0 <= lo <= hi < v.type.width):
+                self.fail(e.loc, "bad slice")
+            w = hi - lo + 1
+            code = f"(({self.clean(v)} >> {lo}) & {hex(mask(w))})" if lo else f"({self.clean(v)} & {hex(mask(w))})"
+            return V(code, ir.BitT(w))
+        if isinstance(e, ir.Unary):
+            return self.unary(e, scopes)
+        if isinstance(e, ir.Binary):
+            return self.binary(e, scopes)
+        if isinstance(e, ir.Cond):
+            c = self.expr(e.cond, scopes)
+            a, b = self.expr(e.then, scopes), self.expr(e.other, scopes)
+            a, b, t = self.unify(a, b, e.loc, "?:")
+            return V(f"({self.clean(a)} if {c.code} else {self.clean(b)})", t)
+        if isinstance(e, ir.Call):
+            return self.call_expr(e, scopes)
+        self.fail(e.loc, f"unsupported expression {type(e).__name__}")
+
+    def const_of(self, e: ir.Expr, scopes) -> int:
+        v = self.expr(e, scopes)
+        if v.const is None:
+            self.fail(e.loc, "expected a compile-time constant")
+        return v.const  # type: ignore[return-value]
+
+    def cast(self, e: ir.Cast, scopes) -> V:
+        v = self.expr(e.expr, scopes)
+        t, s = e.type, v.type
+        if isinstance(t, ir.BitT):
+            if v.const is not None and not isinstance(s, ir.BoolT):
+                return self.const(v.const, t)
+            if isinstance(s, ir.BoolT):
+                return V(f"(1 if {v.code} else 0)", t)
+            if isinstance(s, ir.BitT) and s.width <= t.width:
+                return V(self.clean(v), t)
+            if isinstance(s, ir.BitT | ir.IntT):
+                return V(f"({v.code} & {hex(mask(t.width))})", t)
+        elif isinstance(t, ir.IntT):
+            if v.const is not None:
+                return self.const(v.const, t)
+            if isinstance(s, ir.BitT | ir.IntT):
+                return V(v.code, t, dirty=True)
+        elif isinstance(t, ir.BoolT):
+            if isinstance(s, ir.BoolT):
+                return v
+            if isinstance(s, ir.BitT) and s.width == 1:
+                return V(f"({v.code} != 0)", t)
+        elif t == s:
+            return v
+        self.fail(e.loc, f"unsupported cast from {tname(s)} to {tname(t)}")
+
+    def unary(self, e: ir.Unary, scopes) -> V:
+        v = self.expr(e.expr, scopes)
+        if e.op == "!":
+            if not isinstance(v.type, ir.BoolT):
+                self.fail(e.loc, "type error: ! needs bool")
+            return V(f"(not {v.code})", v.type)
+        if v.const is not None and isinstance(v.type, ir.IntLitT):
+            return V(repr(-v.const if e.op == "-" else ~v.const), v.type, -v.const if e.op == "-" else ~v.const)
+        if isinstance(v.type, ir.BitT):
+            m = hex(mask(v.type.width))
+            if e.op == "~":
+                return V(f"({self.clean(v)} ^ {m})", v.type)
+            return V(f"(-{self.clean(v)})", v.type, dirty=True)
+        if isinstance(v.type, ir.IntT):
+            return V(f"({'~' if e.op == '~' else '-'}{self.clean(v)})", v.type, dirty=True)
+        self.fail(e.loc, f"type error: {e.op} on {tname(v.type)}")
+
+    def binary(self, e: ir.Binary, scopes) -> V:
+        op = e.op
+        a, b = self.expr(e.left, scopes), self.expr(e.right, scopes)
+        if op in ("&&", "||"):
+            if not (isinstance(a.type, ir.BoolT) and isinstance(b.type, ir.BoolT)):
+                self.fail(e.loc, f"type error: {op} needs bool operands")
+            return V(f"({a.code} {'and' if op == '&&' else 'or'} {b.code})", ir.BoolT())
+        if op == "++":
+            if not (isinstance(a.type, ir.BitT) and isinstance(b.type, ir.BitT)):
+                self.fail(e.loc, "type error: ++ needs bit<N> operands")
+            return V(f"(({self.clean(a)} << {b.type.width}) | {self.clean(b)})", ir.BitT(a.type.width + b.type.width))
+        if op in ("<<", ">>"):
+            if a.const is not None and b.const is not None and isinstance(a.type, ir.IntLitT):
+                val = a.const << b.const if op == "<<" else a.const >> b.const
+                return V(repr(val), a.type, val)
+            if not isinstance(a.type, ir.BitT | ir.IntT):
+                self.fail(e.loc, f"type error: {op} on {tname(a.type)}")
+            if op == "<<":
+                return V(f"({a.code} << {self.clean(b)})", a.type, dirty=True)
+            return V(f"({self.clean(a)} >> {self.clean(b)})", a.type)
+        a, b, t = self.unify(a, b, e.loc, op)
+        if a.const is not None and b.const is not None and not isinstance(t, ir.BoolT):
+            folds = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+                     "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y,
+                     "/": lambda x, y: x // y if y else 0, "%": lambda x, y: x % y if y else 0}
+            if op in folds:
+                val = folds[op](a.const, b.const)
+                return self.const(val, t) if not isinstance(t, ir.IntLitT) else V(repr(val), t, val)
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            if op not in ("==", "!=") and not isinstance(t, ir.BitT | ir.IntT | ir.IntLitT):
+                self.fail(e.loc, f"type error: {op} on {tname(t)}")
+            return V(f"({self.clean(a)} {op} {self.clean(b)})", ir.BoolT())
+        if isinstance(t, ir.BoolT) or not isinstance(t, ir.BitT | ir.IntT | ir.IntLitT):
+            self.fail(e.loc, f"type error: {op} on {tname(t)}")
+        if op in ("+", "-", "*"):
+            return V(f"({a.code} {op} {b.code})", t, dirty=True)
+        if op == "&":
+            dirty = a.dirty and b.dirty or isinstance(t, ir.IntT) and (a.dirty or b.dirty)
+            return V(f"({a.code} & {b.code})", t, dirty=dirty)
+        if op in ("|", "^"):
+            return V(f"({a.code} {op} {b.code})", t, dirty=a.dirty or b.dirty)
+        if op in ("/", "%"):
+            ca, cb = self.clean(a), self.clean(b)
+            pop = "//" if op == "/" else "%"
+            return V(f"(({ca} {pop} {cb}) if {cb} else 0)", t)
+        self.fail(e.loc, f"unsupported operator {op}")
+
+    # ---------------------------------------------------------------- calls
+    def call_target(self, e: ir.Call, scopes):
+        """Return (kind, obj, method) for a call."""
+        f = e.func
+        if isinstance(f, ir.Name):
+            return ("func", f.name, None)
+        if isinstance(f, ir.Member):
+            base = self.ref(f.expr, scopes)
+            return ("method", base, f.name)
+        self.fail(e.loc, "unsupported call")
+
+    def call_expr(self, e: ir.Call, scopes) -> V:
+        kind, obj, meth = self.call_target(e, scopes)
+        if kind == "method" and isinstance(obj, HdrRef) and meth == "isValid":
+            return V(obj.valid, ir.BoolT())
+        self.fail(e.loc, f"unsupported call in an expression: {desc_call(e)}")
+
+    def table_hit(self, e: ir.Member, scopes) -> V:
+        call = e.expr
+        assert isinstance(call, ir.Call)
+        kind, obj, meth = self.call_target(call, scopes)
+        if not (kind == "method" and isinstance(obj, TableRef) and meth == "apply"):
+            self.fail(e.loc, f"unsupported .{e.name}")
+        hitvar = self.apply_table(obj, scopes, call.loc, want_hit=True)
+        return V(hitvar if e.name == "hit" else f"(not {hitvar})", ir.BoolT())
+
+    # ---------------------------------------------------------------- statements
+    def flush_pre(self) -> None:
+        """Emit the pending lines (a table applied inside a condition) before the current statement."""
+        pre, self.pre = self.pre, []
+        for ln in pre:
+            ln.ind += self.ind
+            self.lines.append(ln)
+
+    def block(self, stmts: list[ir.Stmt], scopes, ctx) -> None:
+        start = len(self.lines)
+        scopes = scopes + [{}]
+        for s in stmts:
+            self.stmt(s, scopes, ctx)
+        if len(self.lines) == start:
+            self.emit("pass")
+
+    def stmt(self, s: ir.Stmt, scopes, ctx) -> None:
+        if isinstance(s, ir.Block):
+            self.block(s.stmts, scopes, ctx)
+        elif isinstance(s, ir.Empty):
+            pass
+        elif isinstance(s, ir.VarDecl):
+            var = self.fresh(s.name)
+            if isinstance(s.type, ir.HeaderT | ir.StructT):
+                self.fail(s.loc, "unsupported local variable of header or struct type")
+            if s.init is not None:
+                v = self.expr(s.init, scopes)
+                code = self.convert(v, s.type, s.loc)
+            else:
+                code = "False" if isinstance(s.type, ir.BoolT) else "0"
+            self.flush_pre()
+            self.emit(f"{var} = {code}")
+            scopes[-1][s.name] = Leaf(var, s.type)
+        elif isinstance(s, ir.ConstDecl):
+            v = self.expr(s.value, scopes)
+            if v.const is None:
+                self.fail(s.loc, "const initialiser is not a compile-time constant")
+            scopes[-1][s.name] = self.const(v.const, s.type) if not isinstance(s.type, ir.BoolT) else v
+        elif isinstance(s, ir.Assign):
+            self.assign(s.target, s.value, scopes, s.loc)
+        elif isinstance(s, ir.If):
+            c = self.expr(s.cond, scopes)
+            if not isinstance(c.type, ir.BoolT):
+                self.fail(s.loc, "type error: if condition is not bool")
+            self.flush_pre()
+            self.emit(f"if {c.code}:")
+            self.ind += 1
+            self.block([s.then], scopes, ctx)
+            self.ind -= 1
+            if s.other is not None:
+                self.emit("else:")
+                self.ind += 1
+                self.block([s.other], scopes, ctx)
+                self.ind -= 1
+        elif isinstance(s, ir.CallStmt):
+            self.call_stmt(s.call, scopes, ctx)
+        elif isinstance(s, ir.Exit):
+            if ctx.kind != "control":
+                self.fail(s.loc, "unsupported exit outside a control")
+            self.emit("raise _Exit")
+        elif isinstance(s, ir.Return):
+            if s.value is not None:
+                self.fail(s.loc, "unsupported return with a value")
+            if not ctx.in_loop:
+                self.fail(s.loc, "unsupported return here")
+            self.emit("break")
+        else:
+            self.fail(s.loc, f"unsupported statement {type(s).__name__}")
+
+    def assign(self, target: ir.Expr, value: ir.Expr, scopes, loc) -> None:
+        if isinstance(target, ir.Slice):
+            b = self.ref(target.expr, scopes)
+            if not isinstance(b, Leaf) or not isinstance(b.type, ir.BitT):
+                self.fail(loc, "unsupported slice assignment target")
+            hi, lo = self.const_of(target.hi, scopes), self.const_of(target.lo, scopes)
+            w = hi - lo + 1
+            v = self.expr(value, scopes)
+            code = self.convert(v, ir.BitT(w), loc)
+            keep = mask(b.type.width) ^ (mask(w) << lo)
+            self.flush_pre()
+            self.emit(f"{b.var} = ({b.var} & {hex(keep)}) | ({code} << {lo})")
+            return
+        b = self.ref(target, scopes)
+        if isinstance(b, Leaf):
+            v = self.expr(value, scopes)
+            code = self.convert(v, b.type, loc)
+            self.flush_pre()
+            self.emit(f"{b.var} = {code}")
+            return
+        if isinstance(b, HdrRef | StructRef):
+            src = self.ref(value, scopes)
+            if type(src) is not type(b) or src.type != b.type:
+                self.fail(loc, "unsupported header/struct assignment between different types")
+            self.copy_ref(b, src)
+            return
+        self.fail(loc, "unsupported assignment target")
+
+    def copy_ref(self, dst, src) -> None:
+        if isinstance(dst, HdrRef):
+            self.emit(f"{dst.valid} = {src.valid}")
+            for (_n, _w, dv), (_n2, _w2, sv) in zip(dst.fields, src.fields, strict=True):
+                self.emit(f"{dv} = {sv}")
+        else:
+            for name, d in dst.members.items():
+                s = src.members[name]
+                if isinstance(d, Leaf):
+                    self.emit(f"{d.var} = {s.var}")
+                else:
+                    self.copy_ref(d, s)
+
+    def out_target(self, e: ir.Expr, scopes, loc) -> Leaf:
+        b = self.ref(e, scopes)
+        if not isinstance(b, Leaf):
+            self.fail(loc, "out argument must be a scalar variable or field")
+        return b
+
+    def call_stmt(self, e: ir.Call, scopes, ctx) -> None:
+        kind, obj, meth = self.call_target(e, scopes)
+        loc = e.loc
+        if kind == "method":
+            if isinstance(obj, HdrRef):
+                if meth in ("setValid", "setInvalid"):
+                    self.emit(f"{obj.valid} = {meth == 'setValid'}")
+                    return
+                if meth == "isValid":
+                    return
+            if isinstance(obj, PacketRef):
+                if obj.kind == "packet_in" and meth == "extract":
+                    return self.extract(e, scopes, ctx)
+                if obj.kind == "packet_out" and meth == "emit":
+                    return self.emit_hdr(e, scopes)
+            if isinstance(obj, TableRef) and meth == "apply":
+                self.apply_table(obj, scopes, loc)
+                return
+            if isinstance(obj, ExternRef):
+                return obj.ext.call(self, obj.obj, meth, e, scopes, ctx)
+            self.fail(loc, f"unsupported method call {desc_call(e)}")
+        name = obj
+        for sc in reversed(scopes):
+            if isinstance(sc.get(name), ActionRef):
+                return self.inline_action(sc[name].action, e.args, scopes, ctx, loc)
+        if name in self.prog.actions and not any(name in sc for sc in scopes):
+            return self.inline_action(self.prog.actions[name], e.args, scopes, ctx, loc)
+        if name == "verify":
+            if ctx.kind != "parser":
+                self.fail(loc, "verify() outside a parser")
+            c = self.expr(e.args[0], scopes)
+            err = self.expr(e.args[1], scopes)
+            self.flush_pre()
+            self.emit(f"if not {c.code}:")
+            self.emit(f"    _perr = {err.code}")
+            self.emit("    break")
+            return
+        fn = self.arch.functions.get(name)
+        if fn is not None:
+            return fn(self, e, scopes, ctx)
+        if name in self.prog.extern_functions:
+            self.fail(loc, f"unsupported extern {name}")
+        self.fail(loc, f"unknown function {name}")
+
+    # -- actions
+    def inline_action(self, act: ir.Action, args: list[ir.Expr], scopes, ctx, loc, bound: dict | None = None) -> None:
+        depth = ctx.depth
+        if depth > 16:
+            self.fail(loc, "action calls nested too deeply")
+        if bound is None and len(args) != len(act.params):
+            self.fail(loc, f"action {act.name} takes {len(act.params)} arguments, got {len(args)}")
+        scope: dict[str, Any] = {}
+        copy_out = []
+        for i, p in enumerate(act.params):
+            if bound is not None and p.name in bound:
+                scope[p.name] = bound[p.name]
+                continue
+            a = args[i]
+            if p.direction in ("out", "inout"):
+                tgt = self.out_target(a, scopes, loc)
+                var = self.fresh(p.name)
+                self.emit(f"{var} = {tgt.var if p.direction == 'inout' else '0'}")
+                scope[p.name] = Leaf(var, p.type)
+                copy_out.append((tgt.var, var))
+            else:
+                if isinstance(p.type, ir.StructT | ir.HeaderT):
+                    scope[p.name] = self.ref(a, scopes)
+                    continue
+                v = self.expr(a, scopes)
+                var = self.fresh(p.name)
+                code = self.convert(v, p.type, loc)
+                self.flush_pre()
+                self.emit(f"{var} = {code}")
+                scope[p.name] = Leaf(var, p.type)
+        uses_return = contains(act.body, ir.Return)
+        sub = replace(ctx, depth=depth + 1, in_loop=uses_return or ctx.in_loop)
+        if uses_return:
+            self.emit("while True:")
+            self.ind += 1
+        self.block(act.body.stmts, ctx.scopes + [scope], sub)
+        if uses_return:
+            self.emit("break")
+            self.ind -= 1
+        for tvar, var in copy_out:
+            self.emit(f"{tvar} = {var}")
+
+    # -- tables
+    def apply_table(self, t: TableRef, scopes, loc, want_hit: bool = False) -> str | None:
+        """Emit ``t.apply()``; with ``want_hit`` the lookup and actions go to ``pre`` and the hit var is returned."""
+        table, decl, actions, ctx = t.table, t.decl, t.actions, t.ctx
+        keys = []
+        for k in decl.keys:
+            b = self.ref(k.expr, ctx.scopes)
+            v = self.expr(k.expr, ctx.scopes)
+            code = self.clean(v)
+            if isinstance(v.type, ir.BoolT):
+                code = f"(1 if {code} else 0)"
+            hdr = self.key_header(k.expr, ctx.scopes)
+            if hdr is not None and isinstance(b, Leaf):
+                code = f"({code} if {hdr.valid} else 0)"
+            keys.append(code)
+        tname = self.glob("T_" + table.name, table)
+        ent = self.fresh("e")
+        if not keys:
+            self.pre_or_emit(f"{ent} = {tname}.default", want_hit)
+        elif table.mode == "exact" and len(keys) == 1:
+            dname = self.glob("D_" + table.name, table.exact)
+            self.pre_or_emit(f"{ent} = {dname}.get({keys[0]})", want_hit)
+            self.pre_or_emit(f"if {ent} is None: {ent} = {tname}.default", want_hit)
+        else:
+            key = keys[0] if len(keys) == 1 and table.mode != "scan" else "(" + ", ".join(keys) + ",)"
+            if table.mode == "exact":
+                dname = self.glob("D_" + table.name, table.exact)
+                self.pre_or_emit(f"{ent} = {dname}.get({key})", want_hit)
+                self.pre_or_emit(f"if {ent} is None: {ent} = {tname}.default", want_hit)
+            else:
+                meth = "lookup_lpm" if table.mode == "lpm" and self.optimize else "lookup"
+                self.pre_or_emit(f"{ent} = {tname}.{meth}({key})", want_hit)
+        if want_hit:
+            # hit/miss in a condition: run the actions before the condition is tested
+            lines_before = self.lines
+            self.lines = []
+            saved_ind = self.ind
+            self.dispatch(table, decl, actions, ctx, ent, loc)
+            body, self.lines, self.ind = self.lines, lines_before, saved_ind
+            for ln in body:
+                ln.ind = max(0, ln.ind - saved_ind)
+            self.pre.extend(body)
+            return f"{ent}[2]"
+        self.dispatch(table, decl, actions, ctx, ent, loc)
+        return None
+
+    def pre_or_emit(self, line: str, to_pre: bool) -> None:
+        """Emit ``line`` now, or queue it to precede the current statement when ``to_pre``."""
+        if to_pre:
+            self.pre.append(Line(0, line))
+        else:
+            self.flush_pre()
+            self.emit(line)
+
+    def key_header(self, e: ir.Expr, scopes) -> HdrRef | None:
+        if isinstance(e, ir.Member):
+            b = self.ref(e.expr, scopes)
+            if isinstance(b, HdrRef):
+                return b
+        if isinstance(e, ir.Slice | ir.Cast):
+            return self.key_header(e.expr, scopes)
+        return None
+
+    def dispatch(self, table: Table, decl: ir.Table, actions: list[ir.Action], ctx, ent: str, loc) -> None:
+        first = True
+        for aid, act in enumerate(actions):
+            self.emit(f"{'if' if first else 'elif'} {ent}[0] == {aid}:")
+            first = False
+            self.ind += 1
+            bound = {}
+            names = []
+            for p in act.params:
+                if p.direction == "":
+                    var = self.fresh(p.name)
+                    names.append(var)
+                    bound[p.name] = Leaf(var, p.type)
+            if names:
+                self.emit(f"{', '.join(names)}, = {ent}[1]")
+            start = len(self.lines)
+            ref_args = []
+            if len(bound) != len(act.params):
+                self.fail(act.loc, f"unsupported directional parameters in table action {act.name}")
+            self.inline_action(act, ref_args, ctx.scopes, ctx, loc, bound=bound)
+            if len(self.lines) == start:
+                self.emit("pass")
+            self.ind -= 1
+
+    # -- externs
+    def field_list(self, e: ir.Expr, scopes) -> tuple[str, int]:
+        items = e.items if isinstance(e, ir.ListExpr) else [e]
+        code, width = "", 0
+        for it in items:
+            b = self.ref(it, scopes) if isinstance(it, ir.Name | ir.Member) else None
+            leaves: list[tuple[str, int]] = []
+            if isinstance(b, HdrRef):
+                leaves = [(var, w) for _n, w, var in b.fields]
+            else:
+                v = self.expr(it, scopes)
+                if not isinstance(v.type, ir.BitT):
+                    self.fail(it.loc, "checksum/hash data must be bit<N> fields or headers")
+                leaves = [(self.clean(v), v.type.width)]
+            for c, w in leaves:
+                code = c if not code else f"(({code}) << {w} | {c})"
+                width += w
+        return code or "0", width
+
+    # -- parser pieces
+    def extract(self, e: ir.Call, scopes, ctx) -> None:
+        if ctx.kind != "parser":
+            self.fail(e.loc, "extract outside a parser")
+        if len(e.args) != 1:
+            self.fail(e.loc, "unsupported varbit extract")
+        h = self.ref(e.args[0], scopes)
+        if not isinstance(h, HdrRef):
+            self.fail(e.loc, "extract needs a header")
+        nbytes = h.type.width // 8
+        self.emit(f"if _pos + {nbytes} > _n:")
+        self.emit(f"    _perr = {self.errors['PacketTooShort']}")
+        self.emit("    break")
+        if not self.optimize:
+            self.emit(f"_x = int.from_bytes(_pkt[_pos:_pos + {nbytes}], 'big')")
+            self.emit(f"_pos += {nbytes}")
+            self._split(h.fields, "_x", h.type.width, None)
+            self.emit(f"{h.valid} = True")
+            return
+        raw = self.raw.get(h.valid)
+        if raw is None:
+            raw = self.raw[h.valid] = self.fresh(h.path + "_raw")
+        raw_line = self.emit(f"{raw} = _pkt[_pos:_pos + {nbytes}]")
+        for var in [h.valid] + [v for _n, _w, v in h.fields]:
+            self.extract_stores[var] = self.extract_stores.get(var, 0) + 1
+        site = ExtractSite(h, raw, raw_line, None, [])
+        self.extract_sites.append(site)
+        field_lines = site.fields
+        layout = self.struct_layout(h)
+        if layout is None:
+            site.int_line = self.emit(f"_x = int.from_bytes(_pkt[_pos:_pos + {nbytes}], 'big')")
+            self.emit(f"_pos += {nbytes}")
+            self._split(h.fields, "_x", h.type.width, field_lines)
+        else:
+            # one struct.unpack of byte-aligned pieces, then split the pieces holding several fields
+            sname, chunks = layout
+            targets, post = [], []
+            for nb, fs, pieces in chunks:
+                if len(fs) == 1 and len(pieces) == 1:
+                    targets.append(fs[0][2])
+                    continue
+                pvars = [self.fresh("p") for _ in pieces]
+                targets.extend(pvars)
+                if len(fs) == 1:
+                    code, off = "", nb * 8
+                    for pv, size in zip(pvars, pieces, strict=True):
+                        off -= size * 8
+                        part = f"{pv} << {off}" if off else pv
+                        code = part if not code else f"{code} | {part}"
+                    post.append(("line", fs[0][2], code))
+                else:
+                    post.append(("split", fs, pvars[0], nb * 8))
+            self.emit(f"{', '.join(targets)}, = {sname}.unpack_from(_pkt, _pos)")
+            self.emit(f"_pos += {nbytes}")
+            for item in post:
+                if item[0] == "line":
+                    field_lines.append((self.emit(f"{item[1]} = {item[2]}"), item[1]))
+                else:
+                    self._split(item[1], item[2], item[3], field_lines)
+        self.emit(f"{h.valid} = True")
+
+    def _split(self, fields, src: str, width: int, field_lines: list[tuple[Line, str]] | None) -> None:
+        """Assign ``fields`` (name, width, var) from the ``width``-bit value in ``src``."""
+        shift = width
+        for _n, w, var in fields:
+            shift -= w
+            if shift == 0:
+                ln = self.emit(f"{var} = {src} & {hex(mask(w))}")
+            elif shift + w == width:
+                ln = self.emit(f"{var} = {src} >> {shift}")
+            else:
+                ln = self.emit(f"{var} = ({src} >> {shift}) & {hex(mask(w))}")
+            if field_lines is not None:
+                field_lines.append((ln, var))
+
+    def struct_layout(self, h: HdrRef) -> tuple[str, list[tuple[int, list, list[int]]]] | None:
+        """A ``struct.Struct`` (global name) covering header ``h`` in byte-aligned pieces, and its chunks.
+
+        Fields are grouped into chunks that start and end on byte boundaries; a chunk is
+        one struct item of 1, 2, 4 or 8 bytes, or one field split over several items.
+        None when a header does not fit that scheme (then the int path is used).
+        """
+        chunks, cur, bits = [], [], 0
+        for f in h.fields:
+            if f[1] <= 0:
+                return None
+            cur.append(f)
+            bits += f[1]
+            if bits % 8 == 0:
+                chunks.append((bits // 8, cur))
+                cur, bits = [], 0
+        if cur:
+            return None
+        out, fmt = [], "!"
+        for nb, fs in chunks:
+            pieces, left = [], nb
+            for size in (8, 4, 2, 1):
+                while left >= size:
+                    pieces.append(size)
+                    left -= size
+            if len(pieces) > 1 and len(fs) > 1:
+                return None
+            fmt += "".join({8: "Q", 4: "I", 2: "H", 1: "B"}[x] for x in pieces)
+            out.append((nb, fs, pieces))
+        st = self.structs.get(fmt)
+        if st is None:
+            st = self.structs[fmt] = _struct.Struct(fmt)
+        return self.glob("S_" + h.type.name, st), out
+
+    def emit_hdr(self, e: ir.Call, scopes) -> None:
+        b = self.ref(e.args[0], scopes)
+        hdrs: list[HdrRef] = []
+
+        def walk(x):
+            if isinstance(x, HdrRef):
+                hdrs.append(x)
+            elif isinstance(x, StructRef):
+                for m in x.members.values():
+                    walk(m)
+
+        walk(b)
+        if not hdrs:
+            self.fail(e.loc, "emit needs a header or a struct of headers")
+        for h in hdrs:
+            code = ""
+            for _n, w, var in h.fields:
+                code = var if not code else f"({code} << {w} | {var})"
+            code = f"({code}).to_bytes({h.type.width // 8}, 'big')"
+            layout = self.struct_layout(h) if self.optimize else None
+            if layout is not None:
+                args = []
+                for nb, fs, pieces in layout[1]:
+                    if len(pieces) == 1:
+                        part = ""
+                        for _n, w, var in fs:
+                            part = var if not part else f"{part} << {w} | {var}"
+                        args.append(part)
+                        continue
+                    var, off = fs[0][2], nb * 8
+                    for size in pieces:
+                        off -= size * 8
+                        part = f"{var} >> {off}" if off else var
+                        args.append(part if off + size * 8 == nb * 8 else f"({part}) & {hex(mask(size * 8))}")
+                code = f"{layout[0]}.pack({', '.join(args)})"
+            ln = self.emit(f"if {h.valid}: _out.append({code})")
+            if self.optimize:
+                # optimize.py may later re-emit the header from its extracted bytes
+                self.deparse_sites.append(DeparseSite(h, ln, code))
+
+    # ---------------------------------------------------------------- blocks
+    def declare_locals(self, decl, ctx: Ctx) -> None:
+        """Control/parser locals, instances, actions and tables into the block scope."""
+        scope = ctx.scopes[0]
+        for inst in getattr(decl, "instances", []):
+            self._instance(decl, inst, scope)
+        for loc_decl in decl.locals:
+            if isinstance(loc_decl, ir.Instance):
+                self._instance(decl, loc_decl, scope)
+            elif isinstance(loc_decl, ir.ConstDecl | ir.VarDecl):
+                self.stmt(loc_decl, ctx.scopes, ctx)
+        for act in getattr(decl, "actions", {}).values():
+            scope[act.name] = ActionRef(act)
+        for t in getattr(decl, "tables", {}).values():
+            scope[t.name] = self._table(decl, t, ctx)
+
+    def _instance(self, decl, inst: ir.Instance, scope: dict[str, Any]) -> None:
+        fq = f"{decl.name}.{inst.name}"
+        ext = self.arch.externs.get(inst.type.name)
+        if ext is None:
+            self.fail(inst.loc, f"unsupported extern {inst.type.name}")
+        scope[inst.name] = ExternRef(ext.instantiate(self, fq, inst, scope), ext)
+
+    def _table(self, decl, t: ir.Table, ctx: Ctx) -> TableRef:
+        fq = f"{decl.name}.{t.name}"
+        scopes = ctx.scopes
+        keys = []
+        for k in t.keys:
+            v = self.expr(k.expr, scopes)
+            if isinstance(v.type, ir.BoolT):
+                w = 1
+            elif isinstance(v.type, ir.BitT):
+                w = v.type.width
+            else:
+                raise P4FrontendError(k.loc[0], k.loc[1], f"unsupported key type {tname(v.type)}")
+            keys.append(KeySpec(k.text, k.match_kind, w))
+        self.pre = []
+        actions: list[ir.Action] = []
+        specs: list[ActionSpec] = []
+        for aid, ref in enumerate(t.actions):
+            act = self._find_action(decl, ref.name, ref.loc)
+            actions.append(act)
+            params = []
+            for p in act.params:
+                if p.direction == "":
+                    if not isinstance(p.type, ir.BitT):
+                        raise P4FrontendError(p.loc[0], p.loc[1], "unsupported action data type (need bit<W>)")
+                    params.append((p.name, p.type.width))
+            owner = decl.name if act.name in getattr(decl, "actions", {}) else ""
+            spec_name = f"{owner}.{act.name}" if owner else act.name
+            specs.append(ActionSpec(spec_name, aid, params, act.name))
+        table = Table(fq, keys, specs, t.size, t.const_default)
+        if t.default_action is not None:
+            ref = t.default_action
+            names = [a.name for a in actions]
+            if ref.name not in names:
+                raise P4FrontendError(ref.loc[0], ref.loc[1],
+                                      f"default action {ref.name} is not in the actions of table {t.name}")
+            aid = names.index(ref.name)
+            spec = specs[aid]
+            vals = [self.const_of(a, scopes) for a in (ref.args or [])]
+            if len(vals) != len(spec.params):
+                raise P4FrontendError(ref.loc[0], ref.loc[1], f"default action {ref.name} needs {len(spec.params)} arguments")
+            table.set_default(spec.name, {n: v & mask(w) for (n, w), v in zip(spec.params, vals, strict=True)}, force=True)
+        else:
+            names = [a.name for a in actions]
+            if "NoAction" in names:
+                table.set_default("NoAction", force=True)
+            else:
+                table.default = (-1, (), False)  # no action at all on a miss
+        self.objects.tables[fq] = table
+        return TableRef(table, t, actions, ctx)
+
+    def _find_action(self, decl, name: str, loc) -> ir.Action:
+        acts = getattr(decl, "actions", {})
+        if name in acts:
+            return acts[name]
+        if name in self.prog.actions:
+            return self.prog.actions[name]
+        raise P4FrontendError(loc[0], loc[1], f"unknown action {name}")
+
+    def gen_parser(self, decl: ir.ParserDecl, ctx: Ctx) -> None:
+        """Emit parser ``decl``: a state loop, or (optimize, acyclic, small) its states inlined.
+
+        The code leaves ``_perr`` at the error code (0: NoError) and ``_pos`` after the
+        last extracted byte.
+        """
+        scopes = ctx.scopes
+        self.declare_locals(decl, ctx)
+        names = list(decl.states)
+        idx = {n: i for i, n in enumerate(names)}
+        inline = self.optimize and _parser_inline_cost(decl) <= _PARSER_INLINE_LIMIT
+        if inline:
+            # the state-machine form is still generated (so every state is checked as before), then replaced
+            snap = self.snapshot()
+        self.emit("_st = 0")
+        self.emit("while True:")
+        self.ind += 1
+        first = True
+        order = ["start"] + [n for n in names if n != "start"]
+        for name in order:
+            st = decl.states[name]
+            self.emit(f"{'if' if first else 'elif'} _st == {idx[name]}:  # state {name}")
+            first = False
+            self.ind += 1
+            self._gen_state(st, scopes, ctx, lambda target, loc: self._goto(target, idx, loc))
+            self.ind -= 1
+        self.emit("else:")
+        self.emit("    break")
+        self.ind -= 1
+        if inline:
+            # acyclic and small: each transition becomes the target state's code, inline
+            self.restore(snap)
+
+            def goto(target: str, loc) -> None:
+                if target in ("accept", "reject"):
+                    self.emit("break" if target == "accept" else "break  # reject")
+                else:
+                    self.emit(f"# state {target}")
+                    self._gen_state(decl.states[target], scopes, ctx, goto)
+
+            self.emit("while True:")
+            self.ind += 1
+            goto("start", decl.loc)
+            self.ind -= 1
+
+    def _gen_state(self, st: ir.ParserState, scopes, ctx, goto) -> None:
+        """The statements and the transition of parser state ``st``; ``goto(target, loc)`` emits a transition."""
+        sc = scopes + [{}]
+        for s in st.stmts:
+            self.stmt(s, sc, ctx)
+        if st.select is None:
+            goto(st.next_state or "reject", st.loc)
+            return
+        keys = []
+        for e in st.select:
+            v = self.expr(e, sc)
+            kv = self.fresh("k")
+            self.flush_pre()
+            self.emit(f"{kv} = {self.clean(v)}")
+            keys.append((kv, v.type))
+        cfirst = True
+        has_default = False
+        for case in st.cases:
+            conds = []
+            for (kv, kt), k in zip(keys, case.keys, strict=True):
+                if k[0] == "default":
+                    continue
+                if k[0] == "value":
+                    conds.append(f"{kv} == {self.convert(self.expr(k[1], sc), kt, case.loc)}")
+                elif k[0] == "mask":
+                    val = self.convert(self.expr(k[1], sc), kt, case.loc)
+                    m = self.convert(self.expr(k[2], sc), kt, case.loc)
+                    conds.append(f"{kv} & {m} == {val} & {m}")
+                else:
+                    lo = self.convert(self.expr(k[1], sc), kt, case.loc)
+                    hi = self.convert(self.expr(k[2], sc), kt, case.loc)
+                    conds.append(f"{lo} <= {kv} <= {hi}")
+            if not conds:
+                if cfirst:
+                    goto(case.next_state, case.loc)
+                else:
+                    self.emit("else:")
+                    self.ind += 1
+                    goto(case.next_state, case.loc)
+                    self.ind -= 1
+                has_default = True
+                break
+            self.emit(f"{'if' if cfirst else 'elif'} {' and '.join(conds)}:")
+            cfirst = False
+            self.ind += 1
+            goto(case.next_state, case.loc)
+            self.ind -= 1
+        if not has_default:
+            if cfirst:
+                self.emit(f"_perr = {self.errors['NoMatch']}")
+                self.emit("break")
+            else:
+                self.emit("else:")
+                self.emit(f"    _perr = {self.errors['NoMatch']}")
+                self.emit("    break")
+
+    def _goto(self, target: str, idx: dict[str, int], loc) -> None:
+        if target == "accept":
+            self.emit("break")
+        elif target == "reject":
+            self.emit("break  # reject")
+        elif target in idx:
+            self.emit(f"_st = {idx[target]}")
+            self.emit("continue")
+        else:
+            raise P4FrontendError(loc[0], loc[1], f"unknown parser state {target}")
+
+    def gen_control(self, decl: ir.ControlDecl, ctx: Ctx) -> None:
+        """Emit control ``decl``'s locals and apply block (``exit`` and ``return`` included)."""
+        self.emit(f"# control {decl.name}")
+        self.declare_locals(decl, ctx)
+        uses_exit = contains_deep(decl, ir.Exit)
+        uses_return = contains(decl.apply, ir.Return)
+        if uses_exit:
+            self.emit("try:")
+            self.ind += 1
+        if uses_return:
+            self.emit("while True:")
+            self.ind += 1
+        sub = replace(ctx, in_loop=uses_return)
+        self.block(decl.apply.stmts, ctx.scopes, sub)
+        if uses_return:
+            self.emit("break")
+            self.ind -= 1
+        if uses_exit:
+            self.ind -= 1
+            self.emit("except _Exit:")
+            self.emit("    pass")
+
+
+_PARSER_INLINE_LIMIT = 64  #: most state copies an inlined (acyclic) parser may have
+
+
+def _parser_inline_cost(decl: ir.ParserDecl) -> float:
+    """Number of state copies inlining ``decl`` from ``start`` makes; inf if cyclic or unknown states."""
+    memo: dict[str, float] = {}
+    active: set[str] = set()
+
+    def targets(st: ir.ParserState) -> list[str]:
+        if st.select is None:
+            return [st.next_state or "reject"]
+        out = []
+        for case in st.cases:
+            out.append(case.next_state)
+            if all(k[0] == "default" for k in case.keys):
+                break
+        return out
+
+    def cost(name: str) -> float:
+        if name in ("accept", "reject"):
+            return 0
+        if name in memo:
+            return memo[name]
+        if name in active or name not in decl.states:
+            return float("inf")
+        active.add(name)
+        total = 1 + sum(cost(t) for t in targets(decl.states[name]))
+        active.discard(name)
+        memo[name] = total
+        return total
+
+    return cost("start")
+
+
+def contains(node: Any, cls: type) -> bool:
+    """Whether statement ``node`` is or (through blocks and ifs) contains a ``cls``."""
+    if isinstance(node, cls):
+        return True
+    if isinstance(node, ir.Block):
+        return any(contains(s, cls) for s in node.stmts)
+    if isinstance(node, ir.If):
+        return contains(node.then, cls) or (node.other is not None and contains(node.other, cls))
+    return False
+
+
+def tname(t: Any) -> str:
+    """The P4 spelling of type ``t`` for messages."""
+    if isinstance(t, ir.BitT):
+        return f"bit<{t.width}>"
+    if isinstance(t, ir.IntT):
+        return f"int<{t.width}>"
+    if isinstance(t, ir.BoolT):
+        return "bool"
+    if isinstance(t, ir.IntLitT):
+        return "int"
+    if isinstance(t, ir.ErrorT):
+        return "error"
+    return getattr(t, "name", type(t).__name__)
+
+
+def desc_call(e: ir.Call) -> str:
+    """``name()`` of the function or method that ``e`` calls, for messages."""
+    f = e.func
+    if isinstance(f, ir.Member):
+        return f"{f.name}()"
+    if isinstance(f, ir.Name):
+        return f"{f.name}()"
+    return "call"
+
+
+def contains_deep(decl: ir.ControlDecl, cls: type) -> bool:
+    """Whether the apply block or any action of ``decl`` contains a statement of class ``cls``."""
+    return contains(decl.apply, cls) or any(contains(a.body, cls) for a in decl.actions.values())

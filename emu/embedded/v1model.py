@@ -1,0 +1,355 @@
+"""The v1model architecture of the embedded switch: package, standard_metadata, externs.
+
+:data:`V1MODEL` is what :class:`~.codegen.CodeGen` asks of an architecture (its extern
+object types and extern functions); :func:`compile_v1model` assembles a ``V1Switch``'s
+six blocks into two Python functions, ``_ingress`` (parser, verify checksum, ingress)
+and ``_egress`` (egress, compute checksum, deparser), as bmv2's simple_switch runs them.
+Semantics follow v1model.p4 as bmv2 implements it; ``docs/p4-subset.md`` lists them.
+
+Another architecture is another module like this one: its package's blocks, its
+intrinsic metadata, its externs; the core code generation stays in ``codegen.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random as _random
+from dataclasses import dataclass
+from typing import Any
+
+from . import ir
+from .codegen import CodeGen, Ctx, Leaf, Line, PacketRef, Scopes, StructRef, mask, render
+from .errors import P4FrontendError
+from .externs import Counter, Objects, Register
+from .optimize import names, optimize
+
+__all__ = ["DROP_PORT", "SM_FIELDS", "V1MODEL", "Compiled", "V1Model", "compile_v1model"]
+
+logger = logging.getLogger(__name__)
+
+DROP_PORT = 511  #: v1model: egress_spec value that drops the packet (bmv2 default drop port)
+
+#: standard_metadata fields that the runtime sets (v1model.p4 names).
+SM_FIELDS = (
+    "ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
+    "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth", "ingress_global_timestamp",
+    "egress_global_timestamp", "mcast_grp", "egress_rid", "checksum_error", "parser_error",
+    "priority",
+)
+
+#: V1Switch(p, vr, ig, eg, ck, dep): each block's role and what its parameters bind to.
+_ROLES = (
+    ("parser", ["packet_in", "H", "M", "S"]),
+    ("verify", ["H", "M"]),
+    ("ingress", ["H", "M", "S"]),
+    ("egress", ["H", "M", "S"]),
+    ("compute", ["H", "M"]),
+    ("deparser", ["packet_out", "H"]),
+)
+
+
+# ----------------------------------------------------------------------- extern objects
+
+class RegisterExtern:
+    """``register<bit<W>>(N)`` with ``read(out, index)`` / ``write(index, value)``.
+
+    bmv2: a read out of range gives 0, a write out of range is ignored.
+    """
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> Register:
+        if len(inst.type.args) != 1 or not isinstance(inst.type.args[0], ir.BitT):
+            gen.fail(inst.loc, "unsupported register element type (need bit<W>)")
+        reg = Register(fq, inst.type.args[0].width, gen.const_of(inst.args[0], [scope]))
+        gen.objects.registers[fq] = reg
+        return reg
+
+    def call(self, gen: CodeGen, reg: Register, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+        rv = gen.glob("R_" + reg.name, reg.values)
+        if meth == "read":
+            out = gen.out_target(e.args[0], scopes, e.loc)
+            idx = gen.clean(gen.expr(e.args[1], scopes))
+            iv = gen.fresh("i")
+            gen.flush_pre()
+            gen.emit(f"{iv} = {idx}")
+            gen.emit(f"{out.var} = {rv}[{iv}] if {iv} < {reg.size} else 0")
+        elif meth == "write":
+            idx = gen.clean(gen.expr(e.args[0], scopes))
+            val = gen.convert(gen.expr(e.args[1], scopes), ir.BitT(reg.width), e.loc)
+            iv = gen.fresh("i")
+            gen.flush_pre()
+            gen.emit(f"{iv} = {idx}")
+            gen.emit(f"if {iv} < {reg.size}: {rv}[{iv}] = {val}")
+        else:
+            gen.fail(e.loc, f"unsupported method call {meth}() on register {reg.name}")
+
+
+class CounterExtern:
+    """``counter(N, CounterType)`` with ``count(index)``: packets and bytes (frame length) per index."""
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> Counter:
+        size = gen.const_of(inst.args[0], [scope])
+        kind_v = gen.expr(inst.args[1], [scope]) if len(inst.args) > 1 else None
+        enum_t = gen.prog.types.get("CounterType")
+        kind = (enum_t.members[kind_v.const] if isinstance(enum_t, ir.EnumT) and kind_v and kind_v.const is not None
+                else "packets")
+        cnt = Counter(fq, size, kind)
+        gen.objects.counters[fq] = cnt
+        return cnt
+
+    def call(self, gen: CodeGen, c: Counter, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+        if meth != "count":
+            gen.fail(e.loc, f"unsupported method call {meth}() on counter {c.name}")
+        pv = gen.glob("CP_" + c.name, c.packets)
+        bv = gen.glob("CB_" + c.name, c.bytes)
+        idx = gen.clean(gen.expr(e.args[0], scopes))
+        iv = gen.fresh("i")
+        gen.flush_pre()
+        gen.emit(f"{iv} = {idx}")
+        gen.emit(f"if {iv} < {c.size}:")
+        gen.emit(f"    {pv}[{iv}] += 1")
+        gen.emit(f"    {bv}[{iv}] += _plen")
+
+
+# ----------------------------------------------------------------------- extern functions
+
+def _sm(ctx: Ctx) -> StructRef:
+    return ctx.meta["sm"]
+
+
+def gen_mark_to_drop(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+    """``mark_to_drop(standard_metadata)``: egress_spec = 511 and mcast_grp = 0 (bmv2)."""
+    sm = _sm(ctx)
+    gen.emit(f"{sm.members['egress_spec'].var} = {DROP_PORT}")
+    gen.emit(f"{sm.members['mcast_grp'].var} = 0")
+
+
+def gen_random(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+    """``random(out result, lo, hi)``: uniform in [lo, hi] from the pipeline's seeded RNG."""
+    out = gen.out_target(e.args[0], scopes, e.loc)
+    lo, hi = gen.expr(e.args[1], scopes), gen.expr(e.args[2], scopes)
+    w = out.type.width
+    if lo.const == 0 and hi.const is not None and hi.const & (hi.const + 1) == 0 and hi.const:
+        bits = hi.const.bit_length()
+        code = f"_rng.getrandbits({bits})"
+        if bits > w:
+            code = f"({code} & {hex(mask(w))})"
+    else:
+        code = f"(_rng.randint({gen.clean(lo)}, {gen.clean(hi)}) & {hex(mask(w))})"
+    gen.flush_pre()
+    gen.emit(f"{out.var} = {code}")
+
+
+def _checksum(gen: CodeGen, name: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+    if len(e.args) != 4:
+        gen.fail(e.loc, f"{name} takes 4 arguments")
+    algo = gen.expr(e.args[3], scopes)
+    enum_t = gen.prog.types.get("HashAlgorithm")
+    if not isinstance(enum_t, ir.EnumT) or algo.const is None or enum_t.members[algo.const] != "csum16":
+        gen.fail(e.loc, f"unsupported {name} algorithm (only HashAlgorithm.csum16)")
+    cond = gen.expr(e.args[0], scopes)
+    data, width = gen.field_list(e.args[1], scopes)
+    pad = (-width) % 16
+    if pad:
+        data = f"(({data}) << {pad})"
+    tgt = gen.out_target(e.args[2], scopes, e.loc)
+    err = _sm(ctx).members["checksum_error"].var
+    gen.flush_pre()
+    gen.emit(f"if {cond.code}:")
+    if gen.optimize:
+        # csum inlined
+        t = gen.fresh("c")
+        gen.emit(f"    {t} = {data}")
+        data = f"(0xffff - ({t} % 0xffff or (0xffff if {t} else 0)))"
+    else:
+        data = f"_csum({data})"
+    if name == "verify_checksum":
+        gen.emit(f"    if {data} != {tgt.var}:")
+        gen.emit(f"        {err} = 1")
+    else:
+        gen.emit(f"    {tgt.var} = {data}")
+
+
+def gen_verify_checksum(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+    """``verify_checksum(cond, data, checksum, csum16)``: checksum_error = 1 on a mismatch."""
+    _checksum(gen, "verify_checksum", e, scopes, ctx)
+
+
+def gen_update_checksum(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+    """``update_checksum(cond, data, checksum, csum16)``: checksum = RFC 1071 sum of data."""
+    _checksum(gen, "update_checksum", e, scopes, ctx)
+
+
+HASH_ALGORITHMS = ("crc32", "crc16", "csum16", "identity", "xor16")
+
+
+def gen_hash(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+    """``hash(out result, algo, base, data, max)``: base + (h mod max) (bmv2; max 0 = no modulo)."""
+    if len(e.args) != 5:
+        gen.fail(e.loc, "hash takes 5 arguments")
+    out = gen.out_target(e.args[0], scopes, e.loc)
+    algo = gen.expr(e.args[1], scopes)
+    enum_t = gen.prog.types.get("HashAlgorithm")
+    aname = enum_t.members[algo.const] if isinstance(enum_t, ir.EnumT) and algo.const is not None else "?"
+    if aname not in HASH_ALGORITHMS:
+        gen.fail(e.loc, f"unsupported hash algorithm {aname}")
+    base = gen.clean(gen.expr(e.args[2], scopes))
+    data, width = gen.field_list(e.args[3], scopes)
+    mx = gen.clean(gen.expr(e.args[4], scopes))
+    h = gen.fresh("h")
+    m = gen.fresh("m")
+    gen.flush_pre()
+    gen.emit(f"{h} = _hash({aname!r}, {data}, {width})")
+    gen.emit(f"{m} = {mx}")
+    gen.emit(f"{out.var} = ({base} + ({h} % {m} if {m} else {h})) & {hex(mask(out.type.width))}")
+
+
+@dataclass
+class V1Model:
+    """The v1model architecture as :class:`~.codegen.Architecture`: extern types and functions by P4 name."""
+
+    externs: dict[str, Any]
+    functions: dict[str, Any]
+
+
+V1MODEL = V1Model(
+    externs={"register": RegisterExtern(), "counter": CounterExtern()},
+    functions={"mark_to_drop": gen_mark_to_drop, "random": gen_random, "hash": gen_hash,
+               "verify_checksum": gen_verify_checksum, "update_checksum": gen_update_checksum},
+)
+
+
+# ----------------------------------------------------------------------- assembly
+
+@dataclass
+class Compiled:
+    """A compiled program: its generated source, the two per-packet functions, its control-plane objects."""
+
+    source: str
+    ingress_fn: Any
+    egress_fn: Any
+    objects: Objects
+
+
+def _blocks(prog: ir.Program) -> list[Any]:
+    main = prog.main
+    if main is None or main.type.name != "V1Switch" or len(main.args) != 6:
+        raise P4FrontendError(prog.source, 0, "unsupported package (need V1Switch with 6 blocks)")
+    blocks: list[Any] = []
+    for i, a in enumerate(main.args):
+        if not isinstance(a, ir.Ctor) or not isinstance(a.type, ir.NamedT):
+            raise P4FrontendError(main.loc[0], main.loc[1], "V1Switch arguments must be MyBlock()")
+        name = a.type.name
+        decl = prog.parsers.get(name) if i == 0 else prog.controls.get(name)
+        if decl is None:
+            raise P4FrontendError(a.loc[0], a.loc[1], f"unknown {'parser' if i == 0 else 'control'} {name}")
+        blocks.append(decl)
+    return blocks
+
+
+def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
+                    stats: dict[str, int]) -> Compiled:
+    """Compile a ``V1Switch`` program.
+
+    ``_ingress(pkt, port, now_us)`` returns None (dropped) or ``(egress_spec, mcast_grp,
+    packet_length, state)``; ``_egress(state, egress_port, enq_qdepth, deq_qdepth,
+    deq_timedelta_us, enq_timestamp_us, now_us)`` returns the frame or None (dropped).
+    ``rng`` serves ``random``; ``stats["parser_errors"]`` is incremented per parser error.
+    Raises :class:`P4FrontendError` (FILE:LINE) for what the runtime does not support.
+    """
+    blocks = _blocks(prog)
+    c = CodeGen(prog, V1MODEL, optimize=optimize_code)
+    parser = blocks[0]
+    if len(parser.params) != 4:
+        raise P4FrontendError(parser.loc[0], parser.loc[1],
+                              f"{parser.name} has {len(parser.params)} parameters, v1model expects 4")
+    htype, mtype = parser.params[1].type, parser.params[2].type
+    stype = prog.types.get("standard_metadata_t")
+    for t, what in ((htype, "headers"), (mtype, "metadata"), (stype, "standard_metadata_t")):
+        if not isinstance(t, ir.StructT):
+            raise P4FrontendError(parser.loc[0], parser.loc[1], f"{what} type must be a struct")
+    H = c.alloc_struct(htype, "hdr")
+    M = c.alloc_struct(mtype, "meta")
+    S = c.alloc_struct(stype, "sm")
+    for f in SM_FIELDS:
+        if f not in S.members:
+            raise P4FrontendError(parser.loc[0], parser.loc[1], f"standard_metadata_t lacks {f}")
+    roots = {"H": H, "M": M, "S": S, "packet_in": PacketRef("packet_in"), "packet_out": PacketRef("packet_out")}
+    ctxs = []
+    for i, decl in enumerate(blocks):
+        _kind, roles = _ROLES[i]
+        if len(decl.params) != len(roles):
+            raise P4FrontendError(decl.loc[0], decl.loc[1],
+                                  f"{decl.name} has {len(decl.params)} parameters, v1model expects {len(roles)}")
+        scope = {p.name: roots[r] for p, r in zip(decl.params, roles, strict=True)}
+        ctxs.append(Ctx("parser" if i == 0 else "control", decl.name, [scope], {"sm": S}))
+    all_slots = [v for v, _ in c.slots]
+    c.ns["_rng"] = rng
+    c.ns["_STATS"] = stats
+    sm: dict[str, Leaf] = S.members
+
+    # ---- ingress body (parser, verify checksum, ingress control)
+    c.lines = []
+    c.ind = 1
+    c.emit("_pos = 0")
+    c.emit("_perr = 0")
+    c.gen_parser(parser, ctxs[0])
+    c.emit(f"{sm['parser_error'].var} = _perr")
+    c.emit("if _perr: _STATS['parser_errors'] += 1")
+    c.gen_control(blocks[1], ctxs[1])
+    c.gen_control(blocks[2], ctxs[2])
+    c.emit(f"if {sm['egress_spec'].var} == {DROP_PORT}: return None")
+    ingress_body = c.lines
+
+    # ---- egress body (egress control, compute checksum, deparser)
+    c.lines = []
+    c.ind = 1
+    c.gen_control(blocks[3], ctxs[3])
+    c.emit(f"if {sm['egress_spec'].var} == {DROP_PORT}: return None")
+    c.gen_control(blocks[4], ctxs[4])
+    c.emit("_out = []")
+    c.gen_control(blocks[5], ctxs[5])
+    c.emit("_out.append(_pkt[_pos:])")
+    c.emit("return b''.join(_out)")
+    egress_body = c.lines
+
+    # standard_metadata set from the arguments: (var, code)
+    ingress_setup = [(sm["ingress_port"].var, "_port & 0x1ff"), (sm["packet_length"].var, "_n"),
+                     (sm["ingress_global_timestamp"].var, "_now & 0xffffffffffff")]
+    egress_setup = [(sm["egress_port"].var, "_eport & 0x1ff"), (sm["enq_qdepth"].var, "_enq_qdepth & 0x7ffff"),
+                    (sm["deq_qdepth"].var, "_deq_qdepth & 0x7ffff"),
+                    (sm["deq_timedelta"].var, "_deq_td & 0xffffffff"),
+                    (sm["enq_timestamp"].var, "_enq_ts & 0xffffffff"),
+                    (sm["egress_global_timestamp"].var, "_now & 0xffffffffffff")]
+    inits = dict(c.slots)
+    if optimize_code:
+        passed, egress_setup = optimize(c, ingress_body, egress_body, all_slots, egress_setup,
+                                        sm["packet_length"].var)
+        live_in = names(ingress_body)[0] | set(passed) | {sm["egress_spec"].var, sm["mcast_grp"].var}
+        ingress_setup = [(v, code) for v, code in ingress_setup if v in live_in]
+        init_vars = [v for v in all_slots + list(c.raw.values()) if v in live_in]
+        inits.update((v, b"") for v in c.raw.values())
+    else:
+        passed = all_slots
+        init_vars = all_slots
+
+    head = [Line(0, "def _ingress(_pkt, _port, _now):")]
+    head += [Line(1, f"{v} = {inits[v]!r}") for v in init_vars]
+    head.append(Line(1, "_n = _plen = len(_pkt)"))
+    head += [Line(1, f"{v} = {code}") for v, code in ingress_setup]
+    state = ", ".join(["_pkt", "_pos", *passed])
+    tail = [Line(1, f"return ({sm['egress_spec'].var}, {sm['mcast_grp'].var}, _plen, ({state},))")]
+    ingress_src = render(head + ingress_body + tail)
+
+    ehead = [Line(0, "def _egress(_st, _eport, _enq_qdepth, _deq_qdepth, _deq_td, _enq_ts, _now):"),
+             Line(1, f"{state}, = _st")]
+    if not optimize_code or "_plen" in names(egress_body)[0]:
+        ehead.append(Line(1, f"_plen = {sm['packet_length'].var}"))
+    ehead += [Line(1, f"{v} = {code}") for v, code in egress_setup]
+    egress_src = render(ehead + egress_body)
+    source = "\n".join(ingress_src + [""] + egress_src) + "\n"
+    code = compile(source, f"<p4 pipeline {prog.source}>", "exec")
+    exec(code, c.ns)  # noqa: S102 - generated from the parsed program by codegen.CodeGen
+    objs = c.objects
+    logger.info("compiled %s: %d lines of Python, %d tables, %d registers, %d counters",
+                prog.source, source.count("\n"), len(objs.tables), len(objs.registers), len(objs.counters))
+    return Compiled(source, c.ns["_ingress"], c.ns["_egress"], objs)
