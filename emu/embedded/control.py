@@ -17,8 +17,11 @@ tuples and the numeric keys of ``stats()`` back into ints.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
+import functools
+import inspect
 import json
 import logging
 import os
@@ -29,18 +32,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from emu.embedded.errors import ControlError
+from emu.control import CONTRACT_METHODS, ControlError, SwitchControl
 
 __all__ = ["ControlAPI", "ControlClient", "ControlError", "ControlServer", "METHODS"]
 
 logger = logging.getLogger(__name__)
 
-#: Methods served over the socket (ControlAPI and ControlClient both have them).
-METHODS = (
-    "table_add", "table_modify", "table_delete", "table_clear", "table_set_default",
-    "register_read", "register_write", "register_reset", "counter_read",
-    "set_queue", "stats", "ping", "shutdown",
-)
+#: Methods served over the socket: the SwitchControl contract.
+METHODS = CONTRACT_METHODS
 
 #: Longest request or reply line accepted (bytes).
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -53,8 +52,9 @@ def _one_line(e: BaseException) -> str:
     return " ".join(text.split())
 
 
-class ControlAPI:
-    """In-process control of one switch (``SwitchCore`` + its pipeline).
+class ControlAPI(SwitchControl):
+    """In-process control of one switch (``SwitchCore`` + its pipeline): the
+    :class:`~emu.control.SwitchControl` contract without any process or socket.
 
     ``on_shutdown`` is called by :meth:`shutdown` (the switch process stops its loop).
     Every method raises :class:`ControlError` on a bad name, width or value.
@@ -335,8 +335,9 @@ def _int_keys(value: Any) -> Any:
     return value
 
 
-class ControlClient:
-    """Synchronous client of a :class:`ControlServer`; same methods as ControlAPI.
+class ControlClient(SwitchControl):
+    """Synchronous client of a :class:`ControlServer`: the :class:`~emu.control.SwitchControl`
+    methods, each sent as one request with the contract's signature.
 
     ``address``: the Unix socket path, or ``(host, port)`` for TCP. ``connect_timeout``
     (s) retries until the server accepts (the switch is ready then); ``timeout`` (s)
@@ -407,60 +408,39 @@ class ControlClient:
                 raise ControlError(reply["error"])
             return reply.get("result")
 
-    def table_add(self, table: str, match: dict[str, Any], action: str,
-                  params: dict[str, Any] | None = None, priority: int | None = None) -> None:
-        """See :meth:`ControlAPI.table_add`."""
-        self.call("table_add", table=table, match=match, action=action, params=params, priority=priority)
-
-    def table_modify(self, table: str, match: dict[str, Any], action: str,
-                     params: dict[str, Any] | None = None, priority: int | None = None) -> None:
-        """See :meth:`ControlAPI.table_modify`."""
-        self.call("table_modify", table=table, match=match, action=action, params=params, priority=priority)
-
-    def table_delete(self, table: str, match: dict[str, Any], priority: int | None = None) -> None:
-        """See :meth:`ControlAPI.table_delete`."""
-        self.call("table_delete", table=table, match=match, priority=priority)
-
-    def table_clear(self, table: str) -> None:
-        """See :meth:`ControlAPI.table_clear`."""
-        self.call("table_clear", table=table)
-
-    def table_set_default(self, table: str, action: str, params: dict[str, Any] | None = None) -> None:
-        """See :meth:`ControlAPI.table_set_default`."""
-        self.call("table_set_default", table=table, action=action, params=params)
-
-    def register_read(self, name: str, index: int | None = None) -> int | list[int]:
-        """See :meth:`ControlAPI.register_read`."""
-        return self.call("register_read", name=name, index=index)
-
-    def register_write(self, name: str, index: int, value: int) -> None:
-        """See :meth:`ControlAPI.register_write`."""
-        self.call("register_write", name=name, index=index, value=value)
-
-    def register_reset(self, name: str) -> None:
-        """See :meth:`ControlAPI.register_reset`."""
-        self.call("register_reset", name=name)
-
     def counter_read(self, name: str, index: int | None = None) -> tuple[int, int] | list[tuple[int, int]]:
-        """See :meth:`ControlAPI.counter_read`."""
+        """See :meth:`emu.control.SwitchControl.counter_read` (JSON arrays back to tuples)."""
         res = self.call("counter_read", name=name, index=index)
         if index is None:
             return [tuple(c) for c in res]  # type: ignore[misc]
         return tuple(res)  # type: ignore[return-value]
 
-    def set_queue(self, port: int, rate_bps: float | None = None, depth_pkts: int | None = None,
-                  delay_us: int | None = None) -> None:
-        """See :meth:`ControlAPI.set_queue`."""
-        self.call("set_queue", port=port, rate_bps=rate_bps, depth_pkts=depth_pkts, delay_us=delay_us)
-
     def stats(self) -> dict[str, Any]:
-        """See :meth:`ControlAPI.stats`; port keys come back as ints."""
+        """See :meth:`emu.control.SwitchControl.stats`; port keys come back as ints."""
         return _int_keys(self.call("stats"))
 
-    def ping(self) -> str:
-        """Returns ``"pong"``."""
-        return self.call("ping")
 
-    def shutdown(self) -> None:
-        """Ask the switch to stop; returns once the switch acknowledged."""
-        self.call("shutdown")
+def _remote(name: str) -> Callable[..., Any]:
+    """A ControlClient method that sends ``name`` with the contract's signature."""
+    proto = getattr(SwitchControl, name)
+    sig = inspect.signature(proto)
+
+    @functools.wraps(proto)
+    def method(self: ControlClient, *args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = sig.bind(self, *args, **kwargs)
+        except TypeError as e:
+            raise ControlError(f"{name}: {e}") from None
+        bound.apply_defaults()
+        params = dict(bound.arguments)
+        params.pop("self")
+        return self.call(name, **params)
+
+    method.__isabstractmethod__ = False  # type: ignore[attr-defined]
+    return method
+
+
+for _name in CONTRACT_METHODS:
+    if _name not in ControlClient.__dict__:
+        setattr(ControlClient, _name, _remote(_name))
+abc.update_abstractmethods(ControlClient)

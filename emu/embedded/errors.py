@@ -1,10 +1,13 @@
 """Exceptions of the embedded switch shared by the front end, runtime and control API.
 
 Both carry a one-line message: ``P4FrontendError`` starts with ``FILE:LINE:``;
-``ControlError`` names the table, field, action or register and the problem.
+``ControlError`` (defined in :mod:`emu.control`, shared by every target) names the table,
+field, action or register and the problem.
 """
 
 from __future__ import annotations
+
+from emu.control import ControlError
 
 __all__ = ["ControlError", "P4FrontendError"]
 
@@ -24,5 +27,3 @@ class P4FrontendError(Exception):
         super().__init__(f"{file}:{line}: {message}")
 
 
-class ControlError(Exception):
-    """A control-plane request that cannot be applied (unknown name, width, duplicate key)."""

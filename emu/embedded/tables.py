@@ -2,56 +2,29 @@
 
 :class:`Table` holds the entries of one P4 table and answers the lookups the generated
 code makes (exact: one dict; lpm: one dict per prefix length, longest first;
-ternary/range/optional: a priority-ordered scan). Control-plane values are parsed by
-:func:`to_int` (ints, dotted IPv4, IPv6, MAC, ``0x..``). Errors raise
+ternary/range/optional: a priority-ordered scan). Control-plane values and match keys are
+encoded by :mod:`emu.encoding`, the same module every target uses. Errors raise
 :class:`ControlError` with a one-line message naming the table, key or action.
 """
 
 from __future__ import annotations
 
-import difflib
-import ipaddress
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from emu import encoding
 
 from .errors import ControlError
 
 __all__ = ["ActionSpec", "KeySpec", "Table", "closest", "to_int"]
 
 
-def closest(name: str, options: Iterable[str]) -> str:
-    m = difflib.get_close_matches(name, list(options), n=1, cutoff=0.5)
-    return f" (did you mean {m[0]}?)" if m else ""
+closest = encoding.closest
 
 
 def to_int(value: Any, width: int, what: str) -> int:
-    """Convert a control-plane value (int, '10.0.0.1', 'aa:bb:..', '0x..', '12') to an int."""
-    if isinstance(value, bool):
-        value = int(value)
-    if isinstance(value, int):
-        v = value
-    elif isinstance(value, str):
-        s = value.strip()
-        try:
-            if ":" in s and width == 48:
-                parts = s.split(":")
-                if len(parts) != 6:
-                    raise ValueError
-                v = int("".join(p.zfill(2) for p in parts), 16)
-            elif s.count(".") == 3:
-                v = int(ipaddress.IPv4Address(s))
-            elif ":" in s:
-                v = int(ipaddress.IPv6Address(s))
-            else:
-                v = int(s, 0)
-        except ValueError:
-            raise ControlError(f"{what}: cannot parse value {value!r}") from None
-    else:
-        raise ControlError(f"{what}: expected int or string, got {type(value).__name__}")
-    if v < 0 or v >> width:
-        raise ControlError(f"{what}: value {value!r} does not fit in bit<{width}>")
-    return v
+    """A control-plane value as an int of ``width`` bits (:func:`emu.encoding.parse_value`)."""
+    return encoding.parse_value(value, width, what)
 
 
 @dataclass
@@ -143,64 +116,31 @@ class Table:
         return a
 
     def _args(self, a: ActionSpec, params: dict[str, Any] | None) -> tuple[tuple, dict[str, int]]:
-        params = dict(params or {})
-        out, desc = [], {}
-        for pname, width in a.params:
-            if pname not in params:
-                raise ControlError(f"{self.name}: action {a.name} needs parameter {pname}")
-            v = to_int(params.pop(pname), width, f"{self.name}: action {a.name} parameter {pname}")
-            out.append(v)
-            desc[pname] = v
-        if params:
-            extra = next(iter(params))
-            names = [p for p, _ in a.params]
-            raise ControlError(f"{self.name}: action {a.name} has no parameter {extra}{closest(extra, names)}")
-        return tuple(out), desc
+        info = encoding.ActionInfo(a.name, tuple((p, w, i + 1) for i, (p, w) in enumerate(a.params)))
+        args = encoding.build_params(self.name, info, params)
+        return args, {p: v for (p, _w), v in zip(a.params, args, strict=True)}
 
     def _canon(self, match: dict[str, Any], priority: int | None) -> tuple[tuple, int]:
-        match = dict(match or {})
-        canon = []
+        """The entry's key in table order (:func:`emu.encoding.build_match`): exact value,
+        lpm ``(value, prefix_len)``, ternary/optional ``(value, mask)``, range ``(low, high)``;
+        plus its priority (lpm: the prefix length)."""
+        keys = [encoding.KeyField(k.name, k.kind, k.width) for k in self.keys]
+        fields = encoding.build_match(self.name, keys, match)
+        canon: list[Any] = []
         plen_total = 0
-        for ks in self.keys:
-            what = f"{self.name}: key {ks.name}"
-            if ks.name not in match:
-                if ks.kind in ("ternary", "optional", "lpm"):
-                    canon.append((0, 0) if ks.kind != "lpm" else (0, 0))
-                    continue
-                raise ControlError(f"{what}: missing from match")
-            v = match.pop(ks.name)
-            if ks.kind == "exact":
-                canon.append(to_int(v, ks.width, what))
-            elif ks.kind == "lpm":
-                if isinstance(v, str) and "/" in v:
-                    addr, _, ln = v.partition("/")
-                    value, plen = to_int(addr, ks.width, what), int(ln)
-                elif isinstance(v, list | tuple) and len(v) == 2:
-                    value, plen = to_int(v[0], ks.width, what), int(v[1])
-                else:
-                    value, plen = to_int(v, ks.width, what), ks.width
-                if not 0 <= plen <= ks.width:
-                    raise ControlError(f"{what}: prefix length {plen} out of range 0..{ks.width}")
-                mask = ((1 << plen) - 1) << (ks.width - plen)
-                canon.append((value & mask, plen))
-                plen_total += plen
-            elif ks.kind in ("ternary", "optional"):
-                if isinstance(v, list | tuple) and len(v) == 2:
-                    value, mask = to_int(v[0], ks.width, what), to_int(v[1], ks.width, what + " mask")
-                else:
-                    value, mask = to_int(v, ks.width, what), (1 << ks.width) - 1
-                canon.append((value & mask, mask))
-            elif ks.kind == "range":
-                if not (isinstance(v, list | tuple) and len(v) == 2):
-                    raise ControlError(f"{what}: range match needs [low, high]")
-                canon.append((to_int(v[0], ks.width, what), to_int(v[1], ks.width, what)))
-        if match:
-            extra = next(iter(match))
-            raise ControlError(f"{self.name}: unknown key field {extra}{closest(extra, [k.name for k in self.keys])}")
-        if self.needs_priority:
-            if priority is None:
-                raise ControlError(f"{self.name}: ternary/range/optional table needs a priority")
-            return tuple(canon) + (("priority", int(priority)),), int(priority)
+        for f in fields:
+            if f.key.match == "exact":
+                canon.append(f.value)
+            elif f.key.match == "lpm":
+                canon.append((f.value, f.prefix_len))
+                plen_total += int(f.prefix_len or 0)
+            elif f.key.match == "range":
+                canon.append((f.value, f.high))
+            else:
+                canon.append((f.value, f.mask))
+        prio = encoding.check_priority(self.name, keys, priority)
+        if prio is not None:
+            return tuple(canon) + (("priority", prio),), prio
         return tuple(canon), plen_total
 
     def add(self, match, action, params=None, priority=None, *, modify: bool = False) -> None:

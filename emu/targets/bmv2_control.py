@@ -15,9 +15,8 @@ network and runner code drive either target the same way:
 Names are fully qualified (``MyIngress.ipv4_lpm``, key ``hdr.ipv4.dstAddr``, action
 ``MyIngress.ipv4_forward``, params by P4 name) and checked against a
 :class:`ProgramSchema` read from the P4Info (P4Runtime ids) or the bmv2 JSON (no ids).
-Values: ints, IPv4 ``"10.0.0.1"`` (32-bit fields), MAC ``"00:00:00:00:00:01"`` (48-bit),
-numeric strings; lpm ``"10.0.1.0/24"`` or ``[value, prefix_len]``; ternary
-``[value, mask]``; range ``[low, high]``. Every error is a one-line ``ControlError``.
+Values and match keys follow :mod:`emu.encoding` (the same on every target). Every error
+is a one-line ``ControlError``.
 
 Differences from the embedded switch: bmv2 has no per-port propagation delay
 (``set_queue(delay_us=...)`` is logged and ignored), its queue rate is in packets per
@@ -27,7 +26,6 @@ no per-port rx/tx counts (read the P4 counters instead).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import re
@@ -37,11 +35,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from emu.embedded.errors import ControlError
+from emu.control import ControlError, SwitchControl
+from emu.encoding import (
+    ActionInfo,
+    FieldMatch,
+    KeyField,
+    build_match,
+    build_params,
+    canonical_bytes,
+    check_priority,
+    parse_value,
+)
 
 __all__ = [
     "ActionInfo", "Bmv2Control", "ControlError", "EntrySpec", "FieldMatch", "KeyField", "P4RuntimeTables",
-    "ProgramSchema", "TableInfo", "ThriftCli", "ThriftTables", "canonical_bytes", "encode_value", "open_p4runtime",
+    "ProgramSchema", "TableInfo", "ThriftCli", "ThriftTables", "canonical_bytes", "cli_match", "open_p4runtime",
 ]
 
 log = logging.getLogger(__name__)
@@ -58,29 +66,9 @@ CLI_PROMPT = "RuntimeCmd: "
 _CLI_ERROR_RE = re.compile(r"^(Error:|Invalid |\*\*\* |Could not connect|Traceback)", re.M)
 _CLI_HANDLE_RE = re.compile(r"Entry has been added with handle (\d+)")
 _CLI_COUNTER_RE = re.compile(r"BmCounterValue\(packets=(\d+), bytes=(\d+)\)")
-MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 
 
 # -- program schema ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KeyField:
-    """One table key field: P4 name, match kind (``exact``/``lpm``/...), width in bits, P4Runtime id."""
-
-    name: str
-    match: str
-    bitwidth: int
-    id: int = 0
-
-
-@dataclass(frozen=True)
-class ActionInfo:
-    """An action: name, ``(param name, bitwidth, P4Runtime id)`` in declaration order, id."""
-
-    name: str
-    params: tuple[tuple[str, int, int], ...] = ()
-    id: int = 0
 
 
 @dataclass(frozen=True)
@@ -184,72 +172,18 @@ class ProgramSchema:
             raise ControlError(f"unknown counter {name!r} (counters: {', '.join(sorted(self.counters))})") from None
 
 
-# -- values ------------------------------------------------------------------------------
+# -- entries -----------------------------------------------------------------------------
 
 
-def encode_value(value: Any, bitwidth: int, what: str) -> int:
-    """``value`` as an unsigned int of ``bitwidth`` bits.
-
-    Accepts ints, numeric strings (``"0x0a"``, ``"10"``), IPv4 ``"a.b.c.d"`` (32-bit
-    fields) and MAC ``"aa:bb:cc:dd:ee:ff"`` (48-bit fields). ControlError names ``what``.
-    """
-    if isinstance(value, bool):
-        value = int(value)
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            if bitwidth == 32 and text.count(".") == 3:
-                value = int(ipaddress.IPv4Address(text))
-            elif bitwidth == 48 and text.count(":") == 5:
-                octets = text.split(":")
-                if not all(1 <= len(o) <= 2 for o in octets):
-                    raise ValueError(text)
-                value = int("".join(o.zfill(2) for o in octets), 16)
-            else:
-                value = int(text.replace("_", ""), 0)
-        except ValueError:
-            raise ControlError(f"{what}: bad value {value!r} for a {bitwidth}-bit field") from None
-    if not isinstance(value, int):
-        raise ControlError(f"{what}: bad value {value!r} (expected an int or a string)")
-    if value < 0 or value >= 1 << bitwidth:
-        raise ControlError(f"{what}: value {value} does not fit in {bitwidth} bits")
-    return value
-
-
-def canonical_bytes(value: int, bitwidth: int) -> bytes:
-    """P4Runtime canonical binary string of ``value`` (no leading zero bytes, at least one byte)."""
-    raw = value.to_bytes(max(1, (bitwidth + 7) // 8), "big")
-    return raw.lstrip(b"\x00") or b"\x00"
-
-
-@dataclass(frozen=True)
-class FieldMatch:
-    """One key field of an entry: ``value`` plus ``prefix_len`` (lpm), ``mask`` (ternary/optional)
-    or ``high`` (range, ``value`` is the low end)."""
-
-    key: KeyField
-    value: int
-    prefix_len: int | None = None
-    mask: int | None = None
-    high: int | None = None
-
-    @property
-    def dont_care(self) -> bool:
-        """P4Runtime omits wildcard fields (lpm /0, mask 0, full range)."""
-        k = self.key
-        return ((k.match == "lpm" and self.prefix_len == 0)
-                or (k.match in ("ternary", "optional") and self.mask == 0)
-                or (k.match == "range" and self.value == 0 and self.high == (1 << k.bitwidth) - 1))
-
-    def cli(self) -> str:
-        """The simple_switch_CLI spelling (``0xa000000/8``, ``0x5&&&0xff``, ``1->9``)."""
-        if self.key.match == "lpm":
-            return f"{self.value:#x}/{self.prefix_len}"
-        if self.key.match in ("ternary", "optional"):
-            return f"{self.value:#x}&&&{self.mask:#x}"
-        if self.key.match == "range":
-            return f"{self.value:#x}->{self.high:#x}"
-        return f"{self.value:#x}"
+def cli_match(m: FieldMatch) -> str:
+    """The simple_switch_CLI spelling of one key field (``0xa000000/8``, ``0x5&&&0xff``, ``1->9``)."""
+    if m.key.match == "lpm":
+        return f"{m.value:#x}/{m.prefix_len}"
+    if m.key.match in ("ternary", "optional"):
+        return f"{m.value:#x}&&&{m.mask:#x}"
+    if m.key.match == "range":
+        return f"{m.value:#x}->{m.high:#x}"
+    return f"{m.value:#x}"
 
 
 @dataclass(frozen=True)
@@ -267,85 +201,7 @@ class EntrySpec:
 
     def key_id(self) -> tuple:
         """Hashable identity of the entry (for handles and duplicates)."""
-        return (self.table.name, tuple((m.value, m.prefix_len, m.mask, m.high) for m in self.match), self.priority)
-
-
-def _needs_priority(table: TableInfo) -> bool:
-    return any(k.match in ("ternary", "range", "optional") for k in table.keys)
-
-
-def build_match(table: TableInfo, match: dict[str, Any]) -> tuple[FieldMatch, ...]:
-    """Check and convert ``match`` ({key name: value}) into FieldMatch in key order."""
-    if not isinstance(match, dict):
-        raise ControlError(f"{table.name}: match must be an object {{key: value}}, got {type(match).__name__}")
-    names = [k.name for k in table.keys]
-    extra = [n for n in match if n not in names]
-    if extra:
-        raise ControlError(f"{table.name}: unknown key {extra[0]!r} (keys: {', '.join(names)})")
-    out = []
-    for key in table.keys:
-        what = f"{table.name} key {key.name}"
-        if key.name not in match:
-            if key.match in ("ternary", "optional", "lpm", "range"):
-                wildcard = {"lpm": FieldMatch(key, 0, prefix_len=0), "range": FieldMatch(key, 0, high=(1 << key.bitwidth) - 1)}
-                out.append(wildcard.get(key.match, FieldMatch(key, 0, mask=0)))
-                continue
-            raise ControlError(f"{what}: missing (exact keys need a value)")
-        v = match[key.name]
-        if key.match == "exact":
-            if isinstance(v, (list, tuple)):
-                raise ControlError(f"{what}: exact key takes one value, got {v!r}")
-            out.append(FieldMatch(key, encode_value(v, key.bitwidth, what)))
-        elif key.match == "lpm":
-            if isinstance(v, str) and "/" in v:
-                text, _, plen = v.rpartition("/")
-                v = [text, plen]
-            if isinstance(v, (list, tuple)):
-                if len(v) != 2:
-                    raise ControlError(f"{what}: lpm value must be 'VALUE/LEN' or [value, prefix_len]")
-                value = encode_value(v[0], key.bitwidth, what)
-                try:
-                    plen = int(v[1])
-                except (TypeError, ValueError):
-                    raise ControlError(f"{what}: bad prefix length {v[1]!r}") from None
-            else:
-                value, plen = encode_value(v, key.bitwidth, what), key.bitwidth
-            if not 0 <= plen <= key.bitwidth:
-                raise ControlError(f"{what}: prefix length {plen} outside 0..{key.bitwidth}")
-            mask = ((1 << plen) - 1) << (key.bitwidth - plen)
-            out.append(FieldMatch(key, value & mask, prefix_len=plen))
-        elif key.match in ("ternary", "optional"):
-            if isinstance(v, (list, tuple)):
-                if len(v) != 2:
-                    raise ControlError(f"{what}: ternary value must be [value, mask]")
-                value, mask = encode_value(v[0], key.bitwidth, what), encode_value(v[1], key.bitwidth, what)
-            else:
-                value, mask = encode_value(v, key.bitwidth, what), (1 << key.bitwidth) - 1
-            out.append(FieldMatch(key, value & mask, mask=mask))
-        elif key.match == "range":
-            if not isinstance(v, (list, tuple)) or len(v) != 2:
-                raise ControlError(f"{what}: range value must be [low, high]")
-            low, high = encode_value(v[0], key.bitwidth, what), encode_value(v[1], key.bitwidth, what)
-            if low > high:
-                raise ControlError(f"{what}: range low {low} > high {high}")
-            out.append(FieldMatch(key, low, high=high))
-        else:
-            raise ControlError(f"{what}: match kind {key.match!r} not supported on bmv2")
-    return tuple(out)
-
-
-def build_params(action: ActionInfo, params: dict[str, Any] | None) -> tuple[tuple[str, int, int, int], ...]:
-    """Check and convert ``params`` ({P4 name: value}) into declaration order."""
-    params = dict(params or {})
-    names = [p[0] for p in action.params]
-    extra = [n for n in params if n not in names]
-    if extra:
-        raise ControlError(f"{action.name}: unknown parameter {extra[0]!r} (parameters: {', '.join(names) or 'none'})")
-    missing = [n for n in names if n not in params]
-    if missing:
-        raise ControlError(f"{action.name}: missing parameter {missing[0]!r}")
-    return tuple((name, width, pid, encode_value(params[name], width, f"{action.name} parameter {name}"))
-                 for name, width, pid in action.params)
+        return (self.table.name, tuple(m.ident() for m in self.match), self.priority)
 
 
 # -- Thrift CLI ----------------------------------------------------------------------------
@@ -437,7 +293,7 @@ class ThriftTables:
     def add_command(entry: EntrySpec) -> str:
         """``table_add TABLE ACTION KEYS => PARAMS [PRIORITY]``."""
         assert entry.action is not None
-        keys = " ".join(m.cli() for m in entry.match)
+        keys = " ".join(cli_match(m) for m in entry.match)
         params = " ".join(str(p[3]) for p in entry.params)
         cmd = f"table_add {entry.table.name} {entry.action.name} {keys} => {params}".rstrip()
         if entry.priority is not None:
@@ -466,7 +322,7 @@ class ThriftTables:
 
     @staticmethod
     def _key_text(entry: EntrySpec) -> str:
-        return " ".join(m.cli() for m in entry.match)
+        return " ".join(cli_match(m) for m in entry.match)
 
     def insert(self, entry: EntrySpec) -> None:
         if entry.key_id() in self.handles:
@@ -594,8 +450,8 @@ class P4RuntimeTables:
 # -- the control object ------------------------------------------------------------------
 
 
-class Bmv2Control:
-    """ControlClient's methods for one bmv2 switch.
+class Bmv2Control(SwitchControl):
+    """The :class:`~emu.control.SwitchControl` contract for one bmv2 switch.
 
     schema: the program's names and widths; tables: a :class:`P4RuntimeTables` or
     :class:`ThriftTables`; cli: the Thrift CLI runner (registers, counters, queues);
@@ -619,18 +475,17 @@ class Bmv2Control:
               params: dict[str, Any] | None = None, priority: int | None = None) -> EntrySpec:
         """Check names and values and build the entry (``match=None``: the default entry)."""
         info = self.schema.table(table)
-        fields = () if match is None else build_match(info, match)
+        fields = () if match is None else build_match(info.name, info.keys, match)
         act = None if action is None else self.schema.action(info, action)
-        values = () if act is None else build_params(act, params)
+        values = () if act is None else build_params(info.name, act, params)
+        params_spec = () if act is None else tuple((n, w, pid, v) for (n, w, pid), v in zip(act.params, values,
+                                                                                           strict=True))
         if match is not None:
-            if _needs_priority(info):
-                if priority is None:
-                    raise ControlError(f"{table}: ternary/range table needs a priority (higher wins)")
-                if not 1 <= int(priority) < CLI_PRIORITY_BASE:
-                    raise ControlError(f"{table}: priority {priority} outside 1..{CLI_PRIORITY_BASE - 1}")
-            else:
-                priority = None  # exact/lpm tables: bmv2 rejects a priority
-        return EntrySpec(info, fields, act, values, None if priority is None else int(priority), default=match is None)
+            # exact/lpm tables: None (bmv2 rejects a priority)
+            priority = check_priority(info.name, info.keys, priority)
+            if priority is not None and priority >= CLI_PRIORITY_BASE:
+                raise ControlError(f"{table}: priority {priority} outside 1..{CLI_PRIORITY_BASE - 1} on bmv2")
+        return EntrySpec(info, fields, act, params_spec, priority, default=match is None)
 
     def table_add(self, table: str, match: dict[str, Any], action: str,
                   params: dict[str, Any] | None = None, priority: int | None = None) -> None:
@@ -695,7 +550,7 @@ class Bmv2Control:
         """Write one cell (value must fit the register width)."""
         size, width = self.schema.register(name)
         i = self._index(name, index, size)
-        v = encode_value(value, width, f"register {name}[{i}]")
+        v = parse_value(value, width, f"register {name}[{i}]")
         self._cli([f"register_write {name} {i} {v}"], f"register {name}")
 
     def register_reset(self, name: str) -> None:

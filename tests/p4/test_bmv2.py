@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from emu.embedded.errors import ControlError
+from emu.control import ControlError
 from emu.embedded.stf import StfResult, run_stf_on
 from emu.targets.bmv2_control import (
     CLI_PRIORITY_BASE,
@@ -41,7 +41,6 @@ from emu.targets.bmv2_control import (
     ThriftTables,
     canonical_bytes,
     cli_error,
-    encode_value,
     split_cli_output,
 )
 
@@ -196,40 +195,6 @@ def test_schema_from_bmv2_json(schema: ProgramSchema) -> None:
                                "MyEgress.queue_marks": 16}  # the direct counter is left out
 
 
-@pytest.mark.parametrize(("value", "width", "expected"), [
-    ("10.0.1.5", 32, 0x0A000105),
-    ("00:00:00:00:aa:02", 48, 0xAA02),
-    ("0:0:0:0:AA:2", 48, 0xAA02),
-    ("0x1ff", 9, 511),
-    ("42", 16, 42),
-    (7, 3, 7),
-    (True, 1, 1),
-])
-def test_encode_value(value: Any, width: int, expected: int) -> None:
-    assert encode_value(value, width, "f") == expected
-
-
-@pytest.mark.parametrize(("value", "width", "message"), [
-    (512, 9, "f: value 512 does not fit in 9 bits"),
-    (-1, 8, "f: value -1 does not fit in 8 bits"),
-    ("10.0.0.256", 32, "f: bad value '10.0.0.256' for a 32-bit field"),
-    ("10.0.0.1", 16, "f: bad value '10.0.0.1' for a 16-bit field"),
-    ("aa:bb", 48, "f: bad value 'aa:bb' for a 48-bit field"),
-    (1.5, 8, "f: bad value 1.5"),
-])
-def test_encode_value_errors(value: Any, width: int, message: str) -> None:
-    with pytest.raises(ControlError) as exc:
-        encode_value(value, width, "f")
-    assert str(exc.value).startswith(message) and "\n" not in str(exc.value)
-
-
-def test_canonical_bytes() -> None:
-    assert canonical_bytes(0x0A000105, 32) == b"\x0a\x00\x01\x05"
-    assert canonical_bytes(2, 9) == b"\x02"
-    assert canonical_bytes(0, 48) == b"\x00"
-    assert canonical_bytes(0xAA02, 48) == b"\xaa\x02"
-
-
 # -- tables through the Thrift CLI ------------------------------------------------------------
 
 
@@ -279,20 +244,20 @@ def test_table_modify_delete_clear_use_handles(schema: ProgramSchema) -> None:
 @pytest.mark.parametrize(("call", "message"), [
     (lambda c: c.table_add("MyIngress.nope", {}, "x"), "unknown table 'MyIngress.nope' (tables: MyEgress.acl, "),
     (lambda c: c.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.src": 1}, "MyIngress.drop"),
-     "MyIngress.ipv4_lpm: unknown key 'hdr.ipv4.src' (keys: hdr.ipv4.dstAddr)"),
+     "MyIngress.ipv4_lpm: unknown key field hdr.ipv4.src (did you mean hdr.ipv4.dstAddr?) (keys: hdr.ipv4.dstAddr)"),
     (lambda c: c.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.0/33"}, "MyIngress.drop"),
-     "MyIngress.ipv4_lpm key hdr.ipv4.dstAddr: prefix length 33 outside 0..32"),
+     "MyIngress.ipv4_lpm: key hdr.ipv4.dstAddr: prefix length 33 outside 0..32"),
     (lambda c: c.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.1/32"}, "MyIngress.untracked"),
      "MyIngress.ipv4_lpm: unknown action 'MyIngress.untracked'"),
     (lambda c: c.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.1/32"}, "MyIngress.ipv4_forward",
-                           {"srcAddr": 1, "dstAddr": 2}), "MyIngress.ipv4_forward: missing parameter 'port'"),
+                           {"srcAddr": 1, "dstAddr": 2}), "MyIngress.ipv4_lpm: action MyIngress.ipv4_forward needs parameter port"),
     (lambda c: c.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.1/32"}, "MyIngress.ipv4_forward",
                            {"srcAddr": 1, "dstAddr": 2, "port": 600}),
-     "MyIngress.ipv4_forward parameter port: value 600 does not fit in 9 bits"),
+     "MyIngress.ipv4_lpm: action MyIngress.ipv4_forward parameter port: value 600 does not fit in bit<9>"),
     (lambda c: c.table_add("MyIngress.symphony_config", {}, "MyIngress.untracked"),
-     "MyIngress.symphony_config key hdr.cth.job_id: missing"),
+     "MyIngress.symphony_config: key hdr.cth.job_id: missing from match"),
     (lambda c: c.table_add("MyEgress.acl", {"hdr.ipv4.srcAddr": [1, 1]}, "NoAction"),
-     "MyEgress.acl: ternary/range table needs a priority"),
+     "MyEgress.acl: ternary/range/optional table needs a priority"),
 ])
 def test_table_errors_are_one_line(schema: ProgramSchema, call: Any, message: str) -> None:
     cli = FakeCli()
@@ -419,7 +384,7 @@ def test_register_commands_and_parsing(schema: ProgramSchema) -> None:
     ctl.register_reset("MyIngress.flow_step")
     assert cli.commands == ["register_read MyIngress.frontier 3", "register_read MyIngress.frontier",
                             "register_write MyIngress.flow_step 64 65535", "register_reset MyIngress.flow_step"]
-    with pytest.raises(ControlError, match=r"^register MyIngress.flow_step\[0\]: value 65536 does not fit in 16 bits$"):
+    with pytest.raises(ControlError, match=r"^register MyIngress.flow_step\[0\]: value 65536 does not fit in bit<16>$"):
         ctl.register_write("MyIngress.flow_step", 0, 65536)
     with pytest.raises(ControlError, match=r"^MyIngress.frontier: index 16 outside 0..15$"):
         ctl.register_read("MyIngress.frontier", 16)
