@@ -17,6 +17,8 @@ from typing import Any, NoReturn
 
 import click
 
+from emu.targets.registry import target_names
+
 #: Exit code of user mistakes.
 EXIT_USAGE = 2
 #: Exit code of a run that failed at run time.
@@ -320,8 +322,8 @@ def cli(verbose: int) -> None:
               help="Collectives per job (default: the topology's).")
 @click.option("--size", default=None, callback=_size_option,
               help="Bytes per collective, a multiple of 4, e.g. 262144 or 256K (default: the topology's).")
-@click.option("--target", type=click.Choice(["embedded", "bmv2"]), default="embedded", show_default=True,
-              help="Switch target.")
+@click.option("--target", type=click.Choice(target_names()), default=target_names()[0], show_default=True,
+              help="Switch target (symphony-emu doctor says which are installed).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Results folder (default: results/<timestamp>-<pid>/).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of data, traffic and switches.")
@@ -351,7 +353,8 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
 
 @cli.command(name="cli")
 @click.argument("topology", required=False)
-@click.option("--target", type=click.Choice(["embedded", "bmv2"]), default="embedded", show_default=True)
+@click.option("--target", type=click.Choice(target_names()), default=target_names()[0], show_default=True,
+              help="Switch target.")
 @click.option("--scheme", type=click.Choice(["baseline", "symphony"]), default="symphony", show_default=True,
               help="Mode the switches start in (the `mode` command changes it).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None)

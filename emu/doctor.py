@@ -17,8 +17,8 @@ SETUP = "sudo ./scripts/setup.sh"
 class Check:
     """One item of the doctor's table.
 
-    name: what was checked; ok: whether it is there; needed_for: "all", "embedded",
-    "bmv2", "speed" (optional); detail: version or path found; fix: command to get it.
+    name: what was checked; ok: whether it is there; needed_for: "all", "speed", "tests" or a
+    target's name (emu.targets.TARGETS); detail: version or path found; fix: command to get it.
     """
 
     name: str
@@ -76,9 +76,20 @@ def run_checks() -> list[Check]:
                          ("pytest_asyncio", "pytest-asyncio")):
         ok, detail = _module(module, dist)
         checks.append(Check(module, ok, "tests", detail, "pip install -e '.[test]'"))
-    for binary in ("simple_switch_grpc", "p4c"):
-        ok, detail = _binary(binary)
-        checks.append(Check(binary, ok, "bmv2", detail, "p4lang packages (behavioral-model, p4c); see docs/bmv2.md"))
-    ok, detail = _module("p4runtime_sh", "p4runtime-shell")
-    checks.append(Check("p4runtime-shell", ok, "bmv2", detail, "pip install -e '.[bmv2]'"))
+    checks += target_checks()
+    return checks
+
+
+def target_checks() -> list[Check]:
+    """What each registered target needs (emu.targets.TARGETS), each checked by the target."""
+    from emu.targets import load_target, target_names
+
+    checks = []
+    for name in target_names():
+        try:
+            requirements = load_target(name).requirements()
+        except Exception as exc:  # noqa: BLE001 - a target that cannot even load is reported, not raised
+            checks.append(Check(f"{name} target", False, name, f"cannot load: {exc}", "pip install -e ."))
+            continue
+        checks += [Check(r.name, r.ok, name, r.detail, r.fix) for r in requirements]
     return checks

@@ -23,9 +23,13 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emu.targets import SwitchOptions
+
+if TYPE_CHECKING:
+    from emu.control import SwitchControl
+    from emu.targets import SwitchTarget
 from emu.topology import NetworkPlan, Topology
 
 log = logging.getLogger(__name__)
@@ -89,8 +93,8 @@ class ProgrammedNetwork:
     """Controller-side operations over the switches' control interface, for any back end.
 
     A subclass provides ``topology``, ``plan``, ``mode`` and :meth:`control` (the control
-    client of one switch: ``emu.embedded.control.ControlAPI`` in process, its socket client,
-    or a target's client) plus :meth:`check_switches` and :meth:`stop`. Routes, queues, ECN
+    object of one switch, an :class:`emu.control.SwitchControl`: ``ControlAPI`` in process,
+    its socket client, or a target's client) plus :meth:`check_switches` and :meth:`stop`. Routes, queues, ECN
     thresholds, the Symphony configuration, register resets and counter reads are written
     once here, so every back end is programmed by the same code (emu.routing).
     """
@@ -99,8 +103,8 @@ class ProgrammedNetwork:
     plan: NetworkPlan
     mode: str | None
 
-    def control(self, name: str) -> Any:
-        """The control client of switch ``name``."""
+    def control(self, name: str) -> SwitchControl:
+        """The control object of switch ``name`` (:class:`emu.control.SwitchControl`)."""
         raise NotImplementedError
 
     def check_switches(self) -> None:
@@ -226,20 +230,20 @@ class EmuNetwork(ProgrammedNetwork):
         """The Mininet host ``name``."""
         return self.net.get(name)
 
-    def switch(self, name: str) -> Any:
-        """The Mininet switch ``name``."""
+    def switch(self, name: str) -> SwitchTarget:
+        """The Mininet switch ``name`` (a target's :class:`~emu.targets.SwitchTarget`)."""
         return self.net.get(name)
 
-    def control(self, name: str) -> Any:
-        """The control client of switch ``name``."""
+    def control(self, name: str) -> SwitchControl:
+        """The control object of switch ``name``."""
         return self.switch(name).control()
 
     def check_switches(self) -> None:
         """Raise NetworkError if a switch process died (naming it and its log)."""
         for name in self.switch_names:
             sw = self.switch(name)
-            if hasattr(sw, "running") and not sw.running():
-                code = sw.proc.returncode if getattr(sw, "proc", None) is not None else "?"
+            if not sw.running():
+                code = "?" if sw.returncode is None else sw.returncode
                 raise NetworkError(f"switch {name} stopped (exit {code}); see {sw.log_path}")
 
     # -- teardown -------------------------------------------------------------------------
@@ -250,13 +254,12 @@ class EmuNetwork(ProgrammedNetwork):
         self._stopped = True
         for node in [*getattr(self.net, "hosts", []), *getattr(self.net, "switches", [])]:
             node.waitOutput = functools.partial(_wait_output_unless_dead, node)
-        for sw in getattr(self.net, "switches", []):  # processes first: links vanish under them next
-            stop_process = getattr(sw, "stop_process", None)
-            if stop_process is not None:
-                try:
-                    stop_process()
-                except Exception as exc:  # noqa: BLE001 - keep tearing down
-                    log.warning("stopping switch %s: %s", sw.name, exc)
+        switches: list[SwitchTarget] = list(getattr(self.net, "switches", []))
+        for sw in switches:  # processes first: links vanish under them next
+            try:
+                sw.stop_process()
+            except Exception as exc:  # noqa: BLE001 - keep tearing down
+                log.warning("stopping switch %s: %s", sw.name, exc)
         try:
             self.net.stop()
         except Exception as exc:  # noqa: BLE001 - keep tearing down

@@ -6,10 +6,13 @@ Two targets share one small lifecycle (docs/DESIGN.md section 2):
   one ``python -m emu.embedded.switch`` process per Mininet switch;
 - ``bmv2`` (:class:`emu.targets.bmv2.Bmv2Switch`): ``simple_switch_grpc``.
 
-Each target class has ``available() -> (bool, reason)``; :func:`target_class` turns an
-unavailable target into a one-line :class:`TargetUnavailable`. A started switch hands out a
-control object (:meth:`control`) with the methods of ``emu.embedded.control.ControlClient``
-(docs/interfaces.md section 3), which is all the controller uses.
+Every target subclasses :class:`SwitchTarget` (a Mininet ``Switch`` with ``start``,
+``wait_ready``, ``control``, ``stop`` and the class method ``available() -> (bool, reason)``).
+:data:`TARGETS` is the registry: the CLI's ``--target`` choices and ``doctor`` come from
+it; :func:`target_class` turns an unavailable target into a one-line
+:class:`TargetUnavailable`. A started switch hands out an :class:`emu.control.SwitchControl`
+(:meth:`SwitchTarget.control`), which is all the controller uses. A new target is one
+subclass and one registry line.
 """
 
 from __future__ import annotations
@@ -17,13 +20,17 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-#: Target name -> "module:Class".
-TARGETS: dict[str, str] = {
-    "embedded": "emu.targets.embedded:EmbeddedSwitch",
-    "bmv2": "emu.targets.bmv2:Bmv2Switch",
-}
+from mininet.node import Switch
+
+if TYPE_CHECKING:
+    from emu.control import SwitchControl
+
+from emu.targets.registry import TARGETS, target_names
+
+__all__ = ["DEFAULT_PROGRAM", "Requirement", "SwitchOptions", "SwitchStartError", "SwitchTarget", "TARGETS",
+           "TargetUnavailable", "load_target", "target_class", "target_names"]
 
 #: The repository's P4 program, loaded by every target.
 DEFAULT_PROGRAM = Path(__file__).resolve().parent.parent.parent / "p4" / "symphony.p4"
@@ -35,30 +42,6 @@ class TargetUnavailable(Exception):
 
 class SwitchStartError(Exception):
     """A switch process did not come up; ``str()`` is one line naming the switch and its log."""
-
-
-class SwitchControl(Protocol):
-    """What the controller needs from a running switch (the ControlClient methods)."""
-
-    def table_add(self, table: str, match: dict[str, Any], action: str,
-                  params: dict[str, Any] | None = None, priority: int | None = None) -> Any: ...
-
-    def table_clear(self, table: str) -> Any: ...
-
-    def table_set_default(self, table: str, action: str, params: dict[str, Any] | None = None) -> Any: ...
-
-    def register_read(self, name: str, index: int | None = None) -> int | list[int]: ...
-
-    def register_write(self, name: str, index: int, value: int) -> Any: ...
-
-    def register_reset(self, name: str) -> Any: ...
-
-    def counter_read(self, name: str, index: int | None = None) -> Any: ...
-
-    def set_queue(self, port: int, rate_bps: float | None = None, depth_pkts: int | None = None,
-                  delay_us: int | None = None) -> Any: ...
-
-    def stats(self) -> dict: ...
 
 
 @dataclass(frozen=True)
@@ -83,12 +66,19 @@ class SwitchOptions:
     extra_args: tuple[str, ...] = field(default_factory=tuple)
 
 
-def target_class(name: str) -> type:
-    """The switch class of target ``name``; raises TargetUnavailable if it cannot run here."""
+def load_target(name: str) -> type[SwitchTarget]:
+    """The switch class of target ``name`` (installed or not); TargetUnavailable if unknown."""
     if name not in TARGETS:
-        raise TargetUnavailable(f"unknown target {name!r}: choose one of {', '.join(sorted(TARGETS))}")
+        raise TargetUnavailable(f"unknown target {name!r}: choose one of {', '.join(TARGETS)}")
     module_name, _, cls_name = TARGETS[name].partition(":")
     cls = getattr(importlib.import_module(module_name), cls_name)
+    assert issubclass(cls, SwitchTarget), cls
+    return cls
+
+
+def target_class(name: str) -> type[SwitchTarget]:
+    """The switch class of target ``name``; raises TargetUnavailable if it cannot run here."""
+    cls = load_target(name)
     ok, reason = cls.available()
     if not ok:
         raise TargetUnavailable(reason)
@@ -120,18 +110,96 @@ def stop_process_group(proc: Any, name: str, timeout_s: float = 5.0) -> None:
         proc.wait()
 
 
-class AvailabilityCheck:
-    """Mixin for switch targets: Mininet's ``setup`` hook raises :class:`TargetUnavailable`
-    with the one-line reason from the target's ``available()`` classmethod."""
+@dataclass(frozen=True)
+class Requirement:
+    """One thing a target needs, for ``symphony-emu doctor``: name, whether it is there,
+    what was found (version, path) and the command or document that gets it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str
+
+
+class SwitchTarget(Switch):
+    """Base class of every switch target: a Mininet ``Switch`` with a small lifecycle.
+
+    A target subclasses it and implements :meth:`available`, :meth:`start`,
+    :meth:`wait_ready`, :meth:`control`, :meth:`stop_process` and :meth:`running`; it
+    sets :attr:`proc` (the switch's ``subprocess.Popen``) and :attr:`log_path`. Mininet
+    calls ``start`` (non-blocking) then the network waits with ``wait_ready``; ``stop``
+    ends the process, then lets Mininet delete the interfaces. ``options`` says which
+    program to load and where logs and sockets go; ``seed_offset`` is the switch's index in
+    the topology (seed of ``random``, per-switch ports).
+    """
+
+    #: The target's name in the registry (``--target``).
+    target: str = ""
+
+    def __init__(self, name: str, options: SwitchOptions | None = None, seed_offset: int = 0,
+                 **params: Any) -> None:
+        params.setdefault("inNamespace", False)
+        super().__init__(name, **params)
+        self.options = options or SwitchOptions()
+        self.seed_offset = seed_offset
+        self.proc: Any = None
+
+    # -- installation -----------------------------------------------------------------------
+    @classmethod
+    def requirements(cls) -> list[Requirement]:
+        """What the target needs, each checked (``symphony-emu doctor`` shows them)."""
+        ok, reason = cls.available()
+        return [Requirement(f"{cls.target} target", ok, "installed" if ok else reason, "" if ok else reason)]
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
-        """Whether the target can run here, and if not, why (one line)."""
+        """Whether the target can run here, and if not, one line naming what is missing and
+        how to get it."""
         raise NotImplementedError
 
     @classmethod
     def setup(cls) -> None:
-        """Mininet's installation hook: raise if the target cannot run."""
+        """Mininet's installation hook: raise TargetUnavailable if the target cannot run."""
         ok, reason = cls.available()
         if not ok:
             raise TargetUnavailable(reason)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def log_path(self) -> Path:
+        """The switch process's log file."""
+        return self.options.log_dir / f"{self.name}.log"
+
+    def port_map(self) -> dict[int, str]:
+        """Port number -> interface name for every data interface."""
+        return {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
+
+    def start(self, controllers: list) -> None:  # noqa: ARG002 - Mininet's signature
+        """Start the switch process (does not wait for it)."""
+        raise NotImplementedError
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Block until the switch can be programmed; SwitchStartError (naming the log) otherwise."""
+        raise NotImplementedError
+
+    def control(self) -> SwitchControl:
+        """The switch's control object (after :meth:`wait_ready`)."""
+        raise NotImplementedError
+
+    def running(self) -> bool:
+        """Whether the switch process is alive."""
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        """The switch process's exit status (None while it runs or before it started)."""
+        return None if self.proc is None else self.proc.poll()
+
+    def stop_process(self, timeout_s: float = 5.0) -> None:
+        """End the switch process: SIGTERM, SIGKILL after ``timeout_s`` seconds (idempotent)."""
+        raise NotImplementedError
+
+    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
+        """Stop the switch process, then let Mininet delete the interfaces."""
+        self.stop_process()
+        super().stop(deleteIntfs)

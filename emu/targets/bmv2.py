@@ -24,12 +24,13 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
-
-from mininet.node import Switch
+from typing import TYPE_CHECKING, Any
 
 from emu.cleanup import die_with_parent
-from emu.targets import AvailabilityCheck, SwitchOptions, SwitchStartError, stop_process_group
+from emu.targets import Requirement, SwitchStartError, SwitchTarget, stop_process_group
+
+if TYPE_CHECKING:
+    from emu.targets.bmv2_control import Bmv2Control
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
-class Bmv2Switch(AvailabilityCheck, Switch):
+class Bmv2Switch(SwitchTarget):
     """A Mininet switch backed by ``simple_switch_grpc``.
 
     ``options`` (a :class:`~emu.targets.SwitchOptions`): program, log folder (the build goes
@@ -108,14 +109,10 @@ class Bmv2Switch(AvailabilityCheck, Switch):
 
     target = "bmv2"
 
-    def __init__(self, name: str, options: SwitchOptions | None = None, seed_offset: int = 0,
-                 **params: Any) -> None:
-        params.setdefault("inNamespace", False)
-        super().__init__(name, **params)
-        self.options = options or SwitchOptions()
-        self.index = seed_offset
-        self.proc: subprocess.Popen | None = None
-        self._control: Any = None
+    def __init__(self, name: str, *args: Any, **params: Any) -> None:
+        super().__init__(name, *args, **params)
+        self.index = self.seed_offset
+        self._control: Bmv2Control | None = None
         self._p4rt: Any = None
 
     # -- installation check -------------------------------------------------------------
@@ -135,16 +132,24 @@ class Bmv2Switch(AvailabilityCheck, Switch):
             return False, f"bmv2 target: p4runtime-shell is not installed: pip install -e '.[bmv2]' ({INSTALL_DOC})"
         return True, ""
 
+    @classmethod
+    def requirements(cls) -> list[Requirement]:
+        """The binaries and the Python client bmv2 needs, each checked."""
+        out = []
+        for name, whence in {**REQUIRED_BINARIES, CLI_BINARY: "ships with behavioral-model"}.items():
+            path = shutil.which(name)
+            out.append(Requirement(name, path is not None, path or "not on PATH",
+                                   f"{whence}: p4lang packages or the Vagrant VM ({INSTALL_DOC})"))
+        found = importlib.util.find_spec("p4runtime_sh") is not None
+        out.append(Requirement("p4runtime-shell", found, "importable" if found else "not importable",
+                               "pip install -e '.[test]'"))
+        return out
+
     # -- paths and ports -------------------------------------------------------------------
     @property
     def build_dir(self) -> Path:
         """Where p4c's outputs go (shared by every switch of a run)."""
         return self.options.log_dir / "bmv2"
-
-    @property
-    def log_path(self) -> Path:
-        """simple_switch_grpc's log file."""
-        return self.options.log_dir / f"{self.name}.log"
 
     @property
     def device_id(self) -> int:
@@ -157,10 +162,6 @@ class Bmv2Switch(AvailabilityCheck, Switch):
     @property
     def grpc_addr(self) -> str:
         return f"127.0.0.1:{GRPC_PORT_BASE + self.index}"
-
-    def port_map(self) -> dict[int, str]:
-        """Port number -> interface name for every data interface."""
-        return {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
 
     def command(self) -> list[str]:
         """The simple_switch_grpc command line (the pipeline is pushed over P4Runtime)."""
@@ -231,15 +232,11 @@ class Bmv2Switch(AvailabilityCheck, Switch):
             except Exception as exc:  # noqa: BLE001 - closing a dead connection
                 log.debug("P4Runtime tear down on %s: %s", self.name, exc)
 
-    def control(self) -> Any:
+    def control(self) -> Bmv2Control:
         """The switch's :class:`~emu.targets.bmv2_control.Bmv2Control` (after :meth:`wait_ready`)."""
         if self._control is None:
             raise SwitchStartError(f"switch {self.name}: not ready (call wait_ready first)")
         return self._control
-
-    def running(self) -> bool:
-        """Whether simple_switch_grpc is alive."""
-        return self.proc is not None and self.proc.poll() is None
 
     def stop_process(self, timeout_s: float = 5.0) -> None:
         """Close the P4Runtime client, SIGTERM the switch, SIGKILL it after ``timeout_s`` s."""
@@ -250,7 +247,4 @@ class Bmv2Switch(AvailabilityCheck, Switch):
         proc, self.proc = self.proc, None
         stop_process_group(proc, self.name, timeout_s)
 
-    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
-        """Stop simple_switch_grpc, then let Mininet delete the interfaces."""
-        self.stop_process()
-        super().stop(deleteIntfs)
+

@@ -16,10 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mininet.node import Switch
-
 from emu.cleanup import die_with_parent
-from emu.targets import AvailabilityCheck, SwitchOptions, SwitchStartError, stop_process_group
+from emu.embedded.control import ControlClient
+from emu.targets import SwitchStartError, SwitchTarget, stop_process_group
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ def log_tail(path: Path, lines: int = 3) -> str:
     return " | ".join(line.strip() for line in text[-lines:] if line.strip())
 
 
-class EmbeddedSwitch(AvailabilityCheck, Switch):
+class EmbeddedSwitch(SwitchTarget):
     """A Mininet switch backed by an ``emu.embedded.switch`` process.
 
     ``options`` (a :class:`~emu.targets.SwitchOptions`) says which program to load and where
@@ -91,14 +90,9 @@ class EmbeddedSwitch(AvailabilityCheck, Switch):
 
     target = "embedded"
 
-    def __init__(self, name: str, options: SwitchOptions | None = None, seed_offset: int = 0,
-                 **params: Any) -> None:
-        params.setdefault("inNamespace", False)
-        super().__init__(name, **params)
-        self.options = options or SwitchOptions()
-        self.seed_offset = seed_offset
-        self.proc: subprocess.Popen | None = None
-        self._client: Any = None
+    def __init__(self, name: str, *args: Any, **params: Any) -> None:
+        super().__init__(name, *args, **params)
+        self._client: ControlClient | None = None
 
     # -- installation check -------------------------------------------------------------
     @classmethod
@@ -115,18 +109,9 @@ class EmbeddedSwitch(AvailabilityCheck, Switch):
         return self.options.control_dir / f"{self.name}.sock"
 
     @property
-    def log_path(self) -> Path:
-        """The switch process's log file."""
-        return self.options.log_dir / f"{self.name}.log"
-
-    @property
     def stats_path(self) -> Path:
         """Where the switch writes its final statistics."""
         return self.options.log_dir / f"{self.name}.stats.json"
-
-    def port_map(self) -> dict[int, str]:
-        """Port number -> interface name for every data interface."""
-        return {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
 
     def command(self) -> list[str]:
         """The switch process's command line."""
@@ -165,17 +150,11 @@ class EmbeddedSwitch(AvailabilityCheck, Switch):
             tail = log_tail(self.log_path)
             raise SwitchStartError(f"{exc} (log {self.log_path}{': ' + tail if tail else ''})") from None
 
-    def control(self) -> Any:
+    def control(self) -> ControlClient:
         """A connected ControlClient for this switch (one per switch, reused)."""
         if self._client is None:
-            from emu.embedded.control import ControlClient
-
             self._client = ControlClient(str(self.control_path))
         return self._client
-
-    def running(self) -> bool:
-        """Whether the switch process is alive."""
-        return self.proc is not None and self.proc.poll() is None
 
     def stop_process(self, timeout_s: float = 5.0) -> None:
         """SIGTERM the switch process, SIGKILL it after ``timeout_s`` seconds."""
@@ -190,6 +169,5 @@ class EmbeddedSwitch(AvailabilityCheck, Switch):
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
         """Stop the switch process, then let Mininet delete the interfaces."""
-        self.stop_process()
-        self.control_path.unlink(missing_ok=True)
         super().stop(deleteIntfs)
+        self.control_path.unlink(missing_ok=True)
