@@ -518,6 +518,8 @@ class CodeGen:
         kind, obj, meth = self.call_target(e, scopes)
         if kind == "method" and isinstance(obj, HdrRef) and meth == "isValid":
             return V(obj.valid, ir.BoolT())
+        if kind == "method" and isinstance(obj, PacketRef) and obj.kind == "packet_in" and meth == "length":
+            return V("_n", ir.BitT(32))  # the whole frame in bytes (P4_16 spec packet_in.length())
         self.fail(e.loc, f"unsupported call in an expression: {desc_call(e)}")
 
     def table_hit(self, e: ir.Member, scopes) -> V:

@@ -23,8 +23,6 @@ from emu.embedded.tm import QueueConfig, TrafficManager
 
 logger = logging.getLogger(__name__)
 
-#: Smallest frame accepted: an Ethernet header (bytes).
-MIN_FRAME_BYTES = 14
 #: Largest frame accepted: 1500-byte MTU + 14-byte Ethernet header + 4-byte VLAN tag (bytes).
 MAX_FRAME_BYTES = 1514 + 4
 
@@ -115,10 +113,11 @@ class SwitchCore:
             return
         self._rx[port] += 1
         n = len(frame)
-        if n < MIN_FRAME_BYTES or n > MAX_FRAME_BYTES:
+        if n > MAX_FRAME_BYTES:
+            # a frame of any smaller length enters the parser, as on bmv2 (short: PacketTooShort)
             self._drops["oversize"] += 1
-            self._log("oversize", now_us, "port %d: %d-byte frame outside %d..%d bytes, dropped",
-                      port, n, MIN_FRAME_BYTES, MAX_FRAME_BYTES)
+            self._log("oversize", now_us, "port %d: %d-byte frame longer than %d bytes, dropped",
+                      port, n, MAX_FRAME_BYTES)
             return
         pipe = self.pipeline
         key = self._parser_key
@@ -217,7 +216,7 @@ class SwitchCore:
         """Counters: ``{"rx": {port: n}, "tx": {port: n}, "drops": {reason: n},
         "max_qdepth": {port: packets}, "tail_drops": {port: n}, "queues": {port: {...}},
         "pipeline": {...}}``. Drop reasons: tail, pipeline (P4 drop), malformed (parser
-        error or pipeline exception), oversize (frame outside 14..1518 bytes),
+        error or pipeline exception), oversize (frame longer than 1518 bytes),
         bad_port (unknown ingress or egress port), tx_error (send failed, port I/O)."""
         tm = self.tm
         return {

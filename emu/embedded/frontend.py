@@ -206,11 +206,9 @@ class _PostLex:
                 end += 1
             for k in range(i - 1, end + 1):
                 scoped.setdefault(k, set()).update(names)
+        self._classify(toks, val, types, scoped)
         for i, t in enumerate(toks):
-            if t.type == "NAME" and (i == 0 or val[i - 1] != "."):
-                if t.value in types or t.value in scoped.get(i, ()):
-                    toks[i] = Token.new_borrow_pos("TYPE_NAME", t.value, t)
-            elif t.value == ">" and t.type != "STRING" and i + 1 < n and val[i + 1] == ">" \
+            if t.value == ">" and t.type != "STRING" and i + 1 < n and val[i + 1] == ">" \
                     and toks[i + 1].start_pos == t.end_pos:
                 toks[i] = Token.new_borrow_pos("RANGLE_SHIFT", t.value, t)
         yield from toks
@@ -218,6 +216,60 @@ class _PostLex:
     def _fail(self, tok: Token, msg: str) -> None:
         f, line = self.where(tok.line)
         raise P4FrontendError(f, line, msg)
+
+    @staticmethod
+    def _classify(toks: list[Token], val: list[str], types: set[str], scoped: dict[int, set[str]]) -> None:
+        """Turn each NAME that denotes a type *at its position* into TYPE_NAME (P4_16 spec 6.2.2 scoping).
+
+        Every ``(`` and ``{`` opens a scope; a parameter list's scope extends over the body
+        that follows it. A name declared as a value (a parameter, local variable or
+        constant, an instance, an action or table) in a scope shadows a type of the same
+        name in the scopes around it, so ``out T hdr`` in core.p4 stays a parameter when
+        the program declares ``header hdr``. Type parameters (``scoped``) and the program's
+        types (``types``) are types where no value shadows them. A declared value is a
+        name after a type (or after an instantiation's ``)``) and before ``; = , )``.
+        """
+        n = len(toks)
+        stack: list[set[str]] = [set()]  # value names declared in each open scope, global first
+        carry: set[str] | None = None  # a closed parameter list whose scope the next bracket continues
+        in_typedef = False
+        ends_type = {"bool", "error", "void", "string", "int", "bit", "varbit", "]", ">"}
+        prev_type = False  # the previous token ends a type
+        for i, t in enumerate(toks):
+            v = val[i]
+            if t.type == "STRING":
+                prev_type, carry = False, None
+                continue
+            if t.type == "NAME":
+                after_dot = i > 0 and val[i - 1] == "."
+                prev_kw = val[i - 1] if i > 0 and toks[i - 1].type not in ("NAME", "STRING") else ""
+                nxt = val[i + 1] if i + 1 < n else ""
+                declares = not after_dot and not in_typedef and (
+                    (prev_type and nxt in (";", "=", ",", ")"))
+                    or (prev_kw == ")" and nxt == ";")
+                    or prev_kw in ("action", "table", "state"))
+                if declares:
+                    stack[-1].add(v)
+                elif not after_dot and prev_kw != "transition" and not any(v in sc for sc in stack) \
+                        and (v in types or v in scoped.get(i, ())):
+                    toks[i] = Token.new_borrow_pos("TYPE_NAME", v, t)
+                    prev_type, carry = True, None
+                    continue
+                prev_type, carry = False, None
+                continue
+            if v == "typedef":
+                in_typedef = True
+            elif v == ";":
+                in_typedef = False
+            if v in ("(", "{", "["):
+                stack.append(set(carry) if carry else set())
+                carry = None
+            elif v in (")", "}", "]") and len(stack) > 1:
+                closed = stack.pop()
+                carry = closed if v == ")" and i + 1 < n and val[i + 1] in ("{", "(") else None
+            else:
+                carry = None
+            prev_type = v in ends_type
 
 
 _POSTLEX = _PostLex()

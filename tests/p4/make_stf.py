@@ -275,6 +275,11 @@ packet 1 {hexs(bytes(opts))}
 # truncated IPv4 header: error.PacketTooShort
 packet 1 {hexs(short)}
 
+# 5 bytes, and 13 (shorter than an Ethernet header): they still enter the parser, as on
+# bmv2, and get error.PacketTooShort
+packet 1 {hexs(bytes(good)[:5])}
+packet 1 {hexs(bytes(good)[:13])}
+
 # wrong IPv4 header checksum: checksum_error
 packet 3 {hexs(bytes(badsum))}
 
@@ -283,9 +288,9 @@ packet 1 {hexs(bytes(good))}
 expect 2 {to_h2(good)}
 
 wait
-check_counter MyIngress.parser_errors(1) packets == 3
+check_counter MyIngress.parser_errors(1) packets == 5
 check_counter MyIngress.parser_errors(3) packets == 1
-check_counter MyIngress.drops(1) packets == 3
+check_counter MyIngress.drops(1) packets == 5
 check_counter MyIngress.drops(3) packets == 1
 """
 

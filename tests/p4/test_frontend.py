@@ -9,6 +9,7 @@ import pytest
 from emu.embedded import ir
 from emu.embedded.errors import P4FrontendError
 from emu.embedded.frontend import display_path, load_program
+from emu.embedded.runtime import Pipeline
 
 from .p4util import TEMPLATE, line_of, write_program
 
@@ -151,3 +152,45 @@ def test_usual_tutorial_constructs_parse(tmp_path: Path) -> None:
     prog = load_program(write_program(tmp_path, body))
     t = prog.controls["I"].tables["t"]
     assert t.const_default and [k.match_kind for k in t.keys] == ["exact", "ternary", "lpm"]
+
+
+#: Parameter and type-parameter names of p4include/core.p4 and v1model.p4: a program may
+#: declare types with these names (P4_16 spec 6.2.2: each lives in its own scope). D and I
+#: are left out only because the test template names its controls so.
+INCLUDE_PARAM_NAMES = ["H", "M", "T", "O", "hdr", "p", "b", "vr", "ig", "eg", "ck", "dep",
+                       "parsedHdr", "meta", "standard_metadata", "data", "result", "base", "max", "index",
+                       "value", "size", "algo", "checksum", "condition", "check", "toSignal", "lo", "hi"]
+
+
+@pytest.mark.parametrize("name", INCLUDE_PARAM_NAMES)
+def test_program_types_may_reuse_include_parameter_names(tmp_path: Path, name: str) -> None:
+    """``header hdr {...}`` / ``header H {...}`` load (they failed in core.p4/v1model.p4 before)."""
+    path = tmp_path / "prog.p4"
+    path.write_text(TEMPLATE.replace("h_t", name).format(ingress="apply { sm.egress_spec = 2; }", decls=""))
+    prog = load_program(path)
+    assert isinstance(prog.types[name], ir.HeaderT)
+    pipe = Pipeline(prog)
+    assert pipe.process(bytes(range(6)) + b"rest", 1) == (2, bytes(range(6)) + b"rest")
+
+
+def test_parameter_and_local_shadow_a_type_of_the_same_name(tmp_path: Path) -> None:
+    """A parameter ``hdr`` and a local ``x`` hide the program's types ``hdr`` and ``x`` inside their scope."""
+    text = TEMPLATE.replace("h_t", "hdr").format(decls="header x { bit<8> v; }", ingress="""
+    apply {
+        bit<8> x = hdr.h.a;
+        hdr.h.b = x + 1;
+        sm.egress_spec = 3;
+    }""")
+    path = tmp_path / "prog.p4"
+    path.write_text(text)
+    pipe = Pipeline(load_program(path))
+    assert pipe.process(bytes([7, 0, 0, 0, 0, 0]), 1) == (3, bytes([7, 8, 0, 0, 0, 0]))
+
+
+def test_user_syntax_error_names_the_user_file_not_an_include(tmp_path: Path) -> None:
+    """With a type named like an include's parameter, a later error still names the program's line."""
+    path = tmp_path / "prog.p4"
+    path.write_text(TEMPLATE.replace("h_t", "hdr").format(decls="", ingress="apply { sm.egress_spec = ; }"))
+    with pytest.raises(P4FrontendError) as ei:
+        load_program(path)
+    assert str(ei.value).startswith(f"{display_path(str(path))}:{line_of(path, 'egress_spec = ;')}: syntax error")

@@ -231,6 +231,36 @@ def test_parser_error_code_reaches_ingress(tmp_path: Path) -> None:
     assert pl.ingress(b"\x01\x02\x03\x04\x05\x06", 0, 0).egress_spec == 1
 
 
+@pytest.mark.parametrize("n", [0, 1, 5, 13, 14, 15])
+def test_frames_of_any_length_enter_the_parser_in_the_switch_core(tmp_path: Path, n: int) -> None:
+    """bmv2 semantics: no minimum frame size; a frame shorter than h_t (6 bytes) reaches
+    ingress with parser_error = PacketTooShort and the program decides (here: forward it)."""
+    from emu.embedded.core import SwitchCore
+    body = """apply {
+        if (sm.parser_error == error.PacketTooShort) { sm.egress_spec = 2; }
+        else { sm.egress_spec = 3; }
+    }"""
+    pl = Pipeline(load_program(write_program(tmp_path, body)))
+    core = SwitchCore(pl, [1, 2, 3])
+    data = bytes(range(1, n + 1))
+    core.receive(1, data, 0)
+    assert core.poll(0) == [(2 if n < 6 else 3, data)]
+    assert pl.stats["parsed"] == 1 and pl.stats["parser_errors"] == (1 if n < 6 else 0)
+    assert core.stats()["drops"]["oversize"] == 0
+
+
+def test_packet_length_is_the_frame_length(tmp_path: Path) -> None:
+    """``packet.length()`` in the parser: the whole frame in bytes (bit<32>)."""
+    text = write_program(tmp_path, "apply { sm.egress_spec = (bit<9>)meta.m; }").read_text().replace(
+        "pkt.extract(hdr.h);", "pkt.extract(hdr.h);\n        meta.m = (bit<8>)pkt.length();")
+    path = tmp_path / "len.p4"
+    path.write_text(text)
+    for opt in (True, False):
+        pl = Pipeline(load_program(path), optimize=opt)
+        for n in (6, 9, 40):
+            assert pl.process(bytes(n), 1) == (n, bytes(n))
+
+
 WRAP_BODY = """
     action setb(bit<8> v) { hdr.h.b = v; }
     apply {
