@@ -2,14 +2,14 @@
 
 Files written into the run's results folder by :func:`write_report`:
 
-- ``summary.json``: per scheme ``iterations``, ``verified``, ``cct_s`` {mean, p50, p99},
-  ``cct_over_bound`` {mean}, ``step_lead`` {max, mean}, ``marks`` {symphony, queue},
-  ``drops``; top-level ``cct_mean_ratio`` (symphony / baseline) when both ran. Times in
-  seconds; unknown values are ``null``;
+- ``summary.json`` (:func:`summary_dict`): per scheme and per job the CCT, CCT/bound and
+  step lead; per scheme the switch counters; per compared scheme and job the ratio of mean
+  CCTs with its 95% bootstrap interval and a verdict in words. Times in seconds; unknown
+  values are ``null``;
 - ``cct.csv``: scheme, job, iteration, cct_s, bound_s;
 - ``steps.csv``: scheme, job, rank, iteration, step, start, end (worker wall clock, s);
-- ``cct_cdf.png``: CCT CDF, one curve per scheme;
-- ``step_lead.png``: step lead over time, one panel per scheme, one line per job.
+- ``cct_cdf.png``: CCT CDF, one curve per scheme and job, the comparisons under it;
+- ``step_lead.png``: step lead over time, a panel per scheme and job (raw + rolling mean).
 
 Library code returns the rich renderable; only the CLI prints it.
 """
@@ -29,7 +29,19 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .metrics import LEAD_SAMPLES, SchemeMetrics, StepRecord, step_lead_series
+from .metrics import (
+    FASTER,
+    LEAD_SAMPLES,
+    NOISE,
+    SLOWER,
+    TOO_FEW,
+    JobMetrics,
+    SchemeMetrics,
+    StepRecord,
+    compare_ccts,
+    comparison_words,
+    step_lead_series,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,44 +74,89 @@ def _count(counters: Mapping[str, Any] | None, key: str) -> int | None:
     return int(val) if val is not None else None
 
 
+def _job_block(jm: JobMetrics) -> dict[str, Any]:
+    return {
+        "collective": jm.collective,
+        "ranks": jm.nranks,
+        "iterations": len(jm.ccts),
+        "verified": bool(jm.verified),
+        "cct_s": jm.cct_summary().as_dict(),
+        "cct_over_bound": {"mean": jm.over_bound_summary().mean},
+        "step_lead": {"max": jm.step_lead_max, "mean": jm.step_lead_mean},
+    }
+
+
+_NULL_JOB = {"cct_s": {"mean": None, "p50": None, "p99": None}, "cct_over_bound": {"mean": None},
+             "step_lead": {"max": None, "mean": None}}
+
+
 def summary_dict(
-    metrics: Mapping[str, SchemeMetrics], counters: Mapping[str, Mapping[str, Any]] | None = None
+    metrics: Mapping[str, SchemeMetrics], counters: Mapping[str, Mapping[str, Any]] | None = None,
+    *, seed: int = 0,
 ) -> dict[str, Any]:
     """The ``summary.json`` object.
 
-    ``counters[scheme]`` holds ``symphony_marks``, ``queue_marks`` and ``drops`` summed
-    over the switches (missing -> null).
+    Per scheme: ``iterations`` (all jobs), ``verified``, ``marks`` {symphony, queue} and
+    ``drops`` (switch counters summed over the switches, missing -> null), and ``jobs``:
+    job id (str) -> ``collective``, ``ranks``, ``iterations``, ``verified``, ``cct_s``
+    {mean, p50, p99}, ``cct_over_bound`` {mean}, ``step_lead`` {max, mean}. The
+    scheme-level ``cct_s``, ``cct_over_bound`` and ``step_lead`` repeat the job's when the
+    run has one job and are null with several (jobs are never pooled, DESIGN.md 7).
+
+    With a baseline and another scheme: ``comparison``: scheme -> job id -> {``ratio``
+    (mean CCT scheme / baseline), ``ci95`` [low, high] or null, ``verdict`` (faster /
+    slower / within the noise / too few iterations to tell), ``iterations``}; and
+    top-level ``cct_mean_ratio`` and ``verdict`` of symphony's one job (null with several
+    jobs). ``seed`` seeds the bootstrap.
     """
     counters = counters or {}
     out: dict[str, Any] = {}
     for scheme in _ordered(metrics):
         m = metrics[scheme]
         c = counters.get(scheme)
+        jobs = {str(j): _job_block(m.jobs[j]) for j in sorted(m.jobs)}
+        one = next(iter(jobs.values())) if len(jobs) == 1 else _NULL_JOB
         out[scheme] = {
             "iterations": m.iterations,
             "verified": bool(m.verified),
-            "cct_s": m.cct_summary().as_dict(),
-            "cct_over_bound": {"mean": m.over_bound_summary().mean},
-            "step_lead": {"max": m.step_lead_max, "mean": m.step_lead_mean},
+            "cct_s": dict(one["cct_s"]),
+            "cct_over_bound": dict(one["cct_over_bound"]),
+            "step_lead": dict(one["step_lead"]),
             "marks": {"symphony": _count(c, "symphony_marks"), "queue": _count(c, "queue_marks")},
             "drops": _count(c, "drops"),
+            "jobs": jobs,
         }
-    ratio = cct_mean_ratio(out)
-    if ratio is not None:
-        out["cct_mean_ratio"] = ratio
+    if "baseline" in metrics and len(metrics) > 1:
+        base = metrics["baseline"]
+        comparison: dict[str, Any] = {}
+        for scheme in _ordered(metrics):
+            if scheme == "baseline":
+                continue
+            other = metrics[scheme]
+            comparison[scheme] = {
+                str(j): compare_ccts(
+                    [c.cct_s for c in base.jobs[j].ccts] if j in base.jobs else [],
+                    [c.cct_s for c in other.jobs[j].ccts],
+                    job=j, scheme=scheme, seed=seed,
+                ).as_dict()
+                for j in sorted(other.jobs)
+            }
+        out["comparison"] = comparison
+        sym = comparison.get("symphony", {})
+        if len(sym) == 1:
+            (only,) = sym.values()
+            out["cct_mean_ratio"] = only["ratio"]
+            out["verdict"] = only["verdict"]
+        elif sym:
+            out["cct_mean_ratio"] = None
+            out["verdict"] = None
     return out
 
 
 def cct_mean_ratio(summary: Mapping[str, Any]) -> float | None:
-    """symphony / baseline mean CCT from a summary, None unless both have one."""
-    try:
-        base = summary["baseline"]["cct_s"]["mean"]
-        sym = summary["symphony"]["cct_s"]["mean"]
-    except (KeyError, TypeError):
-        return None
-    if base is None or sym is None or base <= 0:
-        return None
-    return sym / base
+    """symphony / baseline mean CCT of a one-job run's summary, None unless known."""
+    ratio = summary.get("cct_mean_ratio")
+    return float(ratio) if isinstance(ratio, int | float) else None
 
 
 def write_report(
@@ -129,15 +186,38 @@ def write_report(
         for s in metrics[scheme].steps
     ]
     _write_csv(out / STEPS_FILE, STEP_COLUMNS, step_rows)
-    ccts = {s: [c.cct_s for c in metrics[s].ccts] for s in _ordered(metrics)}
+    ccts = {s: {j: [c.cct_s for c in jm.ccts] for j, jm in sorted(metrics[s].jobs.items())}
+            for s in _ordered(metrics)}
     leads = {
-        s: {j: (jm.lead_times, jm.lead_values) for j, jm in metrics[s].jobs.items()}
+        s: {j: (jm.lead_times, jm.lead_values) for j, jm in sorted(metrics[s].jobs.items())}
         for s in _ordered(metrics)
     }
-    plot_cct_cdf(out / CDF_PLOT, ccts, title=title)
-    plot_step_lead(out / LEAD_PLOT, leads, title=title)
+    labels = job_labels(summary)
+    plot_cct_cdf(out / CDF_PLOT, ccts, title=title, job_labels=labels, notes=comparison_notes(summary))
+    plot_step_lead(out / LEAD_PLOT, leads, title=title, job_labels=labels)
     log.info("report written to %s", out)
     return report_table(summary)
+
+
+def job_labels(summary: Mapping[str, Any]) -> dict[int, str]:
+    """Job id -> ``job 0 (allreduce, 8 ranks)`` from a summary's per-job blocks."""
+    out: dict[int, str] = {}
+    for scheme in _ordered(k for k, v in summary.items() if isinstance(v, dict) and "jobs" in v):
+        for j, block in summary[scheme]["jobs"].items():
+            what = ", ".join(x for x in (block.get("collective"),
+                                         f"{block['ranks']} ranks" if block.get("ranks") else None) if x)
+            out.setdefault(int(j), f"job {j}" + (f" ({what})" if what else ""))
+    return out
+
+
+def comparison_notes(summary: Mapping[str, Any]) -> list[str]:
+    """One line per compared scheme and job, e.g. ``job 0: symphony/baseline 0.93 (95% CI ...``."""
+    notes = []
+    for scheme, jobs in (summary.get("comparison") or {}).items():
+        for j, comp in jobs.items():
+            prefix = f"job {j}: " if len(jobs) > 1 else ""
+            notes.append(f"{prefix}{scheme}/baseline {comparison_words(scheme, comp)}")
+    return notes
 
 
 def _write_csv(path: Path, header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
@@ -181,7 +261,7 @@ def render_report(results_dir: str | Path, *, plots: bool = True) -> RenderableT
         raise ReportError(f"{path}: not a JSON object; re-run the experiment")
     if plots:
         try:
-            _replot(d, title=run_title(run_info))
+            _replot(d, title=run_title(run_info), summary=summary)
         except (OSError, KeyError, ValueError) as exc:
             log.warning("plots not redrawn from %s: %s", d, exc)
     return report_table(summary)
@@ -208,12 +288,15 @@ def run_title(run_info: Mapping[str, Any]) -> str | None:
     return ", ".join(parts) or None
 
 
-def _replot(d: Path, title: str | None = None) -> None:
+def _replot(d: Path, title: str | None = None, summary: Mapping[str, Any] | None = None) -> None:
+    summary = summary or {}
+    labels = job_labels(summary)
     if (d / CCT_FILE).is_file():
-        ccts: dict[str, list[float]] = {}
+        ccts: dict[str, dict[int, list[float]]] = {}
         for row in _read_csv(d / CCT_FILE):
-            ccts.setdefault(row["scheme"], []).append(float(row["cct_s"]))
-        plot_cct_cdf(d / CDF_PLOT, {s: ccts[s] for s in _ordered(ccts)}, title=title)
+            ccts.setdefault(row["scheme"], {}).setdefault(int(row["job"]), []).append(float(row["cct_s"]))
+        plot_cct_cdf(d / CDF_PLOT, {s: ccts[s] for s in _ordered(ccts)}, title=title, job_labels=labels,
+                     notes=comparison_notes(summary))
     if (d / STEPS_FILE).is_file():
         steps: dict[str, dict[int, list[StepRecord]]] = {}
         for row in _read_csv(d / STEPS_FILE):
@@ -227,15 +310,21 @@ def _replot(d: Path, title: str | None = None) -> None:
             )
             steps.setdefault(row["scheme"], {}).setdefault(rec.job, []).append(rec)
         leads = {
-            s: {j: step_lead_series(recs, LEAD_SAMPLES) for j, recs in steps[s].items()}
+            s: {j: step_lead_series(recs, LEAD_SAMPLES) for j, recs in sorted(steps[s].items())}
             for s in _ordered(steps)
         }
-        plot_step_lead(d / LEAD_PLOT, leads, title=title)
+        plot_step_lead(d / LEAD_PLOT, leads, title=title, job_labels=labels)
 
 
 # --------------------------------------------------------------------------------------
 # Plots (matplotlib, Agg canvas: no display, no pyplot global state)
 # --------------------------------------------------------------------------------------
+
+#: Colour of each scheme in every plot (matplotlib's default cycle, fixed per scheme).
+SCHEME_COLOURS = {"baseline": "tab:blue", "symphony": "tab:orange"}
+_JOB_STYLES = ("-", "--", ":", "-.")
+#: Rolling-mean window of the step-lead plot, as a fraction of the run's span.
+LEAD_WINDOW_FRACTION = 0.02
 
 
 def _figure(width: float, height: float) -> Any:
@@ -247,29 +336,58 @@ def _figure(width: float, height: float) -> Any:
     return fig
 
 
-def plot_cct_cdf(path: str | Path, ccts: Mapping[str, list[float]], *, title: str | None = None) -> None:
+def _colour(scheme: str, index: int) -> str:
+    return SCHEME_COLOURS.get(scheme, f"C{index + 2}")
+
+
+def _as_jobs(values: Any) -> dict[int, Any]:
+    """A per-job mapping; a bare list (older callers) is job 0's."""
+    return dict(values) if isinstance(values, Mapping) else {0: values}
+
+
+def plot_cct_cdf(path: str | Path, ccts: Mapping[str, Any], *, title: str | None = None,
+                 job_labels: Mapping[int, str] | None = None, notes: list[str] | None = None) -> None:
     """Save :func:`cct_cdf_figure` as a PNG."""
-    cct_cdf_figure(ccts, title=title).savefig(str(path))
+    cct_cdf_figure(ccts, title=title, job_labels=job_labels, notes=notes).savefig(str(path))
 
 
-def cct_cdf_figure(ccts: Mapping[str, list[float]], *, title: str | None = None) -> Any:
-    """CCT CDF (ms), one step curve per scheme; ``title`` names the topology/run when known."""
-    fig = _figure(6, 4)
+def cct_cdf_figure(ccts: Mapping[str, Any], *, title: str | None = None,
+                   job_labels: Mapping[int, str] | None = None, notes: list[str] | None = None) -> Any:
+    """CCT CDF (ms): one step curve per scheme and job, never pooled (DESIGN.md 7).
+
+    ``ccts``: scheme -> job id -> CCTs (s) (a bare list is job 0's). Colour = scheme, line
+    style = job. ``title`` (the topology/run) goes on a second title line so it fits;
+    ``notes`` (the comparisons with their intervals) are printed under the plot.
+    """
+    notes = list(notes or [])
+    notes_in = 0.17 * len(notes) + (0.1 if notes else 0)  # height of the notes under the plot (inches)
+    fig = _figure(7, 4.6 + notes_in)
     ax = fig.add_subplot(1, 1, 1)
-    for scheme, values in ccts.items():
-        if not values:
-            continue
-        xs = np.sort(np.asarray(values, dtype=float)) * 1000
-        ys = np.arange(1, xs.size + 1) / xs.size
-        ax.step(np.concatenate([[xs[0]], xs]), np.concatenate([[0], ys]), where="post", label=scheme)
+    per_scheme = {s: _as_jobs(v) for s, v in ccts.items()}
+    all_jobs = sorted({j for jobs in per_scheme.values() for j in jobs})
+    labels = job_labels or {}
+    drawn = False
+    for si, (scheme, jobs) in enumerate(per_scheme.items()):
+        for job, values in sorted(jobs.items()):
+            if not values:
+                continue
+            xs = np.sort(np.asarray(values, dtype=float)) * 1000
+            ys = np.arange(1, xs.size + 1) / xs.size
+            label = scheme if len(all_jobs) == 1 else f"{scheme}, {labels.get(job, f'job {job}')}"
+            ax.step(np.concatenate([[xs[0]], xs]), np.concatenate([[0], ys]), where="post",
+                    color=_colour(scheme, si), linestyle=_JOB_STYLES[all_jobs.index(job) % len(_JOB_STYLES)],
+                    label=f"{label} (n={xs.size})")
+            drawn = True
     ax.set_xlabel("CCT (ms)")
     ax.set_ylabel("CDF")
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
-    if any(ccts.values()):
-        ax.legend()
-    ax.set_title("Collective completion time" + (f": {title}" if title else ""))
-    fig.tight_layout()
+    if drawn:
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_title("Collective completion time" + (f"\n{title}" if title else ""), fontsize=11)
+    if notes:
+        fig.text(0.02, 0.02, "\n".join(notes), va="bottom", ha="left", fontsize=8)
+    fig.tight_layout(rect=(0, notes_in / (4.6 + notes_in), 1, 1))
     return fig
 
 
@@ -278,40 +396,69 @@ def plot_step_lead(
     leads: Mapping[str, Mapping[int, tuple[np.ndarray, np.ndarray]]],
     *,
     title: str | None = None,
+    job_labels: Mapping[int, str] | None = None,
 ) -> None:
     """Save :func:`step_lead_figure` as a PNG."""
-    step_lead_figure(leads, title=title).savefig(str(path))
+    step_lead_figure(leads, title=title, job_labels=job_labels).savefig(str(path))
+
+
+def rolling_mean(times: np.ndarray, values: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """Centred moving average of ``values`` over ``window`` samples (times of the centres)."""
+    window = max(1, min(int(window), len(values)))
+    if window <= 1 or len(values) < 2:
+        return np.asarray(times, dtype=float), np.asarray(values, dtype=float)
+    kernel = np.ones(window) / window
+    smooth = np.convolve(values, kernel, mode="valid")
+    centres = np.convolve(times, kernel, mode="valid")
+    return centres, smooth
 
 
 def step_lead_figure(
-    leads: Mapping[str, Mapping[int, tuple[np.ndarray, np.ndarray]]], *, title: str | None = None
+    leads: Mapping[str, Mapping[int, tuple[np.ndarray, np.ndarray]]], *, title: str | None = None,
+    job_labels: Mapping[int, str] | None = None,
 ) -> Any:
-    """Step lead (steps, integer ticks) over time since the scheme's first step, a panel per
-    scheme; ``title`` names the topology/run when known."""
+    """Step lead (steps) over time since the scheme's first step: a panel per job (rows)
+    and scheme (columns), the raw trace faint and its rolling mean (window
+    :data:`LEAD_WINDOW_FRACTION` of the span) bold, so that 20+ iterations stay readable;
+    integer y ticks, one y scale for all panels. ``title`` names the topology/run."""
     from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
 
     schemes = list(leads) or ["(none)"]
-    fig = _figure(7, 2.4 * len(schemes) + 0.6)
-    fig.suptitle("Step lead" + (f": {title}" if title else ""))
-    axes = [fig.add_subplot(len(schemes), 1, i + 1) for i in range(len(schemes))]
+    jobs = sorted({j for s in schemes for j in leads.get(s, {})}) or [0]
+    labels = job_labels or {}
+    fig = _figure(5.0 * len(schemes) + 1.0, 2.3 * len(jobs) + 1.0)
+    fig.suptitle("Step lead" + (f": {title}" if title else ""), fontsize=11)
     ymax = 1.0
-    for ax, scheme in zip(axes, schemes, strict=True):
-        jobs = leads.get(scheme, {})
-        starts = [t[0] for t, _ in jobs.values() if len(t)]
-        t0 = min(starts) if starts else 0.0
-        for job, (times, values) in sorted(jobs.items()):
+    axes = []
+    for r, job in enumerate(jobs):
+        for c, scheme in enumerate(schemes):
+            ax = fig.add_subplot(len(jobs), len(schemes), r * len(schemes) + c + 1)
+            axes.append(ax)
+            per_job = leads.get(scheme, {})
+            starts = [t[0] for t, _ in per_job.values() if len(t)]
+            t0 = min(starts) if starts else 0.0
+            times, values = per_job.get(job, (np.zeros(0), np.zeros(0)))
+            colour = _colour(scheme, c)
             if len(times):
-                ax.plot(times - t0, values, drawstyle="steps-post", label=f"job {job}", linewidth=0.9)
+                rel = np.asarray(times, dtype=float) - t0
+                ax.plot(rel, values, drawstyle="steps-post", color=colour, alpha=0.25, linewidth=0.5,
+                        label="raw")
+                window = max(1, round(len(values) * LEAD_WINDOW_FRACTION))
+                mt, mv = rolling_mean(rel, np.asarray(values, dtype=float), window)
+                span_ms = (rel[-1] - rel[0]) * LEAD_WINDOW_FRACTION * 1000
+                ax.plot(mt, mv, color=colour, linewidth=1.6, label=f"rolling mean ({span_ms:.0f} ms)")
                 ymax = max(ymax, float(np.max(values)))
-        ax.set_title(scheme)
-        ax.set_ylabel("step lead")
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(True, alpha=0.3)
-        if len(jobs) > 1:
-            ax.legend()
+                ax.legend(loc="upper right", fontsize=7)
+            name = scheme if len(jobs) == 1 else f"{scheme}, {labels.get(job, f'job {job}')}"
+            ax.set_title(name, fontsize=9)
+            if c == 0:
+                ax.set_ylabel("step lead (steps)")
+            if r == len(jobs) - 1:
+                ax.set_xlabel("time (s)")
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(True, alpha=0.3)
     for ax in axes:
         ax.set_ylim(0, ymax + 0.5)
-    axes[-1].set_xlabel("time (s)")
     fig.tight_layout()
     return fig
 
@@ -331,11 +478,36 @@ def _num(v: Any, fmt: str = "{:.2f}") -> str:
     return fmt.format(v)
 
 
+_VERDICT_STYLE = {FASTER: "green", SLOWER: "red", NOISE: "yellow", TOO_FEW: "dim"}
+
+
+def _vs_baseline(comp: Mapping[str, Any] | None) -> str:
+    if not comp or comp.get("ratio") is None:
+        return "-"
+    ci = comp.get("ci95")
+    verdict = str(comp.get("verdict"))
+    style = _VERDICT_STYLE.get(verdict, "")
+    interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+    return f"{comp['ratio']:.2f}{interval} [{style}]{verdict}[/]" if style else f"{comp['ratio']:.2f}{interval} {verdict}"
+
+
+def _jobs_of(s: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Per-job blocks of a scheme summary; an older summary without ``jobs`` is one row."""
+    jobs = s.get("jobs")
+    if isinstance(jobs, Mapping) and jobs:
+        return sorted(jobs.items(), key=lambda kv: int(kv[0]))
+    return [("-", s)]
+
+
 def report_table(summary: Mapping[str, Any]) -> RenderableType:
-    """Rich table of a summary (see :func:`summary_dict`) plus the ratio line."""
-    table = Table(title="symphony-emu results", header_style="bold")
+    """Rich table of a summary (see :func:`summary_dict`): a row per scheme and job, the
+    comparison with its 95% interval and verdict, then one closing line per job."""
+    table = Table(title="symphony-emu results", header_style="bold",
+                  caption="marks and drops: all switches, whole run of the scheme; "
+                          "vs baseline: mean CCT ratio [95% CI]", caption_justify="left")
     for col, justify in (
         ("scheme", "left"),
+        ("job", "left"),
         ("iters", "right"),
         ("CCT mean ms", "right"),
         ("p50 ms", "right"),
@@ -343,40 +515,47 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
         ("CCT/bound", "right"),
         ("max lead", "right"),
         ("mean lead", "right"),
+        ("vs baseline", "left"),
         ("Symphony marks", "right"),
         ("queue marks", "right"),
         ("drops", "right"),
         ("verified", "center"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    schemes = _ordered(k for k, v in summary.items() if isinstance(v, dict))
+    comparison = summary.get("comparison") or {}
+    schemes = _ordered(k for k, v in summary.items() if isinstance(v, dict) and k != "comparison")
     for scheme in schemes:
         s = summary[scheme]
-        cct = s.get("cct_s", {})
-        lead = s.get("step_lead", {})
         marks = s.get("marks", {})
-        table.add_row(
-            scheme,
-            _num(s.get("iterations"), "{}"),
-            _ms(cct.get("mean")),
-            _ms(cct.get("p50")),
-            _ms(cct.get("p99")),
-            _num(s.get("cct_over_bound", {}).get("mean")),
-            _num(lead.get("max"), "{:.0f}"),
-            _num(lead.get("mean")),
-            _num(marks.get("symphony"), "{}"),
-            _num(marks.get("queue"), "{}"),
-            _num(s.get("drops"), "{}"),
-            "[green]yes[/]" if s.get("verified") else "[red]no[/]",
-        )
-    ratio = summary.get("cct_mean_ratio")
-    if ratio is None:
-        line = Text("CCT mean ratio symphony/baseline: - (needs both schemes)", style="dim")
-    else:
-        change = (1 - ratio) * 100
-        word = "lower" if change >= 0 else "higher"
-        line = Text(
-            f"CCT mean ratio symphony/baseline: {ratio:.3f} ({abs(change):.1f}% {word} with Symphony)",
-            style="bold",
-        )
-    return Group(table, line)
+        for i, (job, block) in enumerate(_jobs_of(s)):
+            cct = block.get("cct_s", {})
+            lead = block.get("step_lead", {})
+            what = ", ".join(str(x) for x in (block.get("collective"),
+                                               f"{block['ranks']} ranks" if block.get("ranks") else None) if x)
+            first = i == 0
+            table.add_row(
+                scheme if first else "",
+                f"{job} ({what})" if what else str(job),
+                _num(block.get("iterations"), "{}"),
+                _ms(cct.get("mean")),
+                _ms(cct.get("p50")),
+                _ms(cct.get("p99")),
+                _num(block.get("cct_over_bound", {}).get("mean")),
+                _num(lead.get("max"), "{:.0f}"),
+                _num(lead.get("mean")),
+                "" if scheme == "baseline" else _vs_baseline(comparison.get(scheme, {}).get(str(job))),
+                _num(marks.get("symphony"), "{}") if first else "",
+                _num(marks.get("queue"), "{}") if first else "",
+                _num(s.get("drops"), "{}") if first else "",
+                ("[green]yes[/]" if block.get("verified", s.get("verified")) else "[red]no[/]"),
+            )
+    lines: list[RenderableType] = [table]
+    if not comparison:
+        lines.append(Text("CCT mean ratio symphony/baseline: - (needs both schemes)", style="dim"))
+    for scheme, jobs in comparison.items():
+        for job, comp in jobs.items():
+            prefix = f"job {job} " if len(jobs) > 1 else ""
+            style = _VERDICT_STYLE.get(str(comp.get("verdict")), "")
+            lines.append(Text(f"{prefix}CCT mean ratio {scheme}/baseline: {comparison_words(scheme, comp)}",
+                              style=f"bold {style}".strip()))
+    return Group(*lines)

@@ -199,3 +199,45 @@ def test_job_infos_from_topology() -> None:
     )
     # 2 * 7/8 * 262144 B * 8 / 5e6 bit/s
     assert info.bound_s == pytest.approx(0.73400, abs=1e-5)
+
+
+# -- comparing schemes: a ratio with its interval and a verdict (issue 9) -------------
+
+
+def test_compare_few_iterations_is_not_a_gain() -> None:
+    """Issue 9: a setting that never marks read "3.0% lower with Symphony" after 4 iterations."""
+    from emu.metrics import TOO_FEW, compare_ccts
+
+    comp = compare_ccts([1.0, 1.1, 0.95, 1.05], [0.97, 1.02, 0.96, 0.99])
+    assert comp.verdict == TOO_FEW and comp.ci_low is None
+    assert comp.ratio == pytest.approx(0.985 / 1.025)
+    assert comp.words() == "0.96 (4 vs 4 iterations, 5 needed): too few iterations to tell"
+
+
+@pytest.mark.parametrize(
+    ("effect", "verdict"),
+    [(0.93, "faster"), (1.0, "within the noise"), (1.08, "slower")],
+)
+def test_compare_verdicts(effect: float, verdict: str) -> None:
+    import numpy as np
+
+    from emu.metrics import compare_ccts
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(1.0, 0.03, 20)
+    other = rng.normal(effect, 0.03, 20)
+    comp = compare_ccts(base, other, seed=1)
+    assert comp.verdict == verdict, comp
+    assert comp.ci_low < comp.ratio < comp.ci_high
+    assert comp.ratio == pytest.approx(other.mean() / base.mean())
+    assert (comp.ci_high - comp.ci_low) < 0.06  # 20 iterations at 3% spread: a tight interval
+    if verdict == "within the noise":
+        assert comp.ci_low < 1 < comp.ci_high
+    assert compare_ccts(base, other, seed=1) == comp  # seeded: reproducible
+
+
+def test_compare_identical_values() -> None:
+    from emu.metrics import NOISE, compare_ccts
+
+    comp = compare_ccts([2.0] * 6, [2.0] * 6)
+    assert (comp.ratio, comp.ci_low, comp.ci_high, comp.verdict) == (1.0, 1.0, 1.0, NOISE)

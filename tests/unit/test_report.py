@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_metrics import make_run  # noqa: E402
 
 INFO = {0: JobInfo("allreduce", 3, 3_000_000, 8e6, iterations=2)}
-SCHEME_KEYS = {"iterations", "verified", "cct_s", "cct_over_bound", "step_lead", "marks", "drops"}
+SCHEME_KEYS = {"iterations", "verified", "cct_s", "cct_over_bound", "step_lead", "marks", "drops", "jobs"}
+JOB_KEYS = {"collective", "ranks", "iterations", "verified", "cct_s", "cct_over_bound", "step_lead"}
 COUNTERS = {
     "baseline": {"symphony_marks": 0, "queue_marks": 40, "drops": 1},
     "symphony": {"symphony_marks": 25, "queue_marks": 30, "drops": 0},
@@ -46,7 +47,7 @@ def test_summary_json_exact_keys(run: tuple[Path, dict]) -> None:
     out, metrics = run
     write_report(out, metrics, COUNTERS)
     summary = json.loads((out / "summary.json").read_text())
-    assert list(summary) == ["baseline", "symphony", "cct_mean_ratio"]
+    assert list(summary) == ["baseline", "symphony", "comparison", "cct_mean_ratio", "verdict"]
     for scheme in ("baseline", "symphony"):
         s = summary[scheme]
         assert set(s) == SCHEME_KEYS
@@ -55,9 +56,16 @@ def test_summary_json_exact_keys(run: tuple[Path, dict]) -> None:
         assert set(s["step_lead"]) == {"max", "mean"}
         assert set(s["marks"]) == {"symphony", "queue"}
         assert s["iterations"] == 2 and s["verified"] is True
+        assert list(s["jobs"]) == ["0"] and set(s["jobs"]["0"]) == JOB_KEYS
+        assert s["jobs"]["0"]["cct_s"] == s["cct_s"]  # one job: the scheme's figures are the job's
     assert summary["baseline"]["cct_s"]["mean"] == pytest.approx(1.35)
     assert summary["symphony"]["cct_s"]["mean"] == pytest.approx(1.2)
     assert summary["cct_mean_ratio"] == pytest.approx(1.2 / 1.35)
+    # Two iterations per scheme: the ratio is never called a gain.
+    assert summary["verdict"] == "too few iterations to tell"
+    assert summary["comparison"]["symphony"]["0"] == {
+        "ratio": pytest.approx(1.2 / 1.35), "ci95": None, "verdict": "too few iterations to tell",
+        "iterations": {"baseline": 2, "symphony": 2}}
     assert summary["symphony"]["marks"] == {"symphony": 25, "queue": 30}
     assert summary["baseline"]["drops"] == 1
     assert summary["baseline"]["cct_over_bound"]["mean"] == pytest.approx(0.3375)
@@ -98,7 +106,8 @@ def test_table_and_render(run: tuple[Path, dict]) -> None:
     text = _text(write_report(out, metrics, COUNTERS))
     assert "baseline" in text and "symphony" in text
     assert "1350.0" in text  # baseline mean CCT in ms
-    assert "CCT mean ratio symphony/baseline: 0.889 (11.1% lower with Symphony)" in text
+    assert "CCT mean ratio symphony/baseline: 0.89 (2 vs 2 iterations, 5 needed): too few iterations to tell" in text
+    assert "lower with Symphony" not in text
     (out / "cct_cdf.png").unlink()
     (out / "step_lead.png").unlink()
     again = _text(render_report(out))
@@ -127,7 +136,7 @@ def test_step_lead_plot_has_integer_ticks_and_names_the_run() -> None:
     ticks = [t for t in ax.get_yticks() if 0 <= t <= 3.5]
     assert ticks and all(float(t).is_integer() for t in ticks)
     cdf = cct_cdf_figure({"baseline": [0.1, 0.2]}, title="dumbbell, run 7")
-    assert cdf.axes[0].get_title() == "Collective completion time: dumbbell, run 7"
+    assert cdf.axes[0].get_title() == "Collective completion time\ndumbbell, run 7"
     assert step_lead_figure(leads)._suptitle.get_text() == "Step lead"
 
 
@@ -173,6 +182,108 @@ def test_render_titles_plots_from_run_json(run: tuple[Path, dict], monkeypatch: 
     write_report(out, metrics, COUNTERS)
     (out / "run.json").write_text(json.dumps({"run_id": "r3", "topology_name": "single", "status": "finished"}))
     titles = []
-    monkeypatch.setattr(report, "plot_step_lead", lambda path, leads, *, title=None: titles.append(title))
+    monkeypatch.setattr(report, "plot_step_lead", lambda path, leads, *, title=None, job_labels=None: titles.append(title))
     render_report(out)
     assert titles == ["single, run r3"]
+
+
+# -- statistics and per-job reporting (issue 9) --------------------------------------
+
+
+def make_jobs_run(folder: Path, jobs: dict[int, list[float]], nranks: int = 2) -> None:
+    """Job j's iteration k takes ``jobs[j][k]`` s; ranks step 4 times per iteration, rank 1 one step late."""
+    from test_metrics import it, steps, write_rank
+
+    for job, ccts in jobs.items():
+        for rank in range(nranks):
+            recs: list[dict] = []
+            t = 0.0
+            for k, cct in enumerate(ccts):
+                lag = 0.25 * cct * rank
+                recs += steps(k, [t + lag + i * cct / 5 for i in range(4)], t + cct, 4 * k)
+                recs.append(it(k, t, t + cct))
+                t += cct + 0.01
+            write_rank(folder, job, rank, recs)
+
+
+TWO_JOBS = {0: JobInfo("allreduce", 2, 1_000_000, 8e6, iterations=20),
+            1: JobInfo("allgather", 2, 1_000_000, 8e6, iterations=20)}
+
+
+@pytest.fixture
+def two_jobs(tmp_path: Path) -> tuple[Path, dict]:
+    rng = np.random.default_rng(7)
+    base = {0: list(rng.normal(1.0, 0.03, 20)), 1: list(rng.normal(0.5, 0.02, 20))}
+    # symphony: job 0 7% faster, job 1 the same distribution (no effect).
+    sym = {0: list(rng.normal(0.93, 0.03, 20)), 1: list(rng.normal(0.5, 0.02, 20))}
+    make_jobs_run(tmp_path / "baseline", base)
+    make_jobs_run(tmp_path / "symphony", sym)
+    metrics = {s: compute_metrics(tmp_path / s, scheme=s, jobs=TWO_JOBS) for s in ("baseline", "symphony")}
+    return tmp_path, metrics
+
+
+def test_two_jobs_are_never_pooled(two_jobs: tuple[Path, dict]) -> None:
+    """Issue 9: an all-reduce and an all-gather in one run got one row and one CDF."""
+    out, metrics = two_jobs
+    text = _text(write_report(out, metrics, COUNTERS, title="two, run 1"))
+    summary = json.loads((out / "summary.json").read_text())
+    for scheme in ("baseline", "symphony"):
+        assert list(summary[scheme]["jobs"]) == ["0", "1"]
+        assert summary[scheme]["jobs"]["1"]["collective"] == "allgather"
+        assert summary[scheme]["cct_s"] == {"mean": None, "p50": None, "p99": None}  # not pooled
+    assert summary["baseline"]["jobs"]["1"]["cct_s"]["mean"] == pytest.approx(0.5, abs=0.02)
+    comp = summary["comparison"]["symphony"]
+    assert comp["0"]["verdict"] == "faster" and comp["0"]["ci95"][1] < 1
+    assert comp["1"]["verdict"] == "within the noise" and comp["1"]["ci95"][0] < 1 < comp["1"]["ci95"][1]
+    assert summary["cct_mean_ratio"] is None and summary["verdict"] is None
+    rows = [line for line in text.splitlines() if "ranks)" in line]
+    assert len(rows) == 4, text  # a row per scheme and job
+    assert "0 (allreduce, 2 ranks)" in text and "1 (allgather, 2 ranks)" in text
+    assert "job 0 CCT mean ratio symphony/baseline: 0.9" in text and ": symphony faster" in text
+    assert "job 1 CCT mean ratio symphony/baseline: 1.0" in text and ": within the noise" in text
+    from emu.report import cct_cdf_figure, job_labels, step_lead_figure
+
+    ccts = {s: {j: [c.cct_s for c in jm.ccts] for j, jm in metrics[s].jobs.items()} for s in metrics}
+    cdf = cct_cdf_figure(ccts, job_labels=job_labels(summary))
+    assert len(cdf.axes[0].get_lines()) == 4  # a curve per scheme and job
+    legend = [t.get_text() for t in cdf.axes[0].get_legend().get_texts()]
+    assert "symphony, job 1 (allgather, 2 ranks) (n=20)" in legend
+    leads = {s: {j: (jm.lead_times, jm.lead_values) for j, jm in metrics[s].jobs.items()} for s in metrics}
+    fig = step_lead_figure(leads)
+    assert len(fig.axes) == 4  # a panel per scheme and job
+    assert [len(ax.get_lines()) for ax in fig.axes] == [2, 2, 2, 2]  # raw trace and its rolling mean
+
+
+def test_titles_fit_inside_the_figure(two_jobs: tuple[Path, dict]) -> None:
+    """Issue 9: the CCT CDF's title was cut off at the right edge."""
+    from emu.report import cct_cdf_figure, step_lead_figure
+
+    _, metrics = two_jobs
+    title = "default, run 20261201-093000-123456 (a long topology name)"
+    ccts = {s: {j: [c.cct_s for c in jm.ccts] for j, jm in metrics[s].jobs.items()} for s in metrics}
+    leads = {s: {j: (jm.lead_times, jm.lead_values) for j, jm in metrics[s].jobs.items()} for s in metrics}
+    for fig, texts in ((cct_cdf_figure(ccts, title=title), lambda f: [f.axes[0].title]),
+                       (step_lead_figure(leads, title=title), lambda f: [f._suptitle])):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        width, height = fig.canvas.get_width_height()
+        for text in texts(fig):
+            box = text.get_window_extent(renderer)
+            assert box.x0 >= 0 and box.x1 <= width and box.y1 <= height, (text.get_text(), box, width)
+
+
+def test_rolling_mean() -> None:
+    from emu.report import rolling_mean
+
+    t, v = rolling_mean(np.arange(6.0), np.array([0, 2, 0, 2, 0, 2.0]), 2)
+    assert list(v) == [1, 1, 1, 1, 1] and list(t) == [0.5, 1.5, 2.5, 3.5, 4.5]
+
+
+def test_report_on_old_summary_without_jobs(tmp_path: Path) -> None:
+    """A summary.json written before per-job blocks still renders (one row per scheme)."""
+    old = {"baseline": {"iterations": 3, "verified": True, "cct_s": {"mean": 0.1, "p50": 0.1, "p99": 0.1},
+                        "cct_over_bound": {"mean": 1.2}, "step_lead": {"max": 1, "mean": 0.2},
+                        "marks": {"symphony": 0, "queue": 3}, "drops": 0}}
+    (tmp_path / "summary.json").write_text(json.dumps(old))
+    text = _text(render_report(tmp_path, plots=False))
+    assert "100.0" in text and "needs both schemes" in text
