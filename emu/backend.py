@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 #: Back-end names (``symphony-emu run --mode``).
-MODES = ("mininet",)
+MODES = ("mininet", "sim")
 
 
 class UsageError(Exception):
@@ -168,4 +168,8 @@ def backend_class(mode: str) -> type[Backend]:
         from emu.mininet_backend import MininetBackend
 
         return MininetBackend
+    if mode == "sim":
+        from emu.vtime.backend import SimBackend
+
+        return SimBackend
     raise UsageError(f"unknown --mode {mode!r}: use mininet or sim")

@@ -327,8 +327,11 @@ def cli(verbose: int) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Results folder (default: results/<timestamp>-<pid>/).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of data, traffic and switches.")
+@click.option("--mode", type=click.Choice(["mininet", "sim"]), default="mininet", show_default=True,
+              help="mininet: real time in Mininet (root); sim: virtual time in one process (no root, "
+                   "docs/virtual-time.md).")
 def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
-        out: Path | None, seed: int) -> None:
+        out: Path | None, seed: int, mode: str) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
 
@@ -338,7 +341,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
     try:
         with RichProgress(console) as progress:
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
-                                size=size_bytes, target=target, out=out, seed=seed, progress=progress)
+                                size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode)
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:

@@ -94,6 +94,8 @@ class WorkerSpec:
         slices: slices per chunk for pipelined forwarding (>= 1).
         seed: input seed (>= 0).
         results_dir: directory of the JSON lines file (created if missing).
+        transport: :class:`hostapps.transport.TransportConfig` fields that differ from its
+            defaults (times in s, e.g. ``cnp_interval``), besides ``line_rate_bps`` and ``mtu``.
     """
 
     job_id: int
@@ -112,6 +114,7 @@ class WorkerSpec:
     slices: int = 1
     seed: int = 1
     results_dir: str = "."
+    transport: dict[str, Any] = field(default_factory=dict)
 
     @property
     def nranks(self) -> int:
@@ -135,7 +138,7 @@ _REQUIRED = (
 )
 _OPTIONAL_DEFAULTS: dict[str, Any] = {
     "compute_s": 0.0, "rate_control": {"name": "dcqcn", "params": {}}, "mtu": 1500,
-    "step_timeout_s": 10.0, "slices": 1, "seed": 1,
+    "step_timeout_s": 10.0, "slices": 1, "seed": 1, "transport": {},
 }
 
 
@@ -223,13 +226,37 @@ def parse_spec(obj: Any, where: str = "spec") -> WorkerSpec:
     results_dir = obj["results_dir"]
     if not isinstance(results_dir, str) or not results_dir:
         raise SpecError(f"{where}: field 'results_dir' must be a non-empty path string")
+    transport = obj["transport"]
+    if not isinstance(transport, dict):
+        raise SpecError(f"{where}: field 'transport' must be an object of TransportConfig fields")
+    try:
+        transport_config(line_rate_bps, mtu, transport)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"{where}: field 'transport': {exc}") from None
     return WorkerSpec(
         job_id=job_id, rank=rank, ranks=tuple(addrs[r] for r in range(len(addrs))),
         collective=collective, size_bytes=size_bytes, iterations=iterations, compute_s=compute_s,
         start_at=start_at, line_rate_bps=line_rate_bps, rate_control=rc["name"],
         rate_params=dict(params), mtu=mtu, step_timeout_s=step_timeout_s, slices=slices, seed=seed,
-        results_dir=results_dir,
+        results_dir=results_dir, transport=dict(transport),
     )
+
+
+def transport_config(line_rate_bps: float, mtu: int, overrides: dict[str, Any] | None = None) -> Any:
+    """The :class:`hostapps.transport.TransportConfig` of a rank: line rate, MTU, overrides.
+
+    Raises TypeError for an unknown field and ValueError for a value out of range.
+    """
+    import dataclasses
+
+    from hostapps.transport import TransportConfig
+
+    overrides = dict(overrides or {})
+    names = {f.name for f in dataclasses.fields(TransportConfig)} - {"line_rate_bps", "mtu"}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise TypeError(f"unknown TransportConfig field '{unknown[0]}'")
+    return TransportConfig(line_rate_bps=line_rate_bps, mtu=mtu, **overrides)
 
 
 def load_spec(path: str | Path) -> WorkerSpec:
@@ -261,13 +288,20 @@ def verify(spec: WorkerSpec, iteration: int, result: np.ndarray, own_input: np.n
         own_input if (r == spec.rank and own_input is not None) else make_input(spec, r, iteration)
         for r in range(n)
     ]
+    return check_result(spec, iteration, result, expected_result(spec, inputs))
+
+
+def expected_result(spec: WorkerSpec, inputs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
+    """What rank ``spec.rank`` must hold given every rank's input (list in rank order).
+
+    Returns ``(expected, tol)``: all-gather, the gathered float32 buffer and None (bit-exact);
+    all-reduce / reduce-scatter, the float64 sum over ``[a, b)`` (the whole buffer or chunk
+    ``rank``) and the per-element bound ``N * eps32 * sum_i |x_i|`` (module docstring).
+    """
+    n = spec.nranks
     bounds = chunk_bounds(spec.n_elements, n)
     if spec.collective == "allgather":
-        expected = np.concatenate([inputs[i][a:b] for i, (a, b) in enumerate(bounds)])
-        if result.shape == expected.shape and result.tobytes() == expected.tobytes():
-            return None
-        bad = _first_mismatch(result, expected.astype(np.float64), np.zeros(expected.shape))
-        return f"iteration {iteration}: all-gather result differs from the inputs {bad}"
+        return np.concatenate([inputs[i][a:b] for i, (a, b) in enumerate(bounds)]), None
     a, b = (0, spec.n_elements) if spec.collective == "allreduce" else bounds[spec.rank]
     ref = np.zeros(b - a, dtype=np.float64)
     mag = np.zeros(b - a, dtype=np.float64)
@@ -275,7 +309,18 @@ def verify(spec: WorkerSpec, iteration: int, result: np.ndarray, own_input: np.n
         part = x[a:b].astype(np.float64)
         ref += part
         mag += np.abs(part)
-    tol = n * EPS32 * mag
+    return ref, n * EPS32 * mag
+
+
+def check_result(spec: WorkerSpec, iteration: int, result: np.ndarray,
+                 expected: tuple[np.ndarray, np.ndarray | None]) -> str | None:
+    """None when ``result`` matches :func:`expected_result`'s ``(expected, tol)``, else one line why."""
+    ref, tol = expected
+    if tol is None:
+        if result.shape == ref.shape and result.tobytes() == ref.tobytes():
+            return None
+        bad = _first_mismatch(result, ref.astype(np.float64), np.zeros(ref.shape))
+        return f"iteration {iteration}: all-gather result differs from the inputs {bad}"
     if result.shape == ref.shape and np.all(np.abs(result.astype(np.float64) - ref) <= tol):
         return None
     return f"iteration {iteration}: {spec.collective} result differs from the float64 sum {_first_mismatch(result, ref, tol)}"
@@ -389,12 +434,11 @@ async def run_worker(spec: WorkerSpec) -> None:
     Cancellation (SIGTERM/SIGINT in :func:`main`) closes the endpoint and the file.
     """
     from hostapps import aio
-    from hostapps.transport import TransportConfig
 
     loop = asyncio.get_running_loop()
     me = spec.ranks[spec.rank]
     peers = {a.rank: (a.ip, a.port) for a in spec.ranks if a.rank != spec.rank}
-    config = TransportConfig(line_rate_bps=spec.line_rate_bps, mtu=spec.mtu)
+    config = transport_config(spec.line_rate_bps, spec.mtu, spec.transport)
     out = _JsonLines(spec.output_path, spec.job_id, spec.rank)
     try:
         endpoint = await aio.open_endpoint(

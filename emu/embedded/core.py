@@ -76,20 +76,36 @@ class SwitchCore:
     ``pipeline`` follows docs/interfaces.md (``runtime.Pipeline``); ``ports`` are the
     switch's port numbers (0..510; 511 is the v1model drop port). Every port starts with
     an unlimited rate, a depth of ``tm.DEFAULT_DEPTH_PKTS`` packets and no delay.
+
+    ``ticks_per_us``: the unit of every ``now_us`` argument and deadline is 1/ticks_per_us
+    microseconds (default 1: microseconds; the virtual-time network uses 1000, nanoseconds);
+    the pipeline's ``ingress_global_timestamp``, ``enq_timestamp`` and ``deq_timedelta``
+    stay in microseconds, as on v1model. ``max_frame_bytes``: largest frame accepted
+    (default 1518: a 1500-byte MTU; a scenario with a 4096-byte MTU passes 4096 + 18).
+    ``wire_overhead_bytes``: bytes each frame costs on an egress link beyond its own
+    (default 0; see ``tm.TrafficManager``).
     """
 
-    def __init__(self, pipeline: PipelineLike, ports: Iterable[int]) -> None:
+    def __init__(self, pipeline: PipelineLike, ports: Iterable[int], *, ticks_per_us: int = 1,
+                 max_frame_bytes: int = MAX_FRAME_BYTES, wire_overhead_bytes: int = 0) -> None:
         self.pipeline = pipeline
         port_list = sorted({int(p) for p in ports})
         for p in port_list:
             if not 0 <= p < 511:
                 raise ValueError(f"switch port {p} out of range 0..510")
-        self.tm = TrafficManager(port_list, service=self._run_egress)
+        if max_frame_bytes < 14:
+            raise ValueError(f"max_frame_bytes must be >= 14 (an Ethernet header), got {max_frame_bytes!r}")
+        #: clock ticks per microsecond of every ``now_us`` argument (1: microseconds, 1000: ns);
+        #: the pipeline's v1model timestamps stay in microseconds (ticks // ticks_per_us).
+        self.ticks_per_us = int(ticks_per_us)
+        self.max_frame_bytes = int(max_frame_bytes)
+        self.tm = TrafficManager(port_list, service=self._run_egress, ticks_per_us=self.ticks_per_us,
+                                 wire_overhead_bytes=wire_overhead_bytes)
         self._ports = frozenset(port_list)
         self._rx = dict.fromkeys(port_list, 0)
         self._tx = dict.fromkeys(port_list, 0)
         self._drops = dict.fromkeys(DROP_REASONS, 0)
-        self._log = _RateLimitedLog()
+        self._log = _RateLimitedLog(1_000_000 * self.ticks_per_us)
         self._parser_key = next((k for k in _PARSER_ERROR_KEYS if k in getattr(pipeline, "stats", {})), None)
 
     @property
@@ -113,17 +129,18 @@ class SwitchCore:
             return
         self._rx[port] += 1
         n = len(frame)
-        if n > MAX_FRAME_BYTES:
+        if n > self.max_frame_bytes:
             # a frame of any smaller length enters the parser, as on bmv2 (short: PacketTooShort)
             self._drops["oversize"] += 1
             self._log("oversize", now_us, "port %d: %d-byte frame longer than %d bytes, dropped",
-                      port, n, MAX_FRAME_BYTES)
+                      port, n, self.max_frame_bytes)
             return
         pipe = self.pipeline
         key = self._parser_key
         perr = pipe.stats.get(key, 0) if key else 0
+        tpu = self.ticks_per_us
         try:
-            st = pipe.ingress(frame, port, now_us)
+            st = pipe.ingress(frame, port, now_us if tpu == 1 else now_us // tpu)
         except Exception:
             self._drops["malformed"] += 1
             self._log("malformed", now_us, "port %d: ingress failed on %d-byte frame %s",
@@ -156,13 +173,20 @@ class SwitchCore:
     def _run_egress(self, port: int, st: Any, enq_qdepth: int, deq_qdepth: int,
                     deq_timedelta_us: int, enq_timestamp_us: int, now_us: int) -> bytes | None:
         """Traffic manager callback at service start: egress + deparser, never raises."""
+        tpu = self.ticks_per_us
+        if tpu != 1:
+            deq_timedelta_us //= tpu
+            enq_timestamp_us //= tpu
+            now_tick, now_us = now_us, now_us // tpu
+        else:
+            now_tick = now_us
         try:
             out = self.pipeline.egress(st, egress_port=port, enq_qdepth=enq_qdepth,
                                        deq_qdepth=deq_qdepth, deq_timedelta_us=deq_timedelta_us,
                                        enq_timestamp_us=enq_timestamp_us, now_us=now_us)
         except Exception:
             self._drops["malformed"] += 1
-            self._log("malformed", now_us, "port %d: egress failed", port, exc_info=True)
+            self._log("malformed", now_tick, "port %d: egress failed", port, exc_info=True)
             return None
         if out is None:
             self._drops["pipeline"] += 1
@@ -216,7 +240,7 @@ class SwitchCore:
         """Counters: ``{"rx": {port: n}, "tx": {port: n}, "drops": {reason: n},
         "max_qdepth": {port: packets}, "tail_drops": {port: n}, "queues": {port: {...}},
         "pipeline": {...}}``. Drop reasons: tail, pipeline (P4 drop), malformed (parser
-        error or pipeline exception), oversize (frame longer than 1518 bytes),
+        error or pipeline exception), oversize (frame longer than ``max_frame_bytes``),
         bad_port (unknown ingress or egress port), tx_error (send failed, port I/O)."""
         tm = self.tm
         return {

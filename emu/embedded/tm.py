@@ -15,13 +15,19 @@ Model (docs/DESIGN.md sections 2 and 6, bmv2 ``simple_switch`` queueing semantic
 - a packet starts service as soon as the port is free; the egress callback runs at
   service start with ``enq_qdepth``, ``deq_qdepth`` (packets still waiting behind it)
   and ``deq_timedelta`` (microseconds spent waiting), as bmv2 runs egress at dequeue;
-- the port is busy for the serialisation time ``len(frame) * 8 / rate_bps`` of the
-  frame egress produced; the frame leaves ``delay_us`` after serialisation ends (the
+- the port is busy for the serialisation time ``(len(frame) + wire_overhead_bytes) * 8 /
+  rate_bps`` of the frame egress produced (``wire_overhead_bytes`` 0 by default; the
+  virtual-time network adds Ethernet's preamble, FCS and inter-frame gap); the frame leaves ``delay_us`` after serialisation ends (the
   link's propagation delay, modelled here because the kernel lacks netem).
 
 ``rate_bps=None`` means an unlimited rate (serialisation takes no time). Times are kept
 as floats internally so that rounding never drifts a port's rate; deadlines are
-reported rounded up to whole microseconds.
+reported rounded up to whole clock ticks.
+
+Clock: every ``now_us`` is in ticks of ``1 / ticks_per_us`` microseconds. The default
+(``ticks_per_us=1``) is the real-time switch's microsecond clock; the virtual-time network
+(emu.vtime) runs the same code on a nanosecond clock (``ticks_per_us=1000``), which a
+4096-byte frame at 100 Gbit/s (328 ns) needs. ``delay_us`` stays in microseconds.
 """
 
 from __future__ import annotations
@@ -69,12 +75,14 @@ class QueueConfig:
 class _Port:
     """State of one egress port (queue, shaping, counters)."""
 
-    __slots__ = ("config", "us_per_byte", "direct", "queue", "free_at", "tail_drops", "max_qdepth",
-                 "enqueued", "serviced", "pending")
+    __slots__ = ("config", "us_per_byte", "delay", "direct", "queue", "free_at", "tail_drops", "max_qdepth",
+                 "enqueued", "serviced", "pending", "ticks_per_us")
 
-    def __init__(self, config: QueueConfig) -> None:
+    def __init__(self, config: QueueConfig, ticks_per_us: int = 1) -> None:
         self.config = config
-        self.us_per_byte = 0.0
+        self.ticks_per_us = ticks_per_us
+        self.us_per_byte = 0.0  # ticks per byte
+        self.delay = 0
         self.queue: deque[tuple[Any, int, int]] = deque()  # (item, enq_us, enq_qdepth)
         self.free_at = -math.inf  # time (us, float) at which the port ends its current service
         self.tail_drops = 0
@@ -87,7 +95,8 @@ class _Port:
 
     def set_config(self, config: QueueConfig) -> None:
         self.config = config
-        self.us_per_byte = 0.0 if config.rate_bps is None else 8e6 / config.rate_bps
+        self.us_per_byte = 0.0 if config.rate_bps is None else 8e6 * self.ticks_per_us / config.rate_bps
+        self.delay = config.delay_us * self.ticks_per_us
         # unlimited rate and no delay: an idle port forwards at once, bypassing the heap
         self.direct = config.rate_bps is None and config.delay_us == 0
 
@@ -104,9 +113,17 @@ class TrafficManager:
     """
 
     def __init__(self, ports: Iterable[int], service: ServiceFn | None = None,
-                 default: QueueConfig | None = None) -> None:
+                 default: QueueConfig | None = None, *, ticks_per_us: int = 1,
+                 wire_overhead_bytes: int = 0) -> None:
         cfg = default or QueueConfig()
-        self._ports: dict[int, _Port] = {int(p): _Port(cfg) for p in ports}
+        if ticks_per_us < 1:
+            raise ValueError(f"ticks_per_us must be >= 1, got {ticks_per_us!r}")
+        if wire_overhead_bytes < 0:
+            raise ValueError(f"wire_overhead_bytes must be >= 0, got {wire_overhead_bytes!r}")
+        self.ticks_per_us = ticks_per_us
+        #: bytes each frame costs on the wire beyond its own (0: the frame only, as on a veth)
+        self.wire_overhead_bytes = wire_overhead_bytes
+        self._ports: dict[int, _Port] = {int(p): _Port(cfg, ticks_per_us) for p in ports}
         self._service = service
         self._active: set[int] = set()  # ports with waiting packets
         self._departures: list[tuple[float, int, int, bytes]] = []  # (time_us, seq, port, frame)
@@ -204,11 +221,11 @@ class TrafficManager:
                             self._active.discard(port)
                 if frame is None:
                     continue
-                end = start + len(frame) * p.us_per_byte
+                end = start + (len(frame) + self.wire_overhead_bytes) * p.us_per_byte
                 p.free_at = end
                 self._seq += 1
                 p.pending += 1
-                heapq.heappush(self._departures, (end + p.config.delay_us, self._seq, port, frame))
+                heapq.heappush(self._departures, (end + p.delay, self._seq, port, frame))
             if not q:
                 self._active.discard(port)
 

@@ -1,0 +1,171 @@
+"""The virtual-time back end of the runner (``symphony-emu run --mode sim``).
+
+:class:`SimBackend` builds a :class:`emu.vtime.network.SimNetwork` (no root, no Mininet),
+lets the runner program it through the same controller code as Mininet's, and runs a
+workload in simulated time: one :class:`emu.vtime.hosts.SimRank` per worker spec, the
+background sources, all in one event loop until every rank has ended. Its clock starts at
+0 and keeps running across the schemes of a run (each workload starts
+:data:`WORKLOAD_GAP_S` after the previous one drained), so every time in the results folder
+is simulated seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError, WorkerResult, Workload
+from emu.vtime.hosts import DONE, FAILED, OnOffSource, SimHost, SimRank, Verifier
+from emu.vtime.network import NS_PER_S, SimNetwork, s_to_ns
+
+log = logging.getLogger(__name__)
+
+#: Simulated time from the end of one workload (or the start) to the next workload (s).
+WORKLOAD_GAP_S = 0.001
+#: Wall-clock seconds between two progress events.
+PROGRESS_INTERVAL_S = 0.5
+
+
+class SimBackend(Backend):
+    """Virtual time: every switch core and host state machine in one discrete-event loop."""
+
+    mode = "sim"
+    wall_clock = False
+
+    def __init__(self, topology: Any, **kwargs: Any) -> None:
+        super().__init__(topology, **kwargs)
+        self.hosts: dict[str, SimHost] = {}
+        #: per workload: events processed, wall seconds, simulated seconds
+        self.last_stats: dict[str, Any] = {}
+
+    @classmethod
+    def check(cls, topology: Any, *, target: str) -> None:
+        """Only the embedded switch core runs in virtual time."""
+        if target != "embedded":
+            raise UsageError(f"--target {target}: --mode sim runs the embedded switch core only; "
+                             "use --target embedded or --mode mininet")
+
+    def build(self, progress: ProgressFn) -> None:
+        from emu.network import NetworkError
+
+        mtu = int(getattr(self.topology, "mtu", 1500) or 1500)
+        progress(ProgressEvent("network", message=f"compiling p4/symphony.p4 for {len(self.topology.switches)} switches"))
+        t0 = time.monotonic()
+        try:
+            self.network = SimNetwork(self.topology, seed=self.seed, mtu=mtu)
+            progress(ProgressEvent("network", message="programming switches"))
+            self.network.program("baseline")
+        except NetworkError as exc:
+            raise RunError(str(exc)) from None
+        plan = self.topology.plan
+        macs = {h.ip: h.mac for h in plan.hosts}
+        for h in plan.hosts:
+            host = SimHost(h.name, h.ip, h.mac, macs, self.network.loop)
+            host.link = self.network.attach_host(h.name, host.receive)
+            self.hosts[h.name] = host
+        progress(ProgressEvent("network", message=f"network ready in {time.monotonic() - t0:.1f} s (virtual time)"))
+
+    def start_time(self, n_workers: int) -> float:  # noqa: ARG002
+        """Simulated now plus :data:`WORKLOAD_GAP_S`."""
+        return self.network.loop.now / NS_PER_S + WORKLOAD_GAP_S
+
+    def run_workload(self, workload: Workload, progress: ProgressFn) -> list[WorkerResult]:
+        from hostapps import traffic
+        from hostapps.worker import SpecError, parse_spec
+
+        loop = self.network.loop
+        plan = self.topology.plan
+        for host in self.hosts.values():
+            host.ranks.clear()
+        self.network.reattach_hosts()
+        ended: list[SimRank] = []
+        ranks: list[SimRank] = []
+        verifiers: dict[int, Verifier] = {}
+        try:
+            for spec_dict in workload.specs:
+                spec_obj = {k: v for k, v in spec_dict.items() if k != "host"}
+                spec = parse_spec(spec_obj, f"job {spec_dict['job_id']} rank {spec_dict['rank']}")
+                host = self.hosts[spec_dict["host"]]
+                verifier = verifiers.get(spec.job_id) or verifiers.setdefault(spec.job_id, Verifier(spec))
+                rank = SimRank(spec, host, verifier, ended.append)
+                host.ranks[spec.job_id] = rank
+                ranks.append(rank)
+        except SpecError as exc:
+            raise RunError(f"{workload.scheme}: {exc}") from None
+        running = [True]
+        sources = []
+        for src in workload.background:
+            duration = src.duration_s if src.duration_s is not None else workload.timeout_s
+            cfg = traffic.OnOffConfig(rate_bps=src.rate_bps, on_s=src.on_s, off_s=src.off_s, duration_s=duration,
+                                      size=src.packet_bytes, seed=src.seed if src.exponential else None)
+            sources.append(OnOffSource(self.hosts[src.src], plan.host(src.dst).ip, traffic.send_schedule(cfg),
+                                       workload.start_at + src.start_s, src.packet_bytes, lambda: running[0]))
+        total = workload.total_iters
+        n = len(ranks)
+        progress(ProgressEvent("start", workload.scheme, 0, total, f"{n} ranks", sim_s=loop.now / NS_PER_S))
+        deadline = s_to_ns(workload.start_at + workload.timeout_s)
+        t_wall = time.monotonic()
+        events0 = loop.events
+        hops0 = self.network.pipeline_packets()
+        state = {"last": time.monotonic(), "done": -1}
+
+        def finished() -> bool:
+            return len(ended) == n or any(r.state == FAILED for r in ended)
+
+        def report() -> None:
+            now = time.monotonic()
+            if now - state["last"] < PROGRESS_INTERVAL_S:
+                return
+            state["last"] = now
+            done = min(r.iterations_done for r in ranks) if ranks else 0
+            progress(ProgressEvent("running", workload.scheme, done, total, sim_s=loop.now / NS_PER_S))
+
+        try:
+            loop.run(until=deadline, stop=finished, check_every=2048, on_check=report)
+            if not finished():
+                loop.run(until=deadline, stop=finished, check_every=1)
+        finally:
+            running[0] = False
+        wall = time.monotonic() - t_wall
+        failed = [r for r in ended if r.state == FAILED]
+        if failed:
+            first = failed[0]
+            self._stop_ranks(ranks, f"stopped: job {first.spec.job_id} rank {first.spec.rank} failed")
+            raise RunError(f"{workload.scheme}: job {first.spec.job_id} rank {first.spec.rank} on {first.host.name} "
+                           f"failed: {first.error}")
+        if len(ended) < n:
+            slow = [f"job{r.spec.job_id}-rank{r.spec.rank}" for r in ranks if r.state < DONE]
+            self._stop_ranks(ranks, "time limit")
+            raise RunError(f"{workload.scheme}: ranks {', '.join(slow[:8])}{' ...' if len(slow) > 8 else ''} still "
+                           f"running after the simulated time limit of {workload.timeout_s:.3g} s")
+        # drain what is still in flight (last ACKs, background) with the hosts detached
+        for host in self.hosts.values():
+            host.ranks.clear()
+        self.network.detach_hosts()
+        loop.run()
+        self.last_stats = {"events": loop.events - events0, "wall_s": wall,
+                           "pipeline_packets": self.network.pipeline_packets() - hops0,
+                           "sim_s": loop.now / NS_PER_S - workload.start_at}
+        log.info("%s: %d events, %d pipeline passes in %.1f s wall for %.6f s simulated", workload.scheme,
+                 self.last_stats["events"], self.last_stats["pipeline_packets"], wall, self.last_stats["sim_s"])
+        results = []
+        for spec_dict, rank in zip(workload.specs, ranks, strict=True):
+            name = f"job{rank.spec.job_id}-rank{rank.spec.rank}"
+            log_path = workload.logs_dir / f"{name}.log"
+            log_path.write_text(f"virtual time: ended at {loop.now / NS_PER_S:.9f} s, "
+                                f"{rank.iterations_done} iterations\n")
+            results.append(WorkerResult(rank.spec.job_id, rank.spec.rank, spec_dict["host"],
+                                        0 if rank.state == DONE else 1, rank.error or "", log_path,
+                                        Path(rank.spec.output_path)))
+        return results
+
+    @staticmethod
+    def _stop_ranks(ranks: list[SimRank], message: str) -> None:
+        for r in ranks:
+            r.interrupt(message)
+
+    def close(self) -> None:
+        if self.network is not None:
+            self.network.stop()

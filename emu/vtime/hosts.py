@@ -1,0 +1,382 @@
+"""Virtual-time hosts: the worker's state machines driven by the event loop.
+
+A :class:`SimHost` owns the host's access link and demultiplexes arriving frames by UDP
+port: the collective port (:data:`hostapps.wire.CTH_UDP_PORT`) to the host's ranks, the
+background port to a sink that counts. A :class:`SimRank` is one rank of one job, built
+from the same worker spec (docs/interfaces.md section 4) as a ``hostapps.worker`` process
+and running the same cores: :class:`hostapps.transport.Transport` (with DCQCN from
+:mod:`hostapps.ratecontrol`) and :class:`hostapps.collectives.RingCollective`, one
+collective per iteration, ``compute_s`` between them, then a drain until every packet is
+acknowledged. It writes the worker's JSON lines (step, iteration, transport, error
+records) with simulated seconds as times.
+
+Verification: every rank's result of every iteration is checked with the worker's
+:func:`hostapps.worker.check_result` against :func:`hostapps.worker.expected_result`. The
+expectation is computed once per job and iteration from the inputs the ranks generated
+(:func:`hostapps.worker.make_input`), accumulated as each rank starts, instead of each
+rank regenerating all N inputs as a worker process must; a ring collective completes on a
+rank only after every rank has started it, so the expectation is complete by then.
+
+An :class:`OnOffSource` sends the background traffic of :func:`hostapps.traffic.send_schedule`
+(Not-ECT UDP datagrams) from its host.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from emu.vtime import frames
+from emu.vtime.network import EventLoop, HostLink, s_to_ns
+from hostapps import worker as worker_mod
+from hostapps.collectives import RingCollective, chunk_bounds, steps_per_collective
+from hostapps.transport import Transport
+from hostapps.wire import CTH_UDP_PORT, ECN_NOT_ECT
+
+log = logging.getLogger(__name__)
+
+#: UDP port of the background traffic (docs/interfaces.md section 1).
+TRAFFIC_PORT = 5001
+
+
+class Verifier:
+    """Expected results of one job, per iteration, from the ranks' inputs.
+
+    :meth:`add_input` as each rank starts an iteration; :meth:`check` as each rank ends it
+    (one line why it is wrong, or None). An iteration's arrays are freed after its last check.
+    """
+
+    def __init__(self, spec: worker_mod.WorkerSpec) -> None:
+        self.spec = spec
+        self.n = spec.nranks
+        self._sum: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._gather: dict[int, np.ndarray] = {}
+        self._added: dict[int, int] = {}
+        self._checked: dict[int, int] = {}
+        self._bounds = chunk_bounds(spec.n_elements, self.n)
+
+    def add_input(self, iteration: int, rank: int, data: np.ndarray) -> None:
+        """Rank ``rank``'s input of ``iteration`` (float32, ``size_bytes // 4`` elements)."""
+        self._added[iteration] = self._added.get(iteration, 0) + 1
+        if self.spec.collective == "allgather":
+            buf = self._gather.get(iteration)
+            if buf is None:
+                buf = self._gather[iteration] = np.empty(self.spec.n_elements, dtype=np.float32)
+            a, b = self._bounds[rank]
+            buf[a:b] = data[a:b]
+            return
+        acc = self._sum.get(iteration)
+        if acc is None:
+            acc = self._sum[iteration] = (np.zeros(self.spec.n_elements), np.zeros(self.spec.n_elements))
+        part = data.astype(np.float64)
+        acc[0].__iadd__(part)
+        np.abs(part, out=part)
+        acc[1].__iadd__(part)
+
+    def check(self, iteration: int, rank: int, result: np.ndarray) -> str | None:
+        """The worker's verification of ``rank``'s result of ``iteration``."""
+        if self._added.get(iteration, 0) != self.n:
+            return f"iteration {iteration}: finished before every rank had started it"
+        spec = self.spec
+        if spec.collective == "allgather":
+            expected: tuple[np.ndarray, np.ndarray | None] = (self._gather[iteration], None)
+        else:
+            ref, mag = self._sum[iteration]
+            a, b = (0, spec.n_elements) if spec.collective == "allreduce" else self._bounds[rank]
+            expected = (ref[a:b], self.n * worker_mod.EPS32 * mag[a:b])
+        rank_spec = spec if spec.rank == rank else _with_rank(spec, rank)
+        problem = worker_mod.check_result(rank_spec, iteration, result, expected)
+        self._checked[iteration] = self._checked.get(iteration, 0) + 1
+        if self._checked[iteration] == self.n:
+            self._sum.pop(iteration, None)
+            self._gather.pop(iteration, None)
+        return problem
+
+
+def _with_rank(spec: worker_mod.WorkerSpec, rank: int) -> worker_mod.WorkerSpec:
+    import dataclasses
+
+    return dataclasses.replace(spec, rank=rank)
+
+
+class JsonLines:
+    """The worker's JSON lines file, buffered in memory and written at the end."""
+
+    def __init__(self, spec: worker_mod.WorkerSpec) -> None:
+        self.path = spec.output_path
+        self.head = {"job": spec.job_id, "rank": spec.rank}
+        self.lines: list[str] = []
+
+    def write(self, kind: str, **fields: Any) -> None:
+        import json
+
+        self.lines.append(json.dumps({"kind": kind, **self.head, **fields}))
+
+    def close(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("".join(line + "\n" for line in self.lines), encoding="utf-8")
+
+
+#: SimRank states.
+WAITING, RUNNING, COMPUTING, DRAINING, DONE, FAILED = range(6)
+
+
+class SimRank:
+    """One rank of one job: transport, DCQCN and one RingCollective per iteration."""
+
+    def __init__(self, spec: worker_mod.WorkerSpec, host: SimHost, verifier: Verifier,
+                 on_end: Callable[[SimRank], None], record_digest: bool = True) -> None:
+        self.spec = spec
+        self.host = host
+        self.loop: EventLoop = host.loop
+        self.verifier = verifier
+        self.on_end = on_end
+        self.record_digest = record_digest
+        config = worker_mod.transport_config(spec.line_rate_bps, spec.mtu, spec.transport)
+        self.transport = Transport(spec.job_id, spec.rank, config, spec.rate_control, spec.rate_params)
+        self.ip_of = {a.rank: a.ip for a in spec.ranks}
+        self.rank_of = {frames.ip_bytes(a.ip): a.rank for a in spec.ranks}
+        self.port = spec.ranks[spec.rank].port
+        self.port_of = {a.rank: a.port for a in spec.ranks}
+        self.out = JsonLines(spec)
+        self.steps = steps_per_collective(spec.collective, spec.nranks)
+        self.state = WAITING
+        self.iteration = 0
+        self.coll: RingCollective | None = None
+        self.coll_start = 0.0
+        self.backlog: list[Any] = []
+        self.phase_at: float | None = spec.start_at or 0.0  # next start / end of compute / drain limit
+        self.error: str | None = None
+        self.failures: list[str] = []
+        self.wake_at: int | None = None
+        self.iterations_done = 0
+        self.loop.at(s_to_ns(self.phase_at), self._wake, s_to_ns(self.phase_at))
+        self.wake_at = s_to_ns(self.phase_at)
+
+    # -- event entry points -------------------------------------------------------------
+    def on_datagram(self, src_ip: bytes, datagram: memoryview, ecn: int) -> None:
+        """A CTH datagram for this rank arrived now."""
+        src = self.rank_of.get(bytes(src_ip))
+        if src is None:
+            return
+        now = self.loop.now * 1e-9
+        self.transport.on_datagram(src, datagram, ecn, now)
+        if self.state >= DONE:  # ended: still acknowledge what the left neighbour resends
+            for o in self.transport.poll(now):
+                self.host.send(self.ip_of[o.dst_rank], self.port, self.port_of[o.dst_rank], o.datagram, o.ecn)
+            return
+        self._service()
+
+    def _wake(self, t: int) -> None:
+        if t != self.wake_at:
+            return
+        self.wake_at = None
+        self._service()
+
+    # -- the worker's loop --------------------------------------------------------------
+    def _service(self) -> None:
+        if self.state >= DONE:
+            return
+        now = self.loop.now * 1e-9
+        tr = self.transport
+        coll = self.coll
+        deliveries = tr.deliveries()
+        if deliveries:
+            if coll is None or coll.done or self.state != RUNNING:
+                self.backlog.extend(deliveries)
+            else:
+                for d in deliveries:
+                    if not coll.on_delivery(d, now):
+                        self.backlog.append(d)
+        if self.state == WAITING and self.phase_at is not None and now >= self.phase_at:
+            self._start_iteration(now)
+        elif self.state == COMPUTING and self.phase_at is not None and now >= self.phase_at:
+            self._start_iteration(now)
+        if self.state == RUNNING:
+            coll = self.coll
+            assert coll is not None
+            for req in coll.poll(now):
+                tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last)
+            if coll.done:
+                self._end_iteration(now)
+        if self.state == DRAINING and (tr.idle() or (self.phase_at is not None and now >= self.phase_at)):
+            self._finish(now)
+        if self.state >= DONE:
+            return
+        out = tr.poll(now)
+        if out:
+            host = self.host
+            for o in out:
+                host.send(self.ip_of[o.dst_rank], self.port, self.port_of[o.dst_rank], o.datagram, o.ecn)
+        self._arm()
+
+    def _arm(self) -> None:
+        t = self.transport.next_timer()
+        if self.state == RUNNING and self.coll is not None:
+            tc = self.coll.next_timer()
+            if tc is not None and (t is None or tc < t):
+                t = tc
+        if self.state in (WAITING, COMPUTING, DRAINING) and self.phase_at is not None and (
+                t is None or self.phase_at < t):
+            t = self.phase_at
+        if t is None:
+            return
+        ns = s_to_ns(t)
+        now = self.loop.now
+        if ns <= now:
+            ns = now + 1
+        if self.wake_at is None or ns < self.wake_at:
+            self.wake_at = ns
+            self.loop.at(ns, self._wake, ns)
+
+    def _start_iteration(self, now: float) -> None:
+        spec, k = self.spec, self.iteration
+        data = worker_mod.make_input(spec, spec.rank, k)
+        self.verifier.add_input(k, spec.rank, data)
+        coll = RingCollective(spec.collective, spec.rank, spec.nranks, data, step_base=k * self.steps,
+                              slices=spec.slices, step_timeout=spec.step_timeout_s)
+        del data
+        self.coll = coll
+        self.coll_start = now
+        self.state = RUNNING
+        self.phase_at = None
+        coll.start(now)
+        backlog, self.backlog = self.backlog, []
+        for d in backlog:
+            if not coll.on_delivery(d, now):
+                self.backlog.append(d)
+
+    def _end_iteration(self, now: float) -> None:
+        spec, k, coll = self.spec, self.iteration, self.coll
+        assert coll is not None
+        end = max(e for _, _, e in coll.step_log) if coll.step_log else now
+        for step, s_start, s_end in coll.step_log:
+            self.out.write("step", iteration=k, step=step, start=s_start, end=s_end)
+        if coll.error is not None:
+            self._fail(coll.error)
+            return
+        assert coll.result is not None
+        problem = self.verifier.check(k, spec.rank, coll.result)
+        if problem is not None:
+            self.failures.append(problem)
+            log.error("job %d rank %d: %s", spec.job_id, spec.rank, problem)
+        self.out.write("iteration", iteration=k, start=self.coll_start, end=end, verified=problem is None,
+                       digest=worker_mod.digest(coll.result) if self.record_digest else "")
+        self.coll = None
+        self.iterations_done = k + 1
+        self.iteration = k + 1
+        if self.iteration < spec.iterations:
+            if spec.compute_s > 0:
+                self.state = COMPUTING
+                self.phase_at = now + spec.compute_s
+            else:
+                self._start_iteration(now)
+                coll = self.coll
+                assert coll is not None
+                for req in coll.poll(now):
+                    self.transport.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last)
+                if coll.done:
+                    self._end_iteration(now)
+        else:
+            self.state = DRAINING
+            self.phase_at = now + spec.step_timeout_s
+
+    def _finish(self, now: float) -> None:  # noqa: ARG002
+        if self.failures:
+            self._fail(self.failures[0])
+            return
+        self.state = DONE
+        self._close()
+        self.on_end(self)
+
+    def _fail(self, message: str) -> None:
+        self.error = message
+        self.state = FAILED
+        self.out.write("error", message=message)
+        self._close()
+        self.on_end(self)
+
+    def _close(self) -> None:
+        stats = self.transport.stats()
+        self.out.write("transport",
+                       **{k: stats.get(k, 0) for k in ("packets_sent", "retransmissions", "cnps_sent", "cnps_received")},
+                       rate_samples=stats.get("rate_samples", []))
+        self.out.close()
+
+    def interrupt(self, message: str) -> None:
+        """End this rank from outside (time limit, another rank failed): error record, file closed."""
+        if self.state < DONE:
+            self.error = message
+            self.state = FAILED
+            self.out.write("error", message=message)
+            self._close()
+
+
+class SimHost:
+    """One host: its access link, its ranks (by job) and a background sink."""
+
+    def __init__(self, name: str, ip: str, mac: str, macs: dict[str, str], loop: EventLoop) -> None:
+        self.name = name
+        self.ip = ip
+        self.loop = loop
+        self.builder = frames.FrameBuilder(mac, ip, macs)
+        self.link: HostLink | None = None
+        self.ranks: dict[int, SimRank] = {}  #: job id -> rank on this host
+        self.sink_packets = 0
+        self.sink_bytes = 0
+        self.garbage = 0
+
+    def send(self, dst_ip: str, sport: int, dport: int, datagram: bytes, ecn: int) -> None:
+        """Frame ``datagram`` and put it on the access link now."""
+        assert self.link is not None
+        self.link.send(self.builder.build(dst_ip, sport, dport, datagram, ecn))
+
+    def receive(self, frame: bytes) -> None:
+        """A frame reached this host."""
+        parsed = frames.parse(frame)
+        if parsed is None:
+            self.garbage += 1
+            return
+        ecn, src_ip, dport, payload = parsed
+        if dport == CTH_UDP_PORT and len(payload) >= 4:
+            job = (payload[2] << 8) | payload[3]
+            rank = self.ranks.get(job)
+            if rank is not None:
+                rank.on_datagram(src_ip, payload, ecn)
+                return
+            self.garbage += 1
+        elif dport == TRAFFIC_PORT:
+            self.sink_packets += 1
+            self.sink_bytes += len(payload)
+        else:
+            self.garbage += 1
+
+
+class OnOffSource:
+    """A background source: Not-ECT datagrams at the times of ``hostapps.traffic.send_schedule``."""
+
+    def __init__(self, host: SimHost, dst_ip: str, schedule: Any, start_s: float, size: int,
+                 active: Callable[[], bool]) -> None:
+        self.host = host
+        self.dst_ip = dst_ip
+        self.schedule = iter(schedule)
+        self.start_s = start_s
+        self.payload = bytes(size)
+        self.active = active
+        self.sent = 0
+        self._next()
+
+    def _next(self) -> None:
+        t = next(self.schedule, None)
+        if t is not None:
+            self.host.loop.at(s_to_ns(self.start_s + t), self._send, None)
+
+    def _send(self, _: Any) -> None:
+        if not self.active():
+            return
+        self.host.send(self.dst_ip, TRAFFIC_PORT, TRAFFIC_PORT, self.payload, ECN_NOT_ECT)
+        self.sent += 1
+        self._next()

@@ -1,0 +1,259 @@
+"""The virtual-time network: switches, host links and one event heap (docs/DESIGN.md section 6).
+
+Built from the topology's :class:`~emu.topology.NetworkPlan`, like the Mininet network:
+
+- each switch is an :class:`emu.embedded.core.SwitchCore`: the ``Pipeline`` compiled from
+  ``p4/symphony.p4`` (the file the real-time switches load) plus its traffic manager, on a
+  nanosecond clock (``ticks_per_us=1000``; the v1model timestamps stay in microseconds).
+  It is programmed through :class:`emu.embedded.control.ControlAPI` by the controller code
+  of :class:`emu.network.ProgrammedNetwork` (routes, queues, ECN, Symphony configuration,
+  register resets, counters): the same calls as a real-time switch gets over its socket;
+- a switch egress port is the link towards its peer: the traffic manager serialises each
+  frame at the link rate (frame bytes plus the Ethernet wire overhead of
+  :data:`emu.vtime.frames.WIRE_OVERHEAD_BYTES`), holds at most the link's queue depth and
+  adds the propagation delay, as the controller configured it with ``set_queue``;
+- a host's access link towards its switch is :class:`HostLink`: a FIFO at the host's line
+  rate with the link's delay (the host NIC; hosts pace themselves, so it stays short);
+- one :class:`EventLoop`: a heap of ``(time_ns, seq, callback, argument)``, integer
+  nanoseconds, ties broken by insertion order, so a run is a function of its inputs.
+
+What it does not model: host processing time (a host's cores run in zero simulated time),
+the kernel and its scheduling noise, PFC, link errors.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from emu.network import NetworkError, ProgrammedNetwork
+from emu.topology import NetworkPlan, Topology
+from emu.vtime.frames import FRAME_EXTRA_BYTES, WIRE_OVERHEAD_BYTES
+
+log = logging.getLogger(__name__)
+
+#: The P4 program every switch runs (the same file as the real-time switches).
+P4_PROGRAM = Path(__file__).resolve().parents[2] / "p4" / "symphony.p4"
+#: Clock ticks per microsecond of the switch cores (nanoseconds).
+TICKS_PER_US = 1000
+NS_PER_S = 1_000_000_000
+
+
+def s_to_ns(t: float) -> int:
+    """Seconds (float) -> the first integer nanosecond at or after ``t``."""
+    ns = math.ceil(t * 1e9)
+    if ns * 1e-9 < t:  # float rounding: never wake before the time asked for
+        ns += 1
+    return ns
+
+
+class EventLoop:
+    """One heap of timed callbacks; time in integer nanoseconds from 0."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.events = 0
+        self._heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
+        self._seq = itertools.count()
+
+    def at(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """Call ``fn(arg)`` at ``t`` ns (not before now)."""
+        if t < self.now:
+            t = self.now
+        heapq.heappush(self._heap, (t, next(self._seq), fn, arg))
+
+    def pending(self) -> int:
+        """Events waiting."""
+        return len(self._heap)
+
+    def next_time(self) -> int | None:
+        """Time of the next event, or None."""
+        return self._heap[0][0] if self._heap else None
+
+    def run(self, until: int | None = None, stop: Callable[[], bool] | None = None,
+            check_every: int = 4096, on_check: Callable[[], None] | None = None) -> None:
+        """Process events in time order until the heap is empty, the next event is after
+        ``until`` (now becomes ``until``) or ``stop()`` is true (checked every
+        ``check_every`` events, and ``on_check()`` called then)."""
+        heap = self._heap
+        pop = heapq.heappop
+        n = 0
+        while heap:
+            if until is not None and heap[0][0] > until:
+                self.now = until
+                break
+            t, _, fn, arg = pop(heap)
+            self.now = t
+            fn(arg)
+            n += 1
+            if n >= check_every:
+                self.events += n
+                n = 0
+                if on_check is not None:
+                    on_check()
+                if stop is not None and stop():
+                    return
+        self.events += n
+
+    def clear(self) -> None:
+        """Drop every pending event."""
+        self._heap.clear()
+
+
+class HostLink:
+    """A host's access link towards its switch: FIFO at ``rate_bps``, then ``delay_ns``."""
+
+    __slots__ = ("loop", "ns_per_byte", "delay_ns", "busy_until", "deliver", "packets", "bytes")
+
+    def __init__(self, loop: EventLoop, rate_bps: float, delay_ns: int, deliver: Callable[[Any], None]) -> None:
+        self.loop = loop
+        self.ns_per_byte = 8e9 / rate_bps
+        self.delay_ns = delay_ns
+        self.busy_until = 0.0
+        self.deliver = deliver  #: called with the frame at its arrival at the far end
+        self.packets = 0
+        self.bytes = 0
+
+    def send(self, frame: bytes) -> None:
+        """Queue ``frame`` now; it reaches the far end after queueing, serialisation and delay."""
+        now = self.loop.now
+        start = self.busy_until if self.busy_until > now else now
+        end = start + (len(frame) + WIRE_OVERHEAD_BYTES) * self.ns_per_byte
+        self.busy_until = end
+        self.packets += 1
+        self.bytes += len(frame)
+        self.loop.at(math.ceil(end) + self.delay_ns, self.deliver, frame)
+
+
+class SimSwitch:
+    """One switch core in the event loop: frames in, departures out to the peers."""
+
+    __slots__ = ("name", "core", "loop", "peers", "wake_at", "_receive", "_poll", "_deadline")
+
+    def __init__(self, name: str, core: Any, loop: EventLoop) -> None:
+        self.name = name
+        self.core = core
+        self.loop = loop
+        #: egress port -> callable(frame) of the node at the far end (a switch port or a host)
+        self.peers: dict[int, Callable[[bytes], None]] = {}
+        self.wake_at: int | None = None
+        self._receive = core.receive
+        self._poll = core.poll
+        self._deadline = core.next_deadline_us
+
+    def port_input(self, port: int) -> Callable[[bytes], None]:
+        """The callable that hands a frame arriving on ``port`` to this switch now."""
+
+        def arrive(frame: bytes) -> None:
+            self._receive(port, frame, self.loop.now)
+            self._arm()
+
+        return arrive
+
+    def _arm(self) -> None:
+        t = self._deadline()
+        if t is not None and (self.wake_at is None or t < self.wake_at):
+            self.wake_at = t
+            self.loop.at(t, self._wake, t)
+
+    def _wake(self, t: int) -> None:
+        if t != self.wake_at:
+            return  # superseded by an earlier wake-up
+        self.wake_at = None
+        peers = self.peers
+        for port, frame in self._poll(self.loop.now):
+            peers[port](frame)
+        self._arm()
+
+
+class SimNetwork(ProgrammedNetwork):
+    """The topology's switches and links in one :class:`EventLoop`; programmed like Mininet's.
+
+    ``hosts`` attach later (:meth:`attach_host`): a host gets a send function onto its access
+    link and gives a receive function for frames that reach it. Raises NetworkError when
+    the P4 program does not load.
+    """
+
+    def __init__(self, topology: Topology, *, seed: int = 1, mtu: int = 1500, program: Path = P4_PROGRAM) -> None:
+        from emu.embedded.control import ControlAPI
+        from emu.embedded.core import SwitchCore
+        from emu.embedded.errors import P4FrontendError
+        from emu.embedded.frontend import load_program
+        from emu.embedded.runtime import Pipeline
+
+        self.topology = topology
+        self.plan: NetworkPlan = topology.plan
+        self.mode: str | None = None
+        self.loop = EventLoop()
+        self.mtu = mtu
+        try:
+            prog = load_program(program)
+        except (P4FrontendError, OSError) as exc:
+            raise NetworkError(f"{program}: {exc}") from None
+        self.switches: dict[str, SimSwitch] = {}
+        self._controls: dict[str, Any] = {}
+        for sw in self.plan.switches:
+            pipeline = Pipeline(prog, seed=seed + sw.index)  # seed + index, as SwitchOptions gives it
+            core = SwitchCore(pipeline, [p.port for p in sw.ports], ticks_per_us=TICKS_PER_US,
+                              max_frame_bytes=mtu + FRAME_EXTRA_BYTES, wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
+            self.switches[sw.name] = SimSwitch(sw.name, core, self.loop)
+            self._controls[sw.name] = ControlAPI(core)
+        # switch-to-switch ports
+        for sw in self.plan.switches:
+            node = self.switches[sw.name]
+            for p in sw.ports:
+                if p.peer_port is not None:
+                    node.peers[p.port] = self.switches[p.peer].port_input(p.peer_port)
+        self._host_rx: dict[str, Callable[[bytes], None]] = {}
+        self.host_links: dict[str, HostLink] = {}
+        #: frames that reached a host between workloads (dropped)
+        self.stray_frames = 0
+
+    # -- ProgrammedNetwork ------------------------------------------------------------
+    def control(self, name: str) -> Any:
+        """The in-process ControlAPI of switch ``name``."""
+        return self._controls[name]
+
+    def check_switches(self) -> None:
+        """Switch cores live in this process: nothing can die on its own."""
+
+    def stop(self) -> None:
+        """Drop pending events."""
+        self.loop.clear()
+
+    # -- hosts ------------------------------------------------------------------------
+    def attach_host(self, name: str, receive: Callable[[bytes], None]) -> HostLink:
+        """Connect host ``name``: frames for it go to ``receive(frame)``; returns its access link."""
+        host = self.plan.host(name)
+        link = next(lk for lk in self.plan.links if name in (lk.a, lk.b))
+        sw = self.switches[host.switch]
+        sw.peers[host.switch_port] = receive
+        self._host_rx[name] = receive
+        hl = HostLink(self.loop, host.line_rate_bps, link.delay_us * TICKS_PER_US, sw.port_input(host.switch_port))
+        self.host_links[name] = hl
+        return hl
+
+    def detach_hosts(self) -> None:
+        """Frames that reach a host from now on are dropped and counted in ``stray_frames``."""
+
+        def drop(frame: bytes) -> None:  # noqa: ARG001
+            self.stray_frames += 1
+
+        for name in self._host_rx:
+            host = self.plan.host(name)
+            self.switches[host.switch].peers[host.switch_port] = drop
+
+    def reattach_hosts(self) -> None:
+        """Undo :meth:`detach_hosts`."""
+        for name, receive in self._host_rx.items():
+            host = self.plan.host(name)
+            self.switches[host.switch].peers[host.switch_port] = receive
+
+    def pipeline_packets(self) -> int:
+        """Frames the switch pipelines parsed so far (all switches)."""
+        return sum(int(s.core.pipeline.stats.get("parsed", 0)) for s in self.switches.values())
