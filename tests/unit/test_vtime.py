@@ -1,0 +1,185 @@
+"""Virtual-time mode (emu.vtime): framing, the ns clock of the switch core, whole runs.
+
+No root and no Mininet: ``symphony-emu run --mode sim`` runs everything in this process.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from emu import runner
+from emu.embedded.core import SwitchCore
+from emu.embedded.tm import QueueConfig, TrafficManager
+from emu.vtime import frames
+from emu.vtime.network import EventLoop, s_to_ns
+
+REPO = Path(__file__).resolve().parents[2]
+SINGLE = REPO / "topologies" / "single.yaml"
+LEAD = REPO / "topologies" / "e2e_lead.yaml"
+RING16 = Path(__file__).resolve().parent / "data" / "sim_ring16.yaml"
+
+
+def test_frame_builder_matches_scapy() -> None:
+    """The hosts' frames are what the kernel would send: scapy recomputes the same checksum."""
+    fb = frames.FrameBuilder("00:00:00:00:00:01", "10.0.0.1", {"10.0.0.2": "00:00:00:00:00:02"})
+    payload = bytes(range(200))
+    raw = fb.build("10.0.0.2", 4791, 4791, payload, 2)
+    pkt = Ether(raw)
+    assert pkt[Ether].dst == "00:00:00:00:00:02" and pkt[Ether].src == "00:00:00:00:00:01"
+    ip = pkt[IP]
+    assert (ip.src, ip.dst, ip.tos & 3, ip.len, ip.ttl, ip.flags.DF) == ("10.0.0.1", "10.0.0.2", 2, 228, 64, True)
+    ref = IP(bytes(ip))
+    del ref.chksum
+    assert IP(bytes(ref)).chksum == ip.chksum
+    assert pkt[UDP].len == 208 and bytes(pkt[UDP].payload) == payload
+    ecn, src, dport, body = frames.parse(raw)
+    assert (ecn, src, dport, bytes(body)) == (2, bytes([10, 0, 0, 1]), 4791, payload)
+    assert frames.parse(raw[:30]) is None
+
+
+def test_s_to_ns_never_wakes_early() -> None:
+    for t in (0.0, 1.5e-6, 0.1 + 0.2, 123.456789123):
+        ns = s_to_ns(t)
+        assert ns * 1e-9 >= t and ns <= t * 1e9 + 2  # at the time asked for, within float rounding
+
+
+def test_event_loop_orders_by_time_then_insertion() -> None:
+    loop = EventLoop()
+    seen: list[tuple[int, str]] = []
+    for t, name in ((5, "a"), (3, "b"), (5, "c"), (3, "d")):
+        loop.at(t, lambda n: seen.append((loop.now, n)), name)
+    loop.run()
+    assert seen == [(3, "b"), (3, "d"), (5, "a"), (5, "c")]
+
+
+def test_traffic_manager_ns_clock_at_100g() -> None:
+    """A 4096-byte frame at 100 Gbit/s: (4096 + 24) * 8 / 100e9 s = 329.6 ns, then a 1 us delay."""
+    tm = TrafficManager([1], ticks_per_us=1000, wire_overhead_bytes=24)
+    tm.set_queue(1, QueueConfig(rate_bps=100e9, depth_pkts=8, delay_us=1))
+    frame = bytes(4096)
+    tm.enqueue(1, frame, 0)
+    tm.enqueue(1, frame, 0)
+    tm.service_until(0)
+    assert tm.next_deadline_us() == 330  # the port is free for the second frame, rounded up to the ns
+    tm.service_until(330)
+    assert tm.next_deadline_us() == 330 + 1000
+    assert tm.due(1329) == []
+    assert tm.due(1330) == [(1, frame)]
+    assert tm.next_deadline_us() == 660 + 1000  # 659.2 ns for two frames: no rounding drift
+    assert tm.due(1660) == [(1, frame)]
+
+
+class _FakePipeline:
+    """Records the times SwitchCore hands the P4 pipeline."""
+
+    def __init__(self) -> None:
+        self.stats = {"parsed": 0}
+        self.seen: list[tuple[str, int, int, int]] = []
+
+    def ingress(self, frame: bytes, ingress_port: int, now_us: int) -> object:
+        self.seen.append(("ingress", now_us, 0, 0))
+
+        class St:
+            egress_spec = 2
+
+        return St()
+
+    def egress(self, st: object, *, egress_port: int, enq_qdepth: int, deq_qdepth: int, deq_timedelta_us: int,
+               enq_timestamp_us: int, now_us: int) -> bytes:
+        self.seen.append(("egress", now_us, enq_timestamp_us, deq_timedelta_us))
+        return bytes(1500)
+
+
+def test_switch_core_ns_clock_keeps_v1model_timestamps_in_us() -> None:
+    pipe = _FakePipeline()
+    core = SwitchCore(pipe, [1, 2], ticks_per_us=1000, max_frame_bytes=4114)
+    core.set_queue(2, rate_bps=1e9, depth_pkts=8)
+    core.receive(1, bytes(4110), 2_500_700)  # 2500.7 us; accepted up to 4114 bytes
+    core.receive(1, bytes(100), 2_500_800)
+    while (t := core.next_deadline_us()) is not None:
+        core.poll(t)
+    # ingress at 2500 us; the second packet waits 12 us (1500 B at 1 Gbit/s) behind the first
+    assert pipe.seen[0] == ("ingress", 2500, 0, 0)
+    assert pipe.seen[1] == ("egress", 2500, 2500, 0) and pipe.seen[2] == ("ingress", 2500, 0, 0)
+    assert pipe.seen[3][0] == "egress" and pipe.seen[3][1] == 2512 and pipe.seen[3][3] == 11
+    core.receive(1, bytes(4115), 3_000_000)
+    assert core.stats()["drops"]["oversize"] == 1
+
+
+def _sim(topology: Path, out: Path, **kw: object) -> runner.RunResult:
+    return runner.run(topology, mode="sim", out=out, **kw)  # type: ignore[arg-type]
+
+
+def test_sim_run_writes_the_results_folder(tmp_path: Path) -> None:
+    result = _sim(SINGLE, tmp_path, schemes=("baseline",), iterations=2)
+    assert result.ok, result.failure
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["mode"] == "sim" and info["status"] == "finished"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["baseline"]["verified"] and summary["baseline"]["iterations"] == 2
+    assert summary["baseline"]["cct_over_bound"]["mean"] >= 1.0  # nothing beats the bandwidth bound
+    for name in ("cct.csv", "steps.csv", "cct_cdf.png", "baseline/counters.json"):
+        assert (tmp_path / name).is_file(), name
+    counters = json.loads((tmp_path / "baseline" / "counters.json").read_text())
+    assert counters["s1"]["stats"]["rx"]  # the switch core forwarded the traffic
+    assert sum(counters["s1"]["stats"]["rx"].values()) > 0
+
+
+def test_sim_same_seed_same_results_bit_for_bit(tmp_path: Path) -> None:
+    a = _sim(LEAD, tmp_path / "a", seed=3)
+    b = _sim(LEAD, tmp_path / "b", seed=3)
+    c = _sim(LEAD, tmp_path / "c", seed=4)
+    assert a.ok and b.ok and c.ok
+    for name in ("summary.json", "cct.csv", "steps.csv", "baseline/counters.json", "symphony/counters.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    for rank in range(4):
+        name = f"symphony/job0-rank{rank}.jsonl"
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    assert (tmp_path / "a" / "steps.csv").read_bytes() != (tmp_path / "c" / "steps.csv").read_bytes()
+
+
+def test_sim_symphony_marks_only_with_symphony(tmp_path: Path) -> None:
+    result = _sim(LEAD, tmp_path)
+    assert result.ok
+    summary = result.summary
+    assert summary["baseline"]["marks"]["symphony"] == 0
+    assert summary["symphony"]["marks"]["symphony"] > 0
+
+
+def test_sim_16_ranks_every_rank_verified(tmp_path: Path) -> None:
+    result = _sim(RING16, tmp_path, schemes=("symphony",))
+    assert result.ok, result.failure
+    for rank in range(16):
+        lines = [json.loads(x) for x in (tmp_path / "symphony" / f"job0-rank{rank}.jsonl").read_text().splitlines()]
+        its = [x for x in lines if x["kind"] == "iteration"]
+        assert [x["iteration"] for x in its] == [0, 1] and all(x["verified"] for x in its), rank
+        assert not [x for x in lines if x["kind"] == "error"]
+
+
+def test_sim_wrong_result_fails_the_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verification can fail: corrupt one input the verifier sees, the run names the rank."""
+    from emu.vtime import hosts
+
+    real = hosts.Verifier.add_input
+
+    def corrupt(self: hosts.Verifier, iteration: int, rank: int, data: object) -> None:
+        import numpy as np
+
+        arr = np.array(data, copy=True)
+        if rank == 2:
+            arr[0] += 1.0
+        real(self, iteration, rank, arr)
+
+    monkeypatch.setattr(hosts.Verifier, "add_input", corrupt)
+    with pytest.raises(runner.RunError, match=r"baseline: job 0 rank \d on h\d failed: iteration 0: allreduce result"):
+        _sim(SINGLE, tmp_path, schemes=("baseline",), iterations=1)
+
+
+def test_sim_rejects_bmv2_target(tmp_path: Path) -> None:
+    with pytest.raises(runner.UsageError, match="--mode sim runs the embedded switch core only"):
+        _sim(SINGLE, tmp_path, target="bmv2")
