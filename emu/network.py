@@ -196,16 +196,21 @@ class ProgrammedNetwork:
         return out
 
     def read_registers(self, name: str, job: int) -> dict[str, Any]:
-        """Symphony registers of ``job`` on switch ``name``: frontier, flow_step per rank, step_count."""
+        """Symphony registers of ``job`` on switch ``name``.
+
+        ``{"frontier": step, "flow_step": [step per rank], "step_count": [[step, count] per
+        slot s mod W]}``: a step_count slot holds the step id in its high 16 bits and the
+        number of flows that entered it in the low 16 (docs/DESIGN.md section 4).
+        """
         from hostapps.wire import MAX_RANKS, STEP_WINDOW
 
         ctl = self.control(name)
         nranks = len(self.topology.job(job).ranks)
+        slots = [int(ctl.register_read("MyIngress.step_count", job * STEP_WINDOW + s)) for s in range(STEP_WINDOW)]
         return {
             "frontier": ctl.register_read("MyIngress.frontier", job),
             "flow_step": [ctl.register_read("MyIngress.flow_step", job * MAX_RANKS + r) for r in range(nranks)],
-            "step_count": [ctl.register_read("MyIngress.step_count", job * STEP_WINDOW + s)
-                           for s in range(STEP_WINDOW)],
+            "step_count": [[v >> 16, v & 0xFFFF] for v in slots],
         }
 
 

@@ -22,6 +22,13 @@ Table entries use the control API form of docs/interfaces.md section 3
 ``set_queue``. The per-job ``expected_flows`` of ``MyIngress.symphony_config`` is the
 number of the job's ring flows (rank r -> rank (r+1) % N, DATA direction) whose path
 crosses the switch (docs/DESIGN.md section 4).
+
+Marking is table data, never run-time arithmetic in the P4 (docs/DESIGN.md section 4):
+``MyEgress.symphony_marking`` holds one 17-bit threshold per (job, lead) from the job's T
+and slope, ``MyEgress.queue_ecn`` one per (egress port, queue-depth range) of the topology's
+RED-like ECN ramp; the switch marks when a 16-bit random draw is below the threshold.
+Both P4 builds take the same entries (``p4/include/*_tables.p4``); only the queue-depth
+unit differs: packets on v1model, buffer cells on Tofino2 (``qdepth_unit``).
 """
 
 from __future__ import annotations
@@ -42,15 +49,29 @@ Scheme = Literal["baseline", "symphony"]
 
 #: ``mode`` parameter of ``set_symphony_config`` per scheme (p4/include/constants.p4).
 MODES: dict[str, int] = {"baseline": 0, "symphony": 1}
-#: Fixed-point unit of the marking slope and probability (``PROB_ONE`` in constants.p4).
+#: Marking threshold of probability 1: a 16-bit draw (0..65535) is always below it
+#: (``PROB_ONE`` in p4/include/constants.p4).
 PROB_ONE = 65536
+#: Largest ``enq_qdepth`` (bit<19>), the top of the last queue_ecn range.
+MAX_QDEPTH = 2**19 - 1
+#: At most this many depth ranges per port for the part of the ECN ramp below kmax; a
+#: longer ramp is cut into this many equal ranges, each marked at its lowest depth's
+#: probability (a table-size bound, as switch ASICs quantize RED profiles).
+MAX_RAMP_RANGES = 32
+#: Bytes per buffer cell of the Tofino2 traffic manager, the unit of T2NA's
+#: ``eg_intr_md.enq_qdepth`` (Tofino1: 80). docs/tofino.md.
+T2NA_CELL_BYTES = 176
+#: Ethernet frame of a full-MTU packet (1500 + 14), for packet -> cell conversion.
+MTU_FRAME_BYTES = 1514
 
 TABLE_LPM = "MyIngress.ipv4_lpm"
 TABLE_SYMPHONY = "MyIngress.symphony_config"
 TABLE_QUEUE_ECN = "MyEgress.queue_ecn"
+TABLE_MARKING = "MyEgress.symphony_marking"
 ACTION_FORWARD = "MyIngress.ipv4_forward"
 ACTION_SYMPHONY = "MyIngress.set_symphony_config"
-ACTION_ECN = "MyEgress.set_ecn_threshold"
+ACTION_ECN = "MyEgress.set_ecn_mark"
+ACTION_MARKING = "MyEgress.set_symphony_mark"
 #: Counters the runner reads (docs/interfaces.md section 2).
 COUNTER_SYMPHONY_MARKS = "MyEgress.symphony_marks"  # [job]
 COUNTER_QUEUE_MARKS = "MyEgress.queue_marks"  # [job]
@@ -258,20 +279,98 @@ def compute_routes(topo: Topology) -> Routes:
     return Routes(topo)
 
 
-def slope_to_fixed(slope: float) -> int:
-    """Marking slope per step of lead -> ``set_symphony_config.slope`` in 1/65536.
+@dataclasses.dataclass(frozen=True)
+class QdepthUnit:
+    """How a P4 build counts ``enq_qdepth``: ``cells_per_packet`` units per queued packet.
 
-    0.5 -> 32768. Capped at ``PROB_ONE`` (65536): the P4 marks when a 16-bit draw
-    (0..65535) is ``<`` ``(lead - T) * slope``, so 65536 already marks with probability
-    1 at one step beyond T, and the cap keeps the product inside 32 bits for any lead
-    below 2^15. A positive slope never rounds to 0.
+    v1model counts packets (1); T2NA counts buffer cells, so a threshold of K packets
+    becomes K * ceil(MTU frame / cell bytes) cells (full-MTU packets; docs/tofino.md).
     """
-    if slope <= 0:
+
+    name: str
+    cells_per_packet: int
+
+    def convert(self, packets: int) -> int:
+        """``packets`` -> queue-depth units, capped at :data:`MAX_QDEPTH`."""
+        return min(MAX_QDEPTH, packets * self.cells_per_packet)
+
+
+V1MODEL_QDEPTH = QdepthUnit("packets", 1)
+T2NA_QDEPTH = QdepthUnit("cells", -(-MTU_FRAME_BYTES // T2NA_CELL_BYTES))
+#: Queue-depth unit per P4 build (``p4/symphony.p4``, ``p4/tofino/symphony.p4``).
+QDEPTH_UNITS: dict[str, QdepthUnit] = {"v1model": V1MODEL_QDEPTH, "tofino": T2NA_QDEPTH}
+
+
+def symphony_threshold(lead: int, lead_threshold: int, slope: float) -> int:
+    """Marking threshold of one lead: ``min(65536, round((lead - T) * slope * 65536))``.
+
+    docs/DESIGN.md section 4; 0 (never) for ``lead <= T``; 65536 marks always. A positive
+    product never rounds to 0, so a positive slope always marks beyond T.
+    """
+    if lead <= lead_threshold or slope <= 0:
         return 0
-    return max(1, min(PROB_ONE, round(slope * PROB_ONE)))
+    return max(1, min(PROB_ONE, round((lead - lead_threshold) * slope * PROB_ONE)))
 
 
-def symphony_entry(topo: Topology, job_id: int, flows: int, scheme: Scheme) -> TableEntry:
+def marking_entries(topo: Topology, job_id: int) -> list[TableEntry]:
+    """``MyEgress.symphony_marking`` entries of job ``job_id``, leads 1..MAX_RANKS-1.
+
+    Leads whose threshold is 0 get no entry (a miss never marks).
+    """
+    params = topo.symphony_for(job_id)
+    out = []
+    for lead in range(1, MAX_RANKS):
+        threshold = symphony_threshold(lead, params.lead_threshold, params.slope)
+        if threshold:
+            out.append(TableEntry(table=TABLE_MARKING, match={"hdr.cth.job_id": job_id, "meta.lead": lead},
+                                  action=ACTION_MARKING, params={"threshold": threshold}))
+    return out
+
+
+def ecn_ramp(kmin: int, kmax: int, pmax: float, *, max_ranges: int = MAX_RAMP_RANGES) -> list[tuple[int, int, int]]:
+    """The RED-like ramp as ``(low, high, threshold)`` queue-depth ranges (inclusive).
+
+    Depth d < kmin: no range (never marked). kmin <= d < kmax: probability
+    ``pmax * (d - kmin) / (kmax - kmin)`` (DCQCN, SIGCOMM 2015, section 3), as a threshold
+    in 1/65536; ranges whose threshold rounds to 0 are left out. d >= kmax: 65536 (always).
+    kmin == kmax is a step at K. Ranges of the ramp are single depths, or ``max_ranges``
+    equal pieces when the ramp is longer (each at the probability of its lowest depth).
+    Units are whatever ``kmin``/``kmax`` are in (packets or cells). ValueError if kmin > kmax.
+    """
+    if not 0 <= kmin <= kmax:
+        raise ValueError(f"ECN ramp needs 0 <= kmin <= kmax, got kmin={kmin}, kmax={kmax}")
+    out = []
+    span = kmax - kmin
+    pieces = min(span, max_ranges)
+    for i in range(pieces):
+        low = kmin + (span * i) // pieces
+        high = kmin + (span * (i + 1)) // pieces - 1
+        threshold = round(pmax * (low - kmin) / span * PROB_ONE)
+        if threshold:
+            out.append((low, high, min(PROB_ONE, threshold)))
+    out.append((min(kmax, MAX_QDEPTH), MAX_QDEPTH, PROB_ONE))
+    return out
+
+
+def ecn_entries(topo: Topology, port: int, unit: QdepthUnit = V1MODEL_QDEPTH) -> list[TableEntry]:
+    """``MyEgress.queue_ecn`` entries of one egress port from the topology's ``ecn`` ramp.
+
+    Range entries need a priority (P4Runtime); the ranges never overlap, so every entry
+    has priority 1. Empty when ``ecn.enabled`` is false.
+    """
+    ecn = topo.ecn
+    if not ecn.enabled:
+        return []
+    assert ecn.kmin_packets is not None and ecn.kmax_packets is not None  # resolved by load
+    kmin, kmax = unit.convert(ecn.kmin_packets), unit.convert(ecn.kmax_packets)
+    return [TableEntry(table=TABLE_QUEUE_ECN,
+                       match={"meta.egress_port": port, "meta.enq_qdepth": [low, high]},
+                       action=ACTION_ECN, params={"threshold": threshold}, priority=1)
+            for low, high, threshold in ecn_ramp(kmin, kmax, ecn.pmax)]
+
+
+def symphony_entry(topo: Topology, job_id: int, flows: int, scheme: Scheme,
+                   unit: QdepthUnit = V1MODEL_QDEPTH) -> TableEntry:
     """The ``MyIngress.symphony_config`` entry of one job on one switch."""
     params = topo.symphony_for(job_id)
     return TableEntry(
@@ -280,24 +379,29 @@ def symphony_entry(topo: Topology, job_id: int, flows: int, scheme: Scheme) -> T
         action=ACTION_SYMPHONY,
         params={
             "flows": flows,
-            "lead_threshold": params.lead_threshold,
-            "slope": slope_to_fixed(params.slope),
-            "queue_gate": params.queue_gate,
+            "queue_gate": unit.convert(params.queue_gate),
             "mode": MODES[scheme],
         },
     )
 
 
-def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None) -> dict[str, SwitchProgram]:
+def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None, *,
+                    p4: str = "v1model") -> dict[str, SwitchProgram]:
     """Per switch (file order): table entries and queue configs for ``scheme``.
 
     Entries, in install order: ``ipv4_lpm`` (one /32 per host, hosts in file order),
-    ``queue_ecn`` (one per port, when ``ecn.enabled``), ``symphony_config`` (one per job
-    crossing the switch; installed in both schemes so the per-job mark counters count,
-    ``mode`` 0 for baseline and 1 for symphony).
+    ``queue_ecn`` (the ECN ramp of every port, when ``ecn.enabled``), ``symphony_config``
+    (one per job crossing the switch; installed in both schemes so the per-job mark
+    counters count, ``mode`` 0 for baseline and 1 for symphony) and ``symphony_marking``
+    (that job's thresholds per lead, both schemes: the P4 marks only in symphony mode).
+    ``p4`` is the build (a key of :data:`QDEPTH_UNITS`): queue depths are converted to
+    its unit.
     """
     if scheme not in MODES:
         raise ValueError(f"unknown scheme {scheme!r}; use one of {', '.join(MODES)}")
+    if p4 not in QDEPTH_UNITS:
+        raise ValueError(f"unknown P4 build {p4!r}; use one of {', '.join(QDEPTH_UNITS)}")
+    unit = QDEPTH_UNITS[p4]
     routes = routes or compute_routes(topo)
     plan = routes.plan
     expected = routes.expected_flows()
@@ -314,18 +418,11 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
                     params={"srcAddr": port.mac, "dstAddr": host.mac, "port": port.port},
                 )
             )
-        if topo.ecn.enabled:
-            for port in sw.ports:
-                entries.append(
-                    TableEntry(
-                        table=TABLE_QUEUE_ECN,
-                        match={"standard_metadata.egress_port": port.port},
-                        action=ACTION_ECN,
-                        params={"threshold": topo.ecn.threshold_packets},
-                    )
-                )
+        for port in sw.ports:
+            entries.extend(ecn_entries(topo, port.port, unit))
         for job_id, flows in sorted(expected[sw.name].items()):
-            entries.append(symphony_entry(topo, job_id, flows, scheme))
+            entries.append(symphony_entry(topo, job_id, flows, scheme, unit))
+            entries.extend(marking_entries(topo, job_id))
         queues = tuple(QueueConfig(p.port, p.rate_bps, p.depth_pkts, p.delay_us) for p in sw.ports)
         out[sw.name] = SwitchProgram(sw.name, tuple(entries), queues, dict(sorted(expected[sw.name].items())))
         log.debug("switch %s: %d entries, %d queues", sw.name, len(entries), len(queues))

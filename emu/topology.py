@@ -54,6 +54,9 @@ _NAME_RE = re.compile(NAME_PATTERN)
 
 Collective = Literal["allreduce", "allgather", "reducescatter"]
 
+#: ECN step K (packets) when the topology sets neither threshold_packets nor a ramp.
+DEFAULT_ECN_THRESHOLD_PACKETS = 10
+
 
 class TopologyError(ValueError):
     """A topology file that cannot be used; ``str()`` is one line naming file and field.
@@ -125,7 +128,7 @@ class SymphonyOverride(_Model):
 
     lead_threshold: int | None = Field(None, ge=0, le=0xFFFF)
     slope: float | None = Field(None, ge=0)
-    queue_gate: int | None = Field(None, ge=0, le=0xFFFFFFFF)
+    queue_gate: int | None = Field(None, ge=0, lt=2**19)
 
 
 class SymphonyParams(_Model):
@@ -142,7 +145,7 @@ class SymphonyParams(_Model):
     #: Mark probability per step of lead beyond T (0..1 meaningful; larger saturates).
     slope: float = Field(0.25, ge=0)
     #: Minimum egress queue depth (packets) for a Symphony mark; 1 = queue non-empty.
-    queue_gate: int = Field(1, ge=0, le=0xFFFFFFFF)
+    queue_gate: int = Field(1, ge=0, lt=2**19)
 
     def merged(self, override: SymphonyOverride | None) -> SymphonyParams:
         """These parameters with the set fields of ``override`` applied."""
@@ -152,11 +155,26 @@ class SymphonyParams(_Model):
 
 
 class EcnParams(_Model):
-    """Queue-depth ECN marking at every switch port (the baseline's only marking)."""
+    """Queue-depth ECN marking at every switch port (the baseline's only marking).
+
+    A RED-like ramp as data-centre switches are configured for DCQCN (DCQCN, SIGCOMM 2015,
+    section 3): no mark below ``kmin_packets`` packets in the egress queue, a probability
+    rising linearly from 0 at ``kmin_packets`` towards ``pmax`` at ``kmax_packets``, and
+    every ECT packet marked at or above ``kmax_packets``. ``threshold_packets`` K is the
+    shorthand for kmin = kmax = K (a step: mark at or above K). After loading, ``kmin_packets``
+    and ``kmax_packets`` are always set (default K = 10).
+    """
 
     enabled: bool = True
-    #: K, mark ECT packets when the egress queue holds at least K packets on arrival.
-    threshold_packets: int = Field(10, ge=1, lt=2**19)
+    #: K, shorthand for kmin = kmax = K: mark ECT packets when the egress queue holds at
+    #: least K packets on arrival.
+    threshold_packets: int | None = Field(None, ge=1, lt=2**19)
+    #: Start of the ramp (packets): below it no queue mark.
+    kmin_packets: int | None = Field(None, ge=1, lt=2**19)
+    #: End of the ramp (packets): at or above it every ECT packet is marked.
+    kmax_packets: int | None = Field(None, ge=1, lt=2**19)
+    #: Marking probability reached at the top of the ramp (just below kmax).
+    pmax: float = Field(1.0, gt=0, le=1)
 
 
 class JobSpec(_Model):
@@ -463,6 +481,9 @@ _FIXES: dict[str, str] = {
     "start_ms": "give the start time in ms, 0 or more",
     "duration_ms": "give the duration in ms, or leave it out to run until the jobs end",
     "threshold_packets": "give the ECN marking threshold K in packets, 1 or more",
+    "kmin_packets": "give the start of the ECN ramp in packets, 1 or more",
+    "kmax_packets": "give the end of the ECN ramp in packets, kmin_packets or more",
+    "pmax": "give the marking probability at the top of the ramp, more than 0 and at most 1",
     "lead_threshold": "give the lead threshold T in steps, 0 or more",
     "slope": "give the marking slope per step of lead, 0 or more (0.5 = 50% per step)",
     "queue_gate": "give the queue gate in packets (1 = queue non-empty, 0 = always)",
@@ -827,6 +848,32 @@ def _resolve_and_check(topo: Topology, fail: Any) -> None:
             topo.hosts[i] = h.model_copy(update={"ip": ip})
     topo.__dict__.pop("_hosts", None)
 
+    # ECN ramp: threshold_packets is the shorthand for kmin = kmax. The resolved values
+    # keep the set of fields the file gave (model_fields_set), which errors name.
+    ecn = topo.ecn
+    kmin, kmax, k = ecn.kmin_packets, ecn.kmax_packets, ecn.threshold_packets
+    if k is not None:
+        for key in ("kmin_packets", "kmax_packets"):
+            if getattr(ecn, key) is not None:
+                raise fail(("ecn", key), "given together with threshold_packets",
+                           "give either threshold_packets (a step at K) or kmin_packets and kmax_packets")
+        kmin = kmax = k
+    elif kmin is None and kmax is None:
+        kmin = kmax = k = DEFAULT_ECN_THRESHOLD_PACKETS
+    elif kmin is None or kmax is None:
+        missing = "kmin_packets" if kmin is None else "kmax_packets"
+        raise fail(("ecn", missing), "required when the other end of the ramp is given",
+                   "give both kmin_packets and kmax_packets, or threshold_packets alone")
+    elif kmin > kmax:
+        raise fail(("ecn", "kmax_packets"), f"must be >= kmin_packets = {kmin}, got {kmax}",
+                   "give kmin_packets <= kmax_packets")
+    elif kmin == kmax:
+        k = kmin
+    topo.ecn = EcnParams.model_construct(
+        _fields_set=set(ecn.model_fields_set),
+        **{**ecn.model_dump(), "kmin_packets": kmin, "kmax_packets": kmax, "threshold_packets": k},
+    )
+
     # Jobs.
     job_ids: dict[int, int] = {}
     job_of_host: dict[str, int] = {}
@@ -942,12 +989,13 @@ def _check_dcqcn(params: dict[str, Any], loc: tuple[Any, ...], fail: Any) -> Non
 
 def ecn_lowest_threshold(ecn: EcnParams) -> int:
     """Queue depth (packets) at which ECN starts marking: K, or Kmin of a RED-like ramp."""
-    kmin = getattr(ecn, "kmin_packets", None)
-    return int(kmin if kmin is not None else ecn.threshold_packets)
+    kmin = ecn.kmin_packets if ecn.kmin_packets is not None else ecn.threshold_packets
+    return int(kmin if kmin is not None else DEFAULT_ECN_THRESHOLD_PACKETS)
 
 
 def _ecn_loc(ecn: EcnParams) -> tuple[str, str]:
-    return ("ecn", "kmin_packets") if getattr(ecn, "kmin_packets", None) is not None else ("ecn", "threshold_packets")
+    """The field the user wrote for the lowest threshold (threshold_packets when neither)."""
+    return ("ecn", "kmin_packets") if "kmin_packets" in ecn.model_fields_set else ("ecn", "threshold_packets")
 
 
 def _check_thresholds(topo: Topology, fail: Any) -> None:

@@ -31,8 +31,8 @@ CTH_LEN = 16
 MAX_JOBS = 16
 #: Ranks per job a switch tracks.
 MAX_RANKS = 64
-#: Step window W of the ``step_count`` register; W >= MAX_RANKS (docs/DESIGN.md section 4).
-STEP_WINDOW = 64
+#: Step window W of the ``step_count`` register; W > MAX_RANKS (docs/DESIGN.md section 4).
+STEP_WINDOW = 128
 
 #: ECN codepoints, low two bits of the IPv4 TOS byte (RFC 3168 section 5).
 ECN_NOT_ECT = 0b00

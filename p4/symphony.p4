@@ -13,6 +13,19 @@
 
 #include "include/headers.p4"
 
+/* User metadata, ingress to egress. */
+struct metadata {
+    bit<1>  tracked;            /* 1: DATA packet of a job in symphony_config */
+    bit<8>  mode;               /* MODE_BASELINE or MODE_SYMPHONY */
+    bit<16> expected_flows;     /* the job's ring flows crossing this switch */
+    bit<19> queue_gate;         /* minimum enq_qdepth (packets) for a Symphony mark */
+    bit<16> lead;               /* step - frontier (serial, 0 if not newer), DESIGN 4 step 5 */
+    bit<9>  egress_port;        /* egress: standard_metadata.egress_port (queue_ecn key) */
+    bit<19> enq_qdepth;         /* egress: standard_metadata.enq_qdepth, packets (queue_ecn key) */
+    bit<17> ecn_threshold;      /* egress: from queue_ecn, 0 = no queue mark */
+    bit<17> symphony_threshold; /* egress: from symphony_marking, 0 = no Symphony mark */
+}
+
 /*************************************************************************
  *********************** P A R S E R  ************************************
  *************************************************************************/
@@ -91,15 +104,14 @@ control MyIngress(inout headers hdr,
                   inout metadata meta,
                   inout standard_metadata_t standard_metadata) {
 
-    /* Symphony progress tracker (docs/DESIGN.md section 4). */
-    register<bit<16>>(FLOW_SLOTS) flow_step;   /* [job * MAX_RANKS + rank]: newest step of the flow */
-    register<bit<16>>(STEP_SLOTS) step_count;  /* [job * STEP_WINDOW + step % STEP_WINDOW]: flows in step */
+    /* Symphony progress tracker (docs/DESIGN.md section 4). Each register is read and
+     * written once per packet at one index (the v1model form of a Tofino RegisterAction). */
+    register<bit<16>>(FLOW_SLOTS) flow_step;   /* [job << MAX_RANKS_LOG2 | rank]: newest step of the flow */
+    register<bit<32>>(STEP_SLOTS) step_count;  /* [job << STEP_WINDOW_LOG2 | step % W]: step id ++ flows entered */
     register<bit<16>>(MAX_JOBS)   frontier;    /* [job]: newest step every expected flow has entered */
 
     counter(MAX_PORTS, CounterType.packets) drops;          /* by ingress port: every ingress drop */
     counter(MAX_PORTS, CounterType.packets) parser_errors;  /* by ingress port: malformed headers */
-
-    bit<16> expected_flows = 0;
 
     action drop() {
         drops.count((bit<32>)standard_metadata.ingress_port);
@@ -125,32 +137,7 @@ control MyIngress(inout headers hdr,
         default_action = drop();
     }
 
-    action set_symphony_config(bit<16> flows, bit<16> lead_threshold, bit<32> slope,
-                               bit<32> queue_gate, bit<8> mode) {
-        meta.tracked = 1;
-        expected_flows = flows;
-        meta.lead_threshold = lead_threshold;
-        meta.slope = slope;
-        meta.queue_gate = queue_gate;
-        meta.mode = mode;
-        meta.job_index = (bit<32>)hdr.cth.job_id;
-    }
-
-    action untracked() {
-        meta.tracked = 0;
-    }
-
-    table symphony_config {
-        key = {
-            hdr.cth.job_id: exact;
-        }
-        actions = {
-            set_symphony_config;
-            untracked;
-        }
-        size = MAX_JOBS;
-        default_action = untracked();
-    }
+#include "include/ingress_tables.p4"
 
     apply {
         meta.tracked = 0;
@@ -172,35 +159,48 @@ control MyIngress(inout headers hdr,
                 symphony_config.apply();
             }
             if (meta.tracked == 1) {
-                bit<32> flow_index = meta.job_index * MAX_RANKS + (bit<32>)hdr.cth.src_rank;
-                bit<32> job_base = meta.job_index * STEP_WINDOW;
                 bit<16> step = hdr.cth.step;
+                bit<32> job = (bit<32>)hdr.cth.job_id;
+
+                /* 1. flow_step[j, r]: entered = newer(s, old); if so old = s. */
+                bit<32> flow_index = (job << MAX_RANKS_LOG2) | (bit<32>)hdr.cth.src_rank;
                 bit<16> last_step;
-                bit<16> front;
-                bit<16> count;
                 flow_step.read(last_step, flow_index);
-                frontier.read(front, meta.job_index);
-
-                /* 1. A newer step on this flow (RFC 1982 serial arithmetic). */
                 bit<16> advance = step - last_step;
-                if (advance != 0 && advance < 0x8000) {
-                    flow_step.write(flow_index, step);
-                    bit<32> slot = job_base + (bit<32>)(step & (STEP_WINDOW - 1));
-                    step_count.read(count, slot);
-                    step_count.write(slot, count + 1);
+                bool entered = advance != 0 && advance < SERIAL_HALF;
+                flow_step.write(flow_index, entered ? step : last_step);
+
+                /* 2. step_count[j, s mod W] = step id ++ count, reset lazily when the slot
+                 *    holds another step: c = flows that entered s. */
+                bit<16> count = 0;
+                if (entered) {
+                    bit<32> slot_index = (job << STEP_WINDOW_LOG2)
+                                         | (bit<32>)(step & (STEP_WINDOW - 1));
+                    bit<32> slot;
+                    step_count.read(slot, slot_index);
+                    if (slot[31:16] == step) {
+                        count = slot[15:0] + 1;
+                    } else {
+                        count = 1;
+                    }
+                    step_count.write(slot_index, step ++ count);
                 }
 
-                /* 2. Advance the frontier by one once every expected flow entered it. */
-                bit<32> next_slot = job_base + (bit<32>)((front + 1) & (STEP_WINDOW - 1));
-                step_count.read(count, next_slot);
-                if (count >= expected_flows) {
-                    step_count.write(job_base + (bit<32>)(front & (STEP_WINDOW - 1)), 0);
-                    front = front + 1;
-                    frontier.write(meta.job_index, front);
-                }
+                /* 3. Every expected flow has entered s. */
+                bool reached = entered && count >= meta.expected_flows;
 
-                /* 3. Lead over the slowest flow, carried to egress. */
-                meta.lead = step - front;
+                /* 4. frontier[j] jumps to s when s is reached and newer. */
+                bit<16> front;
+                frontier.read(front, job);
+                bit<16> ahead = step - front;
+                if (reached && ahead != 0 && ahead < SERIAL_HALF) {
+                    front = step;
+                }
+                frontier.write(job, front);
+
+                /* 5. Lead over the slowest flow (0 when s is not newer), carried to egress. */
+                bit<16> lead = step - front;
+                meta.lead = lead < SERIAL_HALF ? lead : 0;
             }
         }
     }
@@ -217,47 +217,45 @@ control MyEgress(inout headers hdr,
     counter(MAX_JOBS, CounterType.packets) symphony_marks;  /* [job]: CE set by Symphony */
     counter(MAX_JOBS, CounterType.packets) queue_marks;     /* [job]: CE set on queue depth */
 
-    bit<1>  ecn_enabled = 0;
-    bit<19> ecn_threshold = 0;
+#include "include/egress_tables.p4"
 
-    /* Queue-depth ECN marking threshold (packets) per egress port, as a switch
-     * configured for DCQCN marks on queue length (DCQCN, SIGCOMM 2015, section 3). */
-    action set_ecn_threshold(bit<19> threshold) {
-        ecn_enabled = 1;
-        ecn_threshold = threshold;
-    }
-
-    table queue_ecn {
-        key = {
-            standard_metadata.egress_port: exact;
-        }
-        actions = {
-            set_ecn_threshold;
-            NoAction;
-        }
-        size = MAX_PORTS;
-        default_action = NoAction();
+    action mark_ce() {
+        hdr.ipv4.ecn = ECN_CE;
     }
 
     apply {
-        if (hdr.ipv4.isValid()) {
+        if (hdr.ipv4.isValid() && (hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1)) {
+            meta.egress_port = standard_metadata.egress_port;
+            meta.enq_qdepth = standard_metadata.enq_qdepth;
+            meta.ecn_threshold = 0;
+            meta.symphony_threshold = 0;
+            bool queue_marked = false;
+
+            /* Queue-depth ECN (both modes): the RED-like ramp of queue_ecn. */
             queue_ecn.apply();
-            bool ect = hdr.ipv4.ecn == ECN_ECT0 || hdr.ipv4.ecn == ECN_ECT1;
-            if (ect && ecn_enabled == 1 && standard_metadata.enq_qdepth >= ecn_threshold) {
-                hdr.ipv4.ecn = ECN_CE;
-                if (meta.tracked == 1) {
-                    queue_marks.count(meta.job_index);
-                }
-            } else if (ect && meta.tracked == 1 && meta.mode == MODE_SYMPHONY
-                       && meta.lead < 0x8000 && meta.lead > meta.lead_threshold
-                       && (bit<32>)standard_metadata.enq_qdepth >= meta.queue_gate) {
-                /* 4. Mark with probability min(1, (lead - T) * slope). */
-                bit<32> probability = (bit<32>)(meta.lead - meta.lead_threshold) * meta.slope;
+            if (meta.ecn_threshold != 0) {
                 bit<16> draw;
                 random(draw, 0, 0xFFFF);
-                if ((bit<32>)draw < probability) {
-                    hdr.ipv4.ecn = ECN_CE;
-                    symphony_marks.count(meta.job_index);
+                if ((bit<17>)draw < meta.ecn_threshold) {
+                    mark_ce();
+                    queue_marked = true;
+                    if (meta.tracked == 1) {
+                        queue_marks.count((bit<32>)hdr.cth.job_id);
+                    }
+                }
+            }
+
+            /* 6. Symphony (symphony mode only, not already marked, queue at the gate). */
+            if (!queue_marked && meta.tracked == 1 && meta.mode == MODE_SYMPHONY
+                    && meta.enq_qdepth >= meta.queue_gate) {
+                symphony_marking.apply();
+                if (meta.symphony_threshold != 0) {
+                    bit<16> draw;
+                    random(draw, 0, 0xFFFF);
+                    if ((bit<17>)draw < meta.symphony_threshold) {
+                        mark_ce();
+                        symphony_marks.count((bit<32>)hdr.cth.job_id);
+                    }
                 }
             }
         }

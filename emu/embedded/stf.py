@@ -20,7 +20,8 @@ access)::
     check_counter NAME(INDEX) [packets|bytes] [==|!=|<|<=|>|>=] VALUE
 
 Key values: ``0x0a000001`` or decimal (exact), ``0x0a000000/24`` (lpm),
-``VALUE&&&MASK`` (ternary); other text (``10.0.0.1``) goes to the control API as is.
+``VALUE&&&MASK`` (ternary), ``LOW->HIGH`` (range, inclusive); other text (``10.0.0.1``)
+goes to the control API as is.
 Table, action, key, register and counter names may be unqualified when unique
 (``ipv4_lpm`` for ``MyIngress.ipv4_lpm``). PRIORITY is passed to the runtime unchanged
 (bmv2 meaning).
@@ -123,7 +124,12 @@ def _value(text: str) -> int | str:
 
 
 def _key_value(text: str) -> Any:
-    """``V`` (exact), ``V/LEN`` (lpm) or ``V&&&MASK`` (ternary) as the control API wants them."""
+    """``V`` (exact), ``V/LEN`` (lpm), ``V&&&MASK`` (ternary) or ``LO->HI`` (range, inclusive,
+    simple_switch_CLI's form, which p4c's bmv2 STF runner passes through) as the control API
+    wants them."""
+    if "->" in text:
+        lo, hi = text.split("->", 1)
+        return [_value(lo), _value(hi)]
     if "&&&" in text:
         v, m = text.split("&&&", 1)
         return [_value(v), _value(m)]

@@ -23,17 +23,27 @@ const bit<2>  ECN_ECT1        = 1;
 const bit<2>  ECN_ECT0        = 2;
 const bit<2>  ECN_CE          = 3;
 
-/* Register sizes (docs/DESIGN.md section 4). STEP_WINDOW >= MAX_RANKS so that the
- * step_count slots never alias: a ring bounds the lead between ranks by N-1. */
-#define MAX_JOBS        16
-#define MAX_RANKS       64
-#define STEP_WINDOW     64
-#define FLOW_SLOTS      1024   /* MAX_JOBS * MAX_RANKS */
-#define STEP_SLOTS      1024   /* MAX_JOBS * STEP_WINDOW */
-#define MAX_PORTS       512    /* bit<9> port numbers */
+/* Register sizes (docs/DESIGN.md section 4), each a power of two so that an index is a
+ * shift and an OR, never a multiplication. STEP_WINDOW > MAX_RANKS so that the step_count
+ * slots never alias: a ring bounds the lead between ranks by N-1. */
+#define MAX_JOBS          16
+#define MAX_RANKS         64
+#define MAX_RANKS_LOG2    6
+#define STEP_WINDOW       128
+#define STEP_WINDOW_LOG2  7
+#define FLOW_SLOTS        1024   /* MAX_JOBS * MAX_RANKS */
+#define STEP_SLOTS        2048   /* MAX_JOBS * STEP_WINDOW */
+#define MAX_PORTS         512    /* bit<9> port numbers */
+#define MARKING_ENTRIES   1024   /* symphony_marking: MAX_JOBS * MAX_RANKS (job, lead) pairs */
+#define QUEUE_ECN_ENTRIES 2048   /* queue_ecn: ports * depth ranges of the RED-like ramp */
 
-/* Fixed-point marking probability: slope and probability in units of 1/65536. */
-const bit<32> PROB_ONE        = 65536;
+/* Serial arithmetic on 16-bit step ids (RFC 1982): newer(a, b) iff 0 < a - b < 2^15. */
+const bit<16> SERIAL_HALF     = 0x8000;
+
+/* Marking thresholds (symphony_marking, queue_ecn): a packet is marked when a 16-bit
+ * random draw (0..65535) is below the 17-bit threshold, so 0 never marks and
+ * PROB_ONE = 65536 always does. */
+const bit<17> PROB_ONE        = 65536;
 
 /* Job modes (symphony_config table). */
 const bit<8>  MODE_BASELINE   = 0;

@@ -51,16 +51,6 @@ header cth_t {
     bit<32> offset;
 }
 
-struct metadata {
-    bit<1>  tracked;        /* 1: DATA packet of a configured job */
-    bit<16> lead;           /* step - frontier (serial arithmetic), docs/DESIGN.md 4 step 3 */
-    bit<16> lead_threshold; /* T */
-    bit<32> slope;          /* marking slope, units of 1/65536 per step of lead */
-    bit<32> queue_gate;     /* minimum enq_qdepth (packets) for Symphony marking */
-    bit<8>  mode;           /* MODE_BASELINE or MODE_SYMPHONY */
-    bit<32> job_index;      /* job_id as a register/counter index */
-}
-
 struct headers {
     ethernet_t ethernet;
     ipv4_t     ipv4;

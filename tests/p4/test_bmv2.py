@@ -61,13 +61,15 @@ BMV2_JSON: dict[str, Any] = {
         {"name": "cth_t", "fields": [["type", 8, False], ["flags", 8, False], ["job_id", 16, False]]},
         {"name": "standard_metadata", "fields": [["ingress_port", 9, False], ["egress_spec", 9, False],
                                                  ["egress_port", 9, False]]},
-        {"name": "scalars_0", "fields": [["meta.x", 8, False]]},
+        {"name": "scalars_0", "fields": [["meta.x", 8, False], ["meta.egress_port", 9, False],
+                                         ["meta.enq_qdepth", 19, False], ["meta.lead", 16, False]]},
     ],
     "headers": [
         {"name": "ethernet", "header_type": "ethernet_t"},
         {"name": "ipv4", "header_type": "ipv4_t"},
         {"name": "cth", "header_type": "cth_t"},
         {"name": "standard_metadata", "header_type": "standard_metadata"},
+        {"name": "scalars", "header_type": "scalars_0"},
     ],
     "actions": [
         {"name": "NoAction", "id": 0, "runtime_data": []},
@@ -75,10 +77,10 @@ BMV2_JSON: dict[str, Any] = {
         {"name": "MyIngress.ipv4_forward", "id": 2, "runtime_data": [
             {"name": "srcAddr", "bitwidth": 48}, {"name": "dstAddr", "bitwidth": 48}, {"name": "port", "bitwidth": 9}]},
         {"name": "MyIngress.set_symphony_config", "id": 3, "runtime_data": [
-            {"name": "flows", "bitwidth": 16}, {"name": "lead_threshold", "bitwidth": 16},
-            {"name": "slope", "bitwidth": 32}, {"name": "queue_gate", "bitwidth": 32}, {"name": "mode", "bitwidth": 8}]},
+            {"name": "flows", "bitwidth": 16}, {"name": "queue_gate", "bitwidth": 19}, {"name": "mode", "bitwidth": 8}]},
         {"name": "MyIngress.untracked", "id": 4, "runtime_data": []},
-        {"name": "MyEgress.set_ecn_threshold", "id": 5, "runtime_data": [{"name": "threshold", "bitwidth": 19}]},
+        {"name": "MyEgress.set_ecn_mark", "id": 5, "runtime_data": [{"name": "threshold", "bitwidth": 17}]},
+        {"name": "MyEgress.set_symphony_mark", "id": 6, "runtime_data": [{"name": "threshold", "bitwidth": 17}]},
     ],
     "pipelines": [
         {"name": "ingress", "tables": [
@@ -90,10 +92,16 @@ BMV2_JSON: dict[str, Any] = {
              "actions": ["MyIngress.set_symphony_config", "MyIngress.untracked"]},
         ]},
         {"name": "egress", "tables": [
-            {"name": "MyEgress.queue_ecn", "id": 2, "match_type": "exact",
-             "key": [{"match_type": "exact", "name": "standard_metadata.egress_port",
-                      "target": ["standard_metadata", "egress_port"], "mask": None}],
-             "actions": ["MyEgress.set_ecn_threshold", "NoAction"]},
+            {"name": "MyEgress.queue_ecn", "id": 2, "match_type": "range",
+             "key": [{"match_type": "exact", "name": "meta.egress_port", "target": ["scalars", "meta.egress_port"],
+                      "mask": None},
+                     {"match_type": "range", "name": "meta.enq_qdepth", "target": ["scalars", "meta.enq_qdepth"],
+                      "mask": None}],
+             "actions": ["MyEgress.set_ecn_mark", "NoAction"]},
+            {"name": "MyEgress.symphony_marking", "id": 4, "match_type": "exact",
+             "key": [{"match_type": "exact", "name": "hdr.cth.job_id", "target": ["cth", "job_id"], "mask": None},
+                     {"match_type": "exact", "name": "meta.lead", "target": ["scalars", "meta.lead"], "mask": None}],
+             "actions": ["MyEgress.set_symphony_mark", "NoAction"]},
             {"name": "MyEgress.acl", "id": 3, "match_type": "ternary",
              "key": [{"match_type": "ternary", "name": "hdr.ipv4.srcAddr", "target": ["ipv4", "srcAddr"], "mask": None}],
              "actions": ["NoAction"]},
@@ -188,7 +196,8 @@ def test_schema_from_bmv2_json(schema: ProgramSchema) -> None:
     assert [(k.name, k.match, k.bitwidth) for k in lpm.keys] == [("hdr.ipv4.dstAddr", "lpm", 32)]
     assert lpm.actions == ("MyIngress.ipv4_forward", "MyIngress.drop")
     ecn = schema.tables["MyEgress.queue_ecn"]
-    assert [(k.name, k.bitwidth) for k in ecn.keys] == [("standard_metadata.egress_port", 9)]
+    assert [(k.name, k.match, k.bitwidth) for k in ecn.keys] == [("meta.egress_port", "exact", 9),
+                                                                 ("meta.enq_qdepth", "range", 19)]
     assert schema.actions["MyIngress.ipv4_forward"].params == (("srcAddr", 48, 1), ("dstAddr", 48, 2), ("port", 9, 3))
     assert schema.registers == {"MyIngress.flow_step": (1024, 16), "MyIngress.frontier": (16, 16)}
     assert schema.counters == {"MyIngress.drops": 512, "MyEgress.symphony_marks": 16,
@@ -206,20 +215,20 @@ def test_table_add_cli_commands(schema: ProgramSchema) -> None:
     ctl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": [0x0A000105, 32]}, "MyIngress.ipv4_forward",
                   {"srcAddr": 0xAA02, "dstAddr": 2, "port": 5})
     ctl.table_add("MyIngress.symphony_config", {"hdr.cth.job_id": 2}, "MyIngress.set_symphony_config",
-                  {"flows": 2, "lead_threshold": 0, "slope": 65536, "queue_gate": 0, "mode": 1}, priority=9)
+                  {"flows": 2, "queue_gate": 0, "mode": 1}, priority=9)
     ctl.table_add("MyEgress.acl", {"hdr.ipv4.srcAddr": ["10.0.0.0", "255.0.0.255"]}, "NoAction", priority=10)
     ctl.table_set_default("MyIngress.ipv4_lpm", "MyIngress.drop")
-    ctl.table_set_default("MyEgress.queue_ecn", "MyEgress.set_ecn_threshold", {"threshold": 5})
+    ctl.table_set_default("MyEgress.queue_ecn", "MyEgress.set_ecn_mark", {"threshold": 5})
     assert cli.batches == [
         # host bits below the prefix are cleared; MACs and ports as ints in declaration order
         ["table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 0xa000100/24 => 43522 2 2"],
         ["table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 0xa000105/32 => 43522 2 5"],
         # exact table: the priority is dropped (bmv2 rejects one)
-        ["table_add MyIngress.symphony_config MyIngress.set_symphony_config 0x2 => 2 0 65536 0 1"],
+        ["table_add MyIngress.symphony_config MyIngress.set_symphony_config 0x2 => 2 0 1"],
         # ternary: value masked; priority flipped (the CLI ranks the lowest number first)
         [f"table_add MyEgress.acl NoAction 0xa000000&&&0xff0000ff => {CLI_PRIORITY_BASE - 10}"],
         ["table_set_default MyIngress.ipv4_lpm MyIngress.drop"],
-        ["table_set_default MyEgress.queue_ecn MyEgress.set_ecn_threshold 5"],
+        ["table_set_default MyEgress.queue_ecn MyEgress.set_ecn_mark 5"],
     ]
 
 
@@ -229,11 +238,11 @@ def test_table_modify_delete_clear_use_handles(schema: ProgramSchema) -> None:
     for job in (0, 1):
         ctl.table_add("MyIngress.symphony_config", {"hdr.cth.job_id": job}, "MyIngress.untracked")
     ctl.table_modify("MyIngress.symphony_config", {"hdr.cth.job_id": 1}, "MyIngress.set_symphony_config",
-                     {"flows": 4, "lead_threshold": 1, "slope": 2, "queue_gate": 3, "mode": 0})
+                     {"flows": 4, "queue_gate": 3, "mode": 0})
     ctl.table_delete("MyIngress.symphony_config", {"hdr.cth.job_id": 0})
     ctl.table_clear("MyIngress.symphony_config")
     assert cli.commands[2:] == [
-        "table_modify MyIngress.symphony_config MyIngress.set_symphony_config 1 4 1 2 3 0",
+        "table_modify MyIngress.symphony_config MyIngress.set_symphony_config 1 4 3 0",
         "table_delete MyIngress.symphony_config 0",
         "table_clear MyIngress.symphony_config",
     ]
@@ -285,7 +294,7 @@ def p4info_schema() -> ProgramSchema:
     """The JSON schema with P4Runtime ids, as ProgramSchema.from_p4info gives them."""
     s = ProgramSchema.from_bmv2_json(BMV2_JSON)
     ids = {"MyIngress.ipv4_lpm": 37375156, "MyIngress.symphony_config": 41234567, "MyEgress.queue_ecn": 45000001,
-           "MyEgress.acl": 45000002}
+           "MyEgress.acl": 45000002, "MyEgress.symphony_marking": 45000003}
     for name, t in list(s.tables.items()):
         keys = tuple(type(k)(k.name, k.match, k.bitwidth, i + 1) for i, k in enumerate(t.keys))
         s.tables[name] = TableInfo(t.name, keys, t.actions, ids[name])
@@ -339,7 +348,7 @@ def test_p4runtime_protobuf_updates() -> None:
                   {"srcAddr": "00:00:00:00:aa:02", "dstAddr": "00:00:00:00:00:02", "port": 5})
     ctl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "0.0.0.0/0"}, "MyIngress.drop")
     ctl.table_add("MyEgress.acl", {"hdr.ipv4.srcAddr": ["10.0.0.1", "255.255.255.255"]}, "NoAction", priority=7)
-    ctl.table_set_default("MyEgress.queue_ecn", "MyEgress.set_ecn_threshold", {"threshold": 3})
+    ctl.table_set_default("MyEgress.queue_ecn", "MyEgress.set_ecn_mark", {"threshold": 3})
     u0, u1, u2, u3 = client.updates
     assert u0.type == u0.INSERT
     te = u0.entity.table_entry
@@ -459,12 +468,15 @@ def test_stf_add_lines_become_cli_commands(schema: ProgramSchema) -> None:
 
     cli = FakeCli({"register_read MyIngress.frontier 0": "MyIngress.frontier[0]= 0"})
     result = run_stf_on(REPO / "tests" / "p4" / "stf" / "queue_ecn.stf", NoWire(thrift_control(schema, cli)), schema)
-    assert cli.commands[:5] == [
+    assert cli.commands[:7] == [
         "table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 0xa000002/32 => 43522 2 2",
         "table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 0xa000003/32 => 43522 2 3",
-        "table_add MyIngress.symphony_config MyIngress.set_symphony_config 0x2 => 2 0 65536 0 1",
-        "table_add MyEgress.queue_ecn MyEgress.set_ecn_threshold 0x2 => 0",
-        "table_add MyEgress.queue_ecn MyEgress.set_ecn_threshold 0x3 => 1",
+        "table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 0xa000004/32 => 43522 2 4",
+        "table_add MyIngress.symphony_config MyIngress.set_symphony_config 0x2 => 2 0 1",
+        "table_add MyEgress.symphony_marking MyEgress.set_symphony_mark 0x2 0x1 => 65536",
+        # range keys as LOW->HIGH; STF priority 1 flipped for the CLI
+        f"table_add MyEgress.queue_ecn MyEgress.set_ecn_mark 0x2 0x0->0x7ffff => 65536 {CLI_PRIORITY_BASE - 1}",
+        f"table_add MyEgress.queue_ecn MyEgress.set_ecn_mark 0x3 0x1->0x1 => 16384 {CLI_PRIORITY_BASE - 1}",
     ]
     assert "counter_read MyEgress.symphony_marks 2" in cli.commands
     assert not result.ok  # no wire: every expect fails with "no packet"

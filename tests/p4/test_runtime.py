@@ -11,7 +11,8 @@ from scapy.layers.l2 import Ether
 from emu.embedded.errors import ControlError
 from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline, csum16
-from hostapps.wire import CTH, ECN_CE, ECN_ECT0, ECN_NOT_ECT
+from emu.routing import MAX_QDEPTH, PROB_ONE, symphony_threshold
+from hostapps.wire import CTH, ECN_CE, ECN_ECT0, ECN_NOT_ECT, STEP_WINDOW
 
 from .p4util import write_program
 
@@ -37,15 +38,31 @@ def pipe() -> Pipeline:
                  {"srcAddr": "00:00:00:00:08:01", "dstAddr": "00:00:00:00:08:02", "port": 3})
     pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.ipv4_forward",
                  {"srcAddr": MAC_S, "dstAddr": MAC_D, "port": 2})
-    pl.table_add("MyEgress.queue_ecn", {"standard_metadata.egress_port": 2}, "MyEgress.set_ecn_threshold",
-                 {"threshold": 10})
+    queue_step(pl, 2, 10)
     return pl
 
 
-def configure(pl: Pipeline, *, flows: int = 2, threshold: int = 1, slope: int = 65536, gate: int = 0,
+def queue_step(pl: Pipeline, port: int, k: int) -> None:
+    """Queue-depth ECN at K packets on ``port`` (kmin = kmax = K: always at or above K)."""
+    pl.table_add("MyEgress.queue_ecn", {"meta.egress_port": port, "meta.enq_qdepth": [k, MAX_QDEPTH]},
+                 "MyEgress.set_ecn_mark", {"threshold": PROB_ONE}, priority=1)
+
+
+def configure(pl: Pipeline, *, flows: int = 2, threshold: int = 1, slope: float = 1.0, gate: int = 0,
               mode: int = 1, job: int = 0) -> None:
+    """symphony_config of ``job`` plus its symphony_marking curve from T and slope (emu.routing)."""
     pl.table_add("MyIngress.symphony_config", {"hdr.cth.job_id": job}, "MyIngress.set_symphony_config",
-                 {"flows": flows, "lead_threshold": threshold, "slope": slope, "queue_gate": gate, "mode": mode})
+                 {"flows": flows, "queue_gate": gate, "mode": mode})
+    for lead in range(1, 64):
+        value = symphony_threshold(lead, threshold, slope)
+        if value:
+            pl.table_add("MyEgress.symphony_marking", {"hdr.cth.job_id": job, "meta.lead": lead},
+                         "MyEgress.set_symphony_mark", {"threshold": value})
+
+
+def slot(step: int, count: int) -> int:
+    """A step_count slot: step id in the high 16 bits, count in the low 16."""
+    return (step << 16) | count
 
 
 def run(pl: Pipeline, data: bytes, *, port: int = 1, qdepth: int = 0) -> tuple[int, Ether] | None:
@@ -112,9 +129,9 @@ def test_frontier_advances_only_when_every_flow_entered(pipe: Pipeline) -> None:
     run(pipe, frame(rank=0, step=1))
     run(pipe, frame(rank=1, step=1))
     assert front() == 0
-    assert pipe.register_read("MyIngress.step_count", 1) == 2
+    assert pipe.register_read("MyIngress.step_count", 1) == slot(1, 2)
     run(pipe, frame(rank=1, step=1))  # same flow again: not counted twice
-    assert pipe.register_read("MyIngress.step_count", 1) == 2 and front() == 0
+    assert pipe.register_read("MyIngress.step_count", 1) == slot(1, 2) and front() == 0
     run(pipe, frame(rank=2, step=1))
     assert front() == 1
     assert pipe.register_read("MyIngress.flow_step", 2) == 1
@@ -123,14 +140,14 @@ def test_frontier_advances_only_when_every_flow_entered(pipe: Pipeline) -> None:
 
 
 def test_lead_wraps_at_16_bits(pipe: Pipeline) -> None:
-    configure(pipe, flows=2, threshold=0, slope=65536)
+    configure(pipe, flows=2, threshold=0, slope=1.0)
     for r in (0, 1):
         pipe.register_write("MyIngress.flow_step", r, 65535)
     pipe.register_write("MyIngress.frontier", 0, 65535)
-    pipe.register_write("MyIngress.step_count", 63, 2)
+    pipe.register_write("MyIngress.step_count", 65535 % STEP_WINDOW, slot(65535, 2))
     _, out = run(pipe, frame(rank=0, step=0))  # lead = 0 - 65535 = 1 (mod 2^16) > T=0
     assert out[IP].tos & 3 == ECN_CE
-    assert pipe.register_read("MyIngress.step_count", 0) == 1
+    assert pipe.register_read("MyIngress.step_count", 0) == slot(0, 1)
     _, out = run(pipe, frame(rank=1, step=65535))  # lagging flow, lead 0
     assert out[IP].tos & 3 == ECN_ECT0
     _, out = run(pipe, frame(rank=1, step=0))  # everyone in step 0: frontier wraps to 0
@@ -139,8 +156,56 @@ def test_lead_wraps_at_16_bits(pipe: Pipeline) -> None:
     assert pipe.counter_read("MyEgress.symphony_marks", 0)[0] == 1
 
 
+def test_lost_steps_never_stall_the_frontier(pipe: Pipeline) -> None:
+    """A flow whose packets of several steps were all lost upstream re-enters further on."""
+    configure(pipe, flows=2)
+    front = lambda: pipe.register_read("MyIngress.frontier", 0)  # noqa: E731
+    for step in range(1, 8):
+        run(pipe, frame(rank=0, step=step))
+    run(pipe, frame(rank=1, step=1))
+    assert front() == 1
+    run(pipe, frame(rank=1, step=6))  # steps 2-5 of rank 1 never came
+    assert front() == 6
+    run(pipe, frame(rank=1, step=7))
+    assert front() == 7
+
+
+def test_step_count_slots_reset_lazily_across_windows(pipe: Pipeline) -> None:
+    """Step s + k*W reuses slot s mod W: the stale count is replaced, never added to."""
+    configure(pipe, flows=2)
+    for k in range(3):
+        step = 9 + k * STEP_WINDOW
+        for r in (0, 1):
+            pipe.register_write("MyIngress.flow_step", r, step - 1)
+        pipe.register_write("MyIngress.frontier", 0, step - 1)
+        run(pipe, frame(rank=0, step=step))
+        assert pipe.register_read("MyIngress.step_count", 9) == slot(step, 1)
+        assert pipe.register_read("MyIngress.frontier", 0) == step - 1
+        run(pipe, frame(rank=1, step=step))
+        assert pipe.register_read("MyIngress.step_count", 9) == slot(step, 2)
+        assert pipe.register_read("MyIngress.frontier", 0) == step
+
+
+def test_each_tracker_register_is_accessed_once_per_packet() -> None:
+    """DESIGN 4: one read and one write per register, at one index, so one RegisterAction on
+    Tofino; and no run-time multiplication (indices are shifts)."""
+    import re
+
+    text = (ROOT / "p4" / "symphony.p4").read_text()
+    ingress = text[text.index("control MyIngress("):text.index("control MyEgress(")]
+    code = re.sub(r"/\*.*?\*/", "", ingress, flags=re.S)
+    for reg in ("flow_step", "step_count", "frontier"):
+        assert len(re.findall(rf"\b{reg}\.read\(", code)) == 1, reg
+        assert len(re.findall(rf"\b{reg}\.write\(", code)) == 1, reg
+        read_index = re.search(rf"\b{reg}\.read\(\w+, (\w+)\)", code).group(1)
+        write_index = re.search(rf"\b{reg}\.write\((\w+),", code).group(1)
+        assert read_index == write_index, reg
+    egress = text[text.index("control MyEgress("):text.index("control MyComputeChecksum(")]
+    assert not re.search(r"[\w)]\s*\*\s*[\w(]", re.sub(r"/\*.*?\*/", "", ingress + egress, flags=re.S))
+
+
 def test_outpacing_flows_marked_lagging_not(pipe: Pipeline) -> None:
-    configure(pipe, flows=2, threshold=1, slope=65536)  # probability 1 once lead > T
+    configure(pipe, flows=2, threshold=1, slope=1.0)  # probability 1 once lead > T
     marks = {0: 0, 1: 0}
     for _ in range(40):
         for rank, step in ((0, 3), (1, 0)):
@@ -151,41 +216,41 @@ def test_outpacing_flows_marked_lagging_not(pipe: Pipeline) -> None:
 
 
 def test_slope_gives_fractional_probability(pipe: Pipeline) -> None:
-    configure(pipe, flows=2, threshold=1, slope=16384)  # lead 2 -> (2-1)*0.25
+    configure(pipe, flows=2, threshold=1, slope=0.25)  # lead 2 -> (2-1)*0.25
     run(pipe, frame(rank=1, step=0))
     n = sum((run(pipe, frame(rank=0, step=2))[1][IP].tos & 3) == ECN_CE for _ in range(2000))
     assert 400 < n < 600
 
 
 def test_queue_gate_blocks_symphony_marks(pipe: Pipeline) -> None:
-    configure(pipe, flows=2, threshold=0, slope=65536, gate=5)
+    configure(pipe, flows=2, threshold=0, slope=1.0, gate=5)
     assert run(pipe, frame(rank=0, step=4), qdepth=4)[1][IP].tos & 3 == ECN_ECT0
     assert run(pipe, frame(rank=0, step=4), qdepth=5)[1][IP].tos & 3 == ECN_CE
 
 
 def test_baseline_mode_never_symphony_marks(pipe: Pipeline) -> None:
-    configure(pipe, flows=2, threshold=0, slope=65536, mode=0)
+    configure(pipe, flows=2, threshold=0, slope=1.0, mode=0)
     for _ in range(20):
         assert run(pipe, frame(rank=0, step=9))[1][IP].tos & 3 == ECN_ECT0
     assert pipe.counter_read("MyEgress.symphony_marks", 0) == (0, 0)
 
 
 def test_non_data_and_unconfigured_not_tracked(pipe: Pipeline) -> None:
-    configure(pipe, flows=1, threshold=0)
+    configure(pipe, flows=2, threshold=0)
     ack = run(pipe, frame(rank=0, step=5, ctype=2))  # ACK
     other = run(pipe, frame(rank=0, step=5, job=3))  # no config for job 3
-    # both forwarded unmarked: a tracked DATA packet of step 5 would have lead 5 > T = 0
-    # and be marked with probability 1 (slope 65536), as the last one below is
+    # both forwarded unmarked: a tracked DATA packet of step 5 (rank 1 still at 0) would have
+    # lead 5 > T = 0 and be marked with probability 1 (slope 1), as the last one below is
     assert ack is not None and ack[0] == 2 and ack[1][IP].tos & 3 == ECN_ECT0
     assert other is not None and other[0] == 2 and other[1][IP].tos & 3 == ECN_ECT0
     assert pipe.register_read("MyIngress.flow_step", 0) == 0
     assert pipe.register_read("MyIngress.flow_step", 3 * 64) == 0
     assert pipe.register_read("MyIngress.step_count", 5) == 0
-    assert pipe.register_read("MyIngress.step_count", 3 * 64 + 5) == 0
+    assert pipe.register_read("MyIngress.step_count", 3 * STEP_WINDOW + 5) == 0
     # the same DATA packet of the configured job is tracked (proves the reads above can see it)
     assert run(pipe, frame(rank=0, step=5))[1][IP].tos & 3 == ECN_CE
     assert pipe.register_read("MyIngress.flow_step", 0) == 5
-    assert pipe.register_read("MyIngress.step_count", 5) == 1
+    assert pipe.register_read("MyIngress.step_count", 5) == slot(5, 1)
 
 
 def _truncated(n: int) -> bytes:
@@ -359,7 +424,7 @@ def test_seeded_random_is_reproducible() -> None:
         pl = Pipeline(PROGRAM, seed=seed)
         pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.0/8"}, "MyIngress.ipv4_forward",
                      {"srcAddr": 1, "dstAddr": 2, "port": 2})
-        configure(pl, flows=2, threshold=0, slope=20000)
+        configure(pl, flows=2, threshold=0, slope=20000 / 65536)
         return [run(pl, frame(rank=0, step=1))[1][IP].tos & 3 for _ in range(64)]
 
     assert marks(3) == marks(3)
@@ -419,11 +484,12 @@ def test_optimized_pipeline_matches_unoptimized() -> None:
         pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.ipv4_forward",
                      {"srcAddr": MAC_S, "dstAddr": MAC_D, "port": 2})
         pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.9/32"}, "MyIngress.drop", {})
-        pl.table_add("MyEgress.queue_ecn", {"standard_metadata.egress_port": 2}, "MyEgress.set_ecn_threshold",
-                     {"threshold": 10})
-        configure(pl, job=0, flows=2, threshold=1, slope=65536, gate=0, mode=1)
-        configure(pl, job=1, flows=3, threshold=0, slope=16384, gate=4, mode=1)
-        configure(pl, job=2, flows=1, threshold=2, slope=100, gate=0, mode=0)
+        queue_step(pl, 2, 10)
+        pl.table_add("MyEgress.queue_ecn", {"meta.egress_port": 3, "meta.enq_qdepth": [3, 9]},
+                     "MyEgress.set_ecn_mark", {"threshold": 30000}, priority=1)
+        configure(pl, job=0, flows=2, threshold=1, slope=1.0, gate=0, mode=1)
+        configure(pl, job=1, flows=3, threshold=0, slope=0.25, gate=4, mode=1)
+        configure(pl, job=2, flows=1, threshold=2, slope=100 / 65536, gate=0, mode=0)
         pipes.append(pl)
     assert "unpack_from" in pipes[0].source and "unpack_from" not in pipes[1].source
     rng = random.Random(1234)

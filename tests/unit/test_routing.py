@@ -14,14 +14,20 @@ import pytest
 from emu.routing import (
     ACTION_ECN,
     ACTION_FORWARD,
+    ACTION_MARKING,
     ACTION_SYMPHONY,
+    MAX_QDEPTH,
+    PROB_ONE,
+    T2NA_QDEPTH,
     TABLE_LPM,
+    TABLE_MARKING,
     TABLE_QUEUE_ECN,
     TABLE_SYMPHONY,
     compute_routes,
+    ecn_ramp,
     job_register_resets,
-    slope_to_fixed,
     switch_programs,
+    symphony_threshold,
 )
 from emu.topology import Topology, load_topology, parse_topology
 
@@ -140,17 +146,26 @@ def test_entries_well_formed(path: Path, scheme: str) -> None:
             assert e.params["dstAddr"] == macs[str(net.network_address)]
             assert port_macs[e.params["port"]] == e.params["srcAddr"]
         ecn = [e for e in prog.entries if e.table == TABLE_QUEUE_ECN]
-        assert sorted(e.match["standard_metadata.egress_port"] for e in ecn) == sorted(port_macs)
+        assert topo.ecn.kmin_packets == topo.ecn.kmax_packets == topo.ecn.threshold_packets  # shorthand
+        assert sorted(e.match["meta.egress_port"] for e in ecn) == sorted(port_macs)  # a step: one per port
         assert all(
-            e.action == ACTION_ECN and e.params == {"threshold": topo.ecn.threshold_packets} for e in ecn
+            e.action == ACTION_ECN and e.priority == 1 and e.params == {"threshold": PROB_ONE}
+            and e.match["meta.enq_qdepth"] == [topo.ecn.threshold_packets, MAX_QDEPTH] for e in ecn
         )
         sym = [e for e in prog.entries if e.table == TABLE_SYMPHONY]
         assert len(sym) == len(prog.expected_flows) >= 1
         for e in sym:
             assert e.action == ACTION_SYMPHONY
-            assert set(e.params) == {"flows", "lead_threshold", "slope", "queue_gate", "mode"}
+            assert set(e.params) == {"flows", "queue_gate", "mode"}
             assert e.params["flows"] == prog.expected_flows[e.match["hdr.cth.job_id"]] >= 1
             assert e.params["mode"] == (1 if scheme == "symphony" else 0)
+        marking = [e for e in prog.entries if e.table == TABLE_MARKING]
+        assert {e.match["hdr.cth.job_id"] for e in marking} == set(prog.expected_flows)
+        for e in marking:  # the same in both schemes: only the mode differs
+            params = topo.symphony_for(e.match["hdr.cth.job_id"])
+            assert e.action == ACTION_MARKING and 1 <= e.match["meta.lead"] <= 63
+            assert e.params == {"threshold": symphony_threshold(e.match["meta.lead"], params.lead_threshold,
+                                                                params.slope)}
         assert [(q.port, q.rate_bps, q.depth_pkts, q.delay_us) for q in prog.queues] == [
             (p.port, p.rate_bps, p.depth_pkts, p.delay_us) for p in sw.ports
         ]
@@ -181,8 +196,65 @@ def test_default_symphony_entry_values() -> None:
         "table": "MyIngress.symphony_config",
         "match": {"hdr.cth.job_id": 0},
         "action": "MyIngress.set_symphony_config",
-        "params": {"flows": 4, "lead_threshold": 0, "slope": 16384, "queue_gate": 1, "mode": 1},
+        "params": {"flows": 4, "queue_gate": 1, "mode": 1},
     }
+    # T = 0, slope 0.25: leads 1, 2, 3 mark with 1/4, 1/2, 3/4; lead 4 and beyond always
+    marking = {e.match["meta.lead"]: e.params["threshold"] for e in prog.entries if e.table == TABLE_MARKING}
+    assert marking == {1: 16384, 2: 32768, 3: 49152, **{lead: 65536 for lead in range(4, 64)}}
+
+
+def test_tofino_build_counts_queue_depth_in_cells() -> None:
+    """T2NA's enq_qdepth is in 176-byte cells: a full-MTU packet (1514 B) is 9 cells."""
+    topo = _load("default")  # ECN K = 3 packets, gate 1 packet
+    assert T2NA_QDEPTH.cells_per_packet == 9
+    v1 = switch_programs(topo, "symphony")["spine1"]
+    t2 = switch_programs(topo, "symphony", p4="tofino")["spine1"]
+    ecn = [e.match["meta.enq_qdepth"] for e in t2.entries if e.table == TABLE_QUEUE_ECN]
+    assert set(map(tuple, ecn)) == {(27, MAX_QDEPTH)}
+    (sym,) = [e for e in t2.entries if e.table == TABLE_SYMPHONY]
+    assert sym.params["queue_gate"] == 9
+    # everything else is the same entry
+    other = [e for e in v1.entries if e.table not in (TABLE_QUEUE_ECN, TABLE_SYMPHONY)]
+    assert other == [e for e in t2.entries if e.table not in (TABLE_QUEUE_ECN, TABLE_SYMPHONY)]
+    with pytest.raises(ValueError, match="unknown P4 build 'psa'"):
+        switch_programs(topo, "symphony", p4="psa")
+
+
+def test_ecn_ramp_from_topology() -> None:
+    topo = parse_topology(
+        """
+name: t
+hosts: [{name: h1}, {name: h2}]
+switches: [{name: s1}]
+links: [{a: h1, b: s1}, {a: h2, b: s1}]
+ecn: {kmin_packets: 4, kmax_packets: 8, pmax: 0.5}
+""",
+        "t.yaml",
+    )
+    entries = [e for e in switch_programs(topo, "baseline")["s1"].entries if e.table == TABLE_QUEUE_ECN]
+    port1 = [(e.match["meta.enq_qdepth"], e.params["threshold"]) for e in entries if e.match["meta.egress_port"] == 1]
+    # depth 4 (= kmin): probability 0, no entry; 5, 6, 7: 0.5 * 1/4, 2/4, 3/4; 8 and more: always
+    assert port1 == [([5, 5], 8192), ([6, 6], 16384), ([7, 7], 24576), ([8, MAX_QDEPTH], 65536)]
+    assert topo.ecn.threshold_packets is None
+
+
+def test_ecn_ramp_shapes() -> None:
+    assert ecn_ramp(10, 10, 1.0) == [(10, MAX_QDEPTH, PROB_ONE)]  # the step of threshold_packets
+    assert ecn_ramp(0, 2, 1.0) == [(1, 1, 32768), (2, MAX_QDEPTH, PROB_ONE)]
+    long = ecn_ramp(100, 1100, 0.2, max_ranges=4)  # 1000-deep ramp in 4 pieces of 250
+    assert long == [(350, 599, 3277), (600, 849, 6554), (850, 1099, 9830), (1100, MAX_QDEPTH, PROB_ONE)]
+    with pytest.raises(ValueError, match="kmin <= kmax"):
+        ecn_ramp(5, 4, 1.0)
+
+
+def test_symphony_threshold_formula() -> None:
+    """threshold(lead) = min(65536, round((lead - T) * slope * 65536)) for lead > T (DESIGN 4)."""
+    assert symphony_threshold(1, 0, 0.5) == 32768
+    assert symphony_threshold(2, 0, 0.5) == 65536
+    assert symphony_threshold(9, 0, 7.0) == 65536  # capped: probability 1
+    assert symphony_threshold(3, 3, 1.0) == 0  # lead <= T: never
+    assert symphony_threshold(5, 0, 0.0) == 0
+    assert symphony_threshold(1, 0, 1e-9) == 1  # a positive slope never rounds to 0
 
 
 def test_switch_without_job_flows_gets_no_symphony_entry() -> None:
@@ -200,15 +272,7 @@ ecn: {enabled: false}
     progs = switch_programs(topo, "baseline")
     assert progs["s1"].expected_flows == {3: 2}
     assert progs["s2"].expected_flows == {}
-    assert not [e for e in progs["s2"].entries if e.table in (TABLE_SYMPHONY, TABLE_QUEUE_ECN)]
-
-
-def test_slope_fixed_point() -> None:
-    assert slope_to_fixed(0.5) == 32768
-    assert slope_to_fixed(1.0) == 65536
-    assert slope_to_fixed(7.0) == 65536  # capped: probability 1 at one step past T
-    assert slope_to_fixed(0.0) == 0
-    assert slope_to_fixed(1e-9) == 1
+    assert not [e for e in progs["s2"].entries if e.table in (TABLE_SYMPHONY, TABLE_QUEUE_ECN, TABLE_MARKING)]
 
 
 def test_unknown_scheme() -> None:
@@ -219,5 +283,5 @@ def test_unknown_scheme() -> None:
 def test_register_resets() -> None:
     resets = job_register_resets(2)
     assert resets["MyIngress.flow_step"] == range(128, 192)
-    assert resets["MyIngress.step_count"] == range(128, 192)
+    assert resets["MyIngress.step_count"] == range(256, 384)
     assert resets["MyIngress.frontier"] == range(2, 3)

@@ -341,3 +341,25 @@ def test_dcqcn_timer_longer_than_the_run_is_rejected() -> None:
     per_job = GOOD.replace("{id: 2, ranks", "{id: 2, dcqcn: {alpha_update_period: 2}, ranks")
     assert "jobs[0].dcqcn.alpha_update_period" in _error(per_job)
     assert parse_topology(GOOD + "dcqcn: {rate_increase_period: 1}\n", "t.yaml")
+
+
+def test_ecn_ramp_and_shorthand() -> None:
+    """threshold_packets K is kmin = kmax = K; a ramp gives both ends (docs/topology-format.md)."""
+    default = parse_topology(GOOD, "t.yaml").ecn
+    assert (default.kmin_packets, default.kmax_packets, default.threshold_packets, default.pmax) == (10, 10, 10, 1.0)
+    step = parse_topology(GOOD + "ecn: {threshold_packets: 3}\n", "t.yaml").ecn
+    assert (step.kmin_packets, step.kmax_packets) == (3, 3)
+    ramp = parse_topology(GOOD + "ecn: {kmin_packets: 5, kmax_packets: 20, pmax: 0.2}\n", "t.yaml").ecn
+    assert (ramp.kmin_packets, ramp.kmax_packets, ramp.pmax, ramp.threshold_packets) == (5, 20, 0.2, None)
+
+
+@pytest.mark.parametrize(("ecn", "field", "words"), [
+    ("{threshold_packets: 3, kmin_packets: 2}", "ecn.kmin_packets", "given together with threshold_packets"),
+    ("{kmin_packets: 2}", "ecn.kmax_packets", "required when the other end of the ramp is given"),
+    ("{kmin_packets: 9, kmax_packets: 4}", "ecn.kmax_packets", "must be >= kmin_packets = 9, got 4"),
+    ("{kmin_packets: 2, kmax_packets: 4, pmax: 0}", "ecn.pmax", "must be > 0"),
+    ("{kmin_packets: 12, kmax_packets: 20}", "ecn.kmin_packets", "ECN threshold 12 packets is at or above"),
+])
+def test_ecn_ramp_errors(ecn: str, field: str, words: str) -> None:
+    msg = _error(GOOD + f"ecn: {ecn}\n")
+    assert f": {field}: " in msg and words in msg, msg

@@ -64,7 +64,11 @@ def test_register_slots_follow_from_sizes() -> None:
     consts = _p4_constants()
     assert consts["FLOW_SLOTS"] == wire.MAX_JOBS * wire.MAX_RANKS
     assert consts["STEP_SLOTS"] == wire.MAX_JOBS * wire.STEP_WINDOW
-    assert wire.STEP_WINDOW >= wire.MAX_RANKS
+    assert wire.STEP_WINDOW > wire.MAX_RANKS
+    # indices are shifts (no run-time multiplication, docs/DESIGN.md section 4)
+    assert 1 << consts["MAX_RANKS_LOG2"] == wire.MAX_RANKS
+    assert 1 << consts["STEP_WINDOW_LOG2"] == wire.STEP_WINDOW
+    assert consts["MARKING_ENTRIES"] == wire.MAX_JOBS * wire.MAX_RANKS
 
 
 def test_cth_fields_widths_and_order() -> None:

@@ -1,0 +1,95 @@
+"""The controller's marking tables on the P4 pipeline: the ECN ramp over queue depth and the
+Symphony curve over lead, with the entries emu.routing computes (docs/DESIGN.md section 4).
+
+STF packets meet an empty queue; here ``enq_qdepth`` is given to egress directly, so the
+whole ramp is swept: no mark below kmin, the linear part, always at and above kmax.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from emu.embedded.frontend import load_program
+from emu.embedded.runtime import Pipeline
+from emu.routing import TABLE_MARKING, TABLE_QUEUE_ECN, TABLE_SYMPHONY, switch_programs
+from emu.topology import parse_topology
+from hostapps.wire import CTH, ECN_CE, ECN_ECT0
+
+ROOT = Path(__file__).resolve().parents[2]
+TOS_BYTE = 14 + 1  # IPv4 TOS (DSCP, ECN) after the Ethernet header
+PROGRAM = load_program(ROOT / "p4" / "symphony.p4")
+
+TOPO = """
+name: ramp
+hosts: [{name: h1}, {name: h2}]
+switches: [{name: s1}]
+links: [{a: h1, b: s1}, {a: h2, b: s1}]
+jobs: [{id: 0, ranks: [h1, h2]}]
+ecn: {kmin_packets: 4, kmax_packets: 8, pmax: 0.5}
+symphony: {lead_threshold: 1, slope: 0.25, queue_gate: 0}
+"""
+
+
+def frame(step: int, rank: int = 0) -> bytes:
+    return bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2", tos=ECN_ECT0) / UDP(sport=4793, dport=4793)
+                 / CTH(type=1, job_id=0, step=step, src_rank=rank, dst_rank=1 - rank, psn=0) / (b"x" * 20))
+
+
+def pipeline(scheme: str) -> Pipeline:
+    pl = Pipeline(PROGRAM, seed=5)
+    for e in switch_programs(parse_topology(TOPO, "ramp.yaml"), scheme)["s1"].entries:  # type: ignore[arg-type]
+        pl.table_add(e.table, e.match, e.action, e.params, e.priority)
+    return pl
+
+
+def mark_rate(pl: Pipeline, step: int, depth: int, n: int) -> float:
+    data = frame(step)
+    marked = 0
+    for _ in range(n):
+        st = pl.ingress(data, 1, 0)
+        assert st is not None and st.egress_spec == 2
+        out = pl.egress(st, egress_port=2, enq_qdepth=depth, deq_qdepth=depth)
+        assert out is not None
+        marked += (out[TOS_BYTE] & 3) == ECN_CE
+    return marked / n
+
+
+@pytest.mark.parametrize(("depth", "p"), [(0, 0.0), (3, 0.0), (4, 0.0), (5, 0.125), (6, 0.25), (7, 0.375),
+                                          (8, 1.0), (9, 1.0), (2**19 - 1, 1.0)])
+def test_ecn_ramp_over_queue_depth(depth: int, p: float) -> None:
+    """kmin=4, kmax=8, pmax=0.5: 0 up to kmin, pmax*(d-kmin)/(kmax-kmin) below kmax, 1 from kmax."""
+    pl = pipeline("baseline")
+    n = 1600
+    rate = mark_rate(pl, step=0, depth=depth, n=n)
+    if p in (0.0, 1.0):
+        assert rate == p
+    else:  # binomial: 4 standard deviations
+        assert abs(rate - p) < 4 * (p * (1 - p) / n) ** 0.5
+    assert pl.counter_read("MyEgress.queue_marks", 0)[0] == round(rate * n)
+    assert pl.counter_read("MyEgress.symphony_marks", 0)[0] == 0
+
+
+@pytest.mark.parametrize(("lead", "p"), [(1, 0.0), (2, 0.25), (3, 0.5), (5, 1.0), (63, 1.0)])
+def test_symphony_curve_over_lead(lead: int, p: float) -> None:
+    """T=1, slope 0.25: min(1, (lead - T) * 0.25) beyond T; in symphony mode only."""
+    n = 1600
+    for scheme, expected in (("symphony", p), ("baseline", 0.0)):
+        pl = pipeline(scheme)
+        rate = mark_rate(pl, step=lead, depth=0, n=n)  # rank 1 stays at step 0: lead = step
+        if expected in (0.0, 1.0):
+            assert rate == expected, scheme
+        else:
+            assert abs(rate - expected) < 4 * (expected * (1 - expected) / n) ** 0.5
+        assert pl.counter_read("MyEgress.symphony_marks", 0)[0] == round(rate * n)
+
+
+def test_entries_install_on_the_pipeline() -> None:
+    """Every entry the controller makes is accepted by the P4 program (names, widths, ranges)."""
+    pl = pipeline("symphony")
+    assert len(pl.table(TABLE_QUEUE_ECN).dump()) == 2 * 4  # 2 ports: depths 5, 6, 7 and [8, max]
+    assert len(pl.table(TABLE_MARKING).dump()) == 62  # leads 2..63
+    assert len(pl.table(TABLE_SYMPHONY).dump()) == 1
