@@ -125,13 +125,15 @@ class Backend(abc.ABC):
     wall_clock: bool = True
 
     def __init__(self, topology: Any, *, out_dir: Path, run_dir: Path, run_id: str, seed: int,
-                 target: str) -> None:
+                 target: str, pcap: bool = False) -> None:
         self.topology = topology
         self.out_dir = out_dir
         self.run_dir = run_dir
         self.run_id = run_id
         self.seed = seed
         self.target = target
+        #: write one pcap per switch port to ``<out_dir>/pcap/`` (Mininet back end, embedded target)
+        self.pcap = pcap
         #: the programmed network (an :class:`emu.network.ProgrammedNetwork`); None before build
         self.network: Any = None
 

@@ -330,8 +330,10 @@ def cli(verbose: int) -> None:
 @click.option("--mode", type=click.Choice(["mininet", "sim"]), default="mininet", show_default=True,
               help="mininet: real time in Mininet (root); sim: virtual time in one process (no root, "
                    "docs/virtual-time.md).")
+@click.option("--pcap", is_flag=True, help="Switches write one pcap per port to <out>/pcap/ "
+              "(dissect the CTH with tools/wireshark/cth.lua).")
 def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
-        out: Path | None, seed: int, mode: str) -> None:
+        out: Path | None, seed: int, mode: str, pcap: bool) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
 
@@ -341,7 +343,8 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
     try:
         with RichProgress(console) as progress:
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
-                                size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode)
+                                size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode,
+                                pcap=pcap)
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:
@@ -362,12 +365,14 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
               help="Mode the switches start in (the `mode` command changes it).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None)
 @click.option("--seed", type=int, default=1, show_default=True)
-def cli_command(topology: str | None, target: str, scheme: str, out: Path | None, seed: int) -> None:
+@click.option("--pcap", is_flag=True, help="Switches write one pcap per port to <out>/pcap/.")
+def cli_command(topology: str | None, target: str, scheme: str, out: Path | None, seed: int, pcap: bool) -> None:
     """Mininet CLI on TOPOLOGY's programmed network, with allreduce/switch/mode commands."""
     from emu import runner
 
     try:
-        with runner.Experiment.open(resolve_topology(topology), target=target, out=out, seed=seed) as exp:
+        with runner.Experiment.open(resolve_topology(topology), target=target, out=out, seed=seed,
+                                    pcap=pcap) as exp:
             exp.set_mode(scheme)
             from mininet.log import lg, setLogLevel
 

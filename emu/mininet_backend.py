@@ -204,7 +204,8 @@ class MininetBackend(Backend):
 
         target_cls = target_class(self.target)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        options = SwitchOptions(control_dir=self.run_dir, log_dir=self.out_dir / "logs", seed=self.seed)
+        options = SwitchOptions(control_dir=self.run_dir, log_dir=self.out_dir / "logs", seed=self.seed,
+                                pcap_dir=self.out_dir / "pcap" if self.pcap else None)
         progress(ProgressEvent("network", message=f"starting {len(self.topology.switches)} switches"))
         t0 = time.monotonic()
         try:

@@ -309,7 +309,7 @@ class Experiment:
     """
 
     def __init__(self, topology: Any, topology_path: Path, *, target: str, out_dir: Path, seed: int,
-                 run_id: str, mode: str = "mininet") -> None:
+                 run_id: str, mode: str = "mininet", pcap: bool = False) -> None:
         self.topology = topology
         self.topology_path = topology_path
         self.target = target
@@ -318,8 +318,9 @@ class Experiment:
         self.run_id = run_id
         self.mode = mode
         self.run_dir = RUN_ROOT / run_id
+        kwargs: dict[str, Any] = {"pcap": True} if pcap else {}
         self.backend: Backend = backend_class(mode)(topology, out_dir=out_dir, run_dir=self.run_dir, run_id=run_id,
-                                                    seed=seed, target=target)
+                                                    seed=seed, target=target, **kwargs)
 
     @property
     def network(self) -> Any:
@@ -330,8 +331,11 @@ class Experiment:
     @contextlib.contextmanager
     def open(cls, topology_path: str | os.PathLike[str], *, target: str = "embedded", out: Path | None = None,
              seed: int = 1, progress: ProgressFn | None = None, run_id: str | None = None,
-             mode: str = "mininet", topology: Any = None) -> Iterator[Experiment]:
+             mode: str = "mininet", topology: Any = None, pcap: bool = False) -> Iterator[Experiment]:
         """Validate, check the machine, build and program the network; tear it down on exit.
+
+        ``pcap``: every switch writes one capture per port to ``<out>/pcap/`` (Mininet back
+        end and a target that supports it, else UsageError).
 
         ``topology``: the already loaded :class:`emu.topology.Topology` of ``topology_path``
         (so a run loads its file once), else it is loaded here. Raises TopologyError /
@@ -343,11 +347,18 @@ class Experiment:
             topology = load_topology(topology_path)
         klass = backend_class(mode)
         klass.check(topology, target=target)
+        if pcap:
+            from emu.targets import target_class
+
+            if mode != "mininet" or not target_class(target).supports_pcap:
+                raise UsageError(f"--pcap: only the embedded target in Mininet mode writes captures "
+                                 f"(here: target {target}, mode {mode})")
         if not topology.jobs:
             raise UsageError(f"{topology_path}: jobs: the topology has no job to run; add one (docs/topology-format.md)")
         run_id = run_id or new_run_id()
         out_dir = make_out_dir((out or default_out_dir(run_id)).resolve(), given=out is not None)
-        exp = cls(topology, Path(topology_path), target=target, out_dir=out_dir, seed=seed, run_id=run_id, mode=mode)
+        exp = cls(topology, Path(topology_path), target=target, out_dir=out_dir, seed=seed, run_id=run_id, mode=mode,
+                  pcap=pcap)
         exp.update_run_file(run_id=run_id, topology=str(topology_path), topology_name=topology.name, target=target,
                             mode=mode, seed=seed, started=datetime.now().isoformat(timespec="seconds"),
                             status="starting")
@@ -464,10 +475,11 @@ def _monotonic() -> float:
 
 def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES, iterations: int | None = None,
         size: int | None = None, target: str = "embedded", out: str | os.PathLike[str] | None = None, seed: int = 1,
-        progress: ProgressFn | None = None, mode: str = "mininet") -> RunResult:
+        progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False) -> RunResult:
     """Run the topology's jobs once per scheme on one network; write the results folder.
 
     ``mode``: the back end, "mininet" (real time, root) or "sim" (virtual time).
+    ``pcap``: the switches write one capture per port to ``<out>/pcap/`` (see Experiment.open).
     Returns a RunResult (``ok`` False when a result was not verified). Raises TopologyError,
     UsageError, TargetUnavailable (user mistakes, before anything starts), RunError (a
     worker failed, a switch died, the time limit passed) and KeyboardInterrupt (Ctrl-C or
@@ -487,7 +499,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
     check_memory(topology, size=size, per_process=mode == "mininet")
     runs: dict[str, SchemeRun] = {}
     with Experiment.open(topology_path, topology=topology, target=target, out=Path(out) if out else None, seed=seed,
-                         progress=progress, mode=mode) as exp:
+                         progress=progress, mode=mode, pcap=pcap) as exp:
         exp.update_run_file(schemes=list(schemes), **resolved_workload(exp.topology, iterations=iterations, size=size))
         for scheme in schemes:
             runs[scheme] = exp.run_scheme(scheme, iterations=iterations, size=size, progress=progress)

@@ -20,8 +20,9 @@ if [[ $(id -u) -ne 0 ]]; then
     exit 2
 fi
 
-# 1. System packages (Mininet without Open vSwitch: emu brings its own switch).
-packages=(mininet ethtool iproute2 python3-venv python3-pip iputils-ping psmisc)
+# 1. System packages (Mininet without Open vSwitch: emu brings its own switch; tshark reads
+#    the switches' --pcap captures with tools/wireshark/cth.lua, and the tests check that).
+packages=(mininet ethtool iproute2 python3-venv python3-pip iputils-ping psmisc tshark)
 missing=()
 for pkg in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then

@@ -80,18 +80,21 @@ class PortIO:
     """Connect ``core`` to interfaces ``{port: ifname}`` on the running asyncio loop.
 
     ``start()`` opens the sockets (OSError naming the interface on failure) and registers
-    the readers; ``close()`` unregisters and closes them. Counters: ``rx_frames``,
+    the readers; ``capture`` (a :class:`~emu.embedded.pcap.PortCaptures`) records each
+    frame received and each frame sent; ``close()`` unregisters and closes them. Counters: ``rx_frames``,
     ``tx_frames``, ``tx_errors`` (also counted in ``core.stats()["drops"]["tx_error"]``).
     """
 
     def __init__(self, core: SwitchCore, interfaces: Mapping[int, str],
-                 loop: asyncio.AbstractEventLoop | None = None) -> None:
+                 loop: asyncio.AbstractEventLoop | None = None, capture: Any = None) -> None:
         unknown = sorted(set(interfaces) - set(core.ports))
         if unknown:
             raise ValueError(f"ports {unknown} are not ports of the switch core")
         self.core = core
         self.interfaces = dict(interfaces)
         self._loop = loop
+        #: a :class:`~emu.embedded.pcap.PortCaptures` recording every frame in and out, or None
+        self.capture = capture
         self._socks: dict[int, socket.socket] = {}
         self._filtered: dict[int, bool] = {}  # kernel drops our own frames (PACKET_IGNORE_OUTGOING)
         self._timer: asyncio.TimerHandle | None = None
@@ -154,6 +157,8 @@ class PortIO:
             if addr[2] == PACKET_OUTGOING:
                 continue
             n += 1
+            if self.capture is not None:
+                self.capture.record(port, frame, now_us)
             core.receive(port, frame, now_us)
         self.rx_frames += n
         self.flush(now_us)
@@ -163,6 +168,7 @@ class PortIO:
         # address tuple is enough (cheaper than recvfrom).
         receive = self.core.receive
         recv = sock.recv
+        capture = self.capture
         now_us = time.monotonic_ns() // 1000
         n = 0
         for _ in range(RECV_BATCH):
@@ -174,6 +180,8 @@ class PortIO:
                 logger.debug("port %d: recv failed: %s", port, e)
                 break
             n += 1
+            if capture is not None:
+                capture.record(port, frame, now_us)
             receive(port, frame, now_us)
         self.rx_frames += n
         self.flush(now_us)
@@ -187,11 +195,14 @@ class PortIO:
         out = self.core.poll(now_us)
         if out:
             socks = self._socks
+            capture = self.capture
             sent = 0
             for port, frame in out:
                 try:
                     socks[port].send(frame)
                     sent += 1
+                    if capture is not None:
+                        capture.record(port, frame, now_us)
                 except (OSError, KeyError) as e:
                     self.tx_errors += 1
                     self.core.note_drop("tx_error")

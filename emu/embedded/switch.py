@@ -4,7 +4,7 @@
 
     python -m emu.embedded.switch --program p4/symphony.p4 --name s1 \\
         --port 1=s1-eth1 --port 2=s1-eth2 --control /run/symphony-emu/s1.sock \\
-        [--seed N] [--log-level info] [--stats-file FILE]
+        [--seed N] [--log-level info] [--stats-file FILE] [--pcap DIR]
 
 Loads the P4 program (front end + v1model runtime), builds a
 :class:`~emu.embedded.core.SwitchCore`, binds the ports with
@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--log-level", default="info",
                     choices=["debug", "info", "warning", "error", "critical"])
     ap.add_argument("--stats-file", type=Path, default=None, help="write final statistics here (JSON)")
+    ap.add_argument("--pcap", type=Path, default=None, metavar="DIR",
+                    help="write one pcap per port to DIR/<name>-eth<port>.pcap (frames in and out)")
     return ap
 
 
@@ -74,13 +76,36 @@ def write_stats(path: Path, stats: dict[str, Any]) -> None:
 
 
 
+#: Seconds between flushes of the pcap files to disk.
+PCAP_FLUSH_S = 1.0
+
+
 async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path,
-                name: str) -> dict[str, Any]:
-    """Run the switch until SIGTERM/SIGINT or a control ``shutdown``; returns final stats."""
+                name: str, pcap_dir: Path | None = None) -> dict[str, Any]:
+    """Run the switch until SIGTERM/SIGINT or a control ``shutdown``; returns final stats.
+
+    ``pcap_dir``: write one capture per port there (:mod:`emu.embedded.pcap`).
+    """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    portio = PortIO(core, interfaces, loop)
-    portio.start()
+    capture = None
+    if pcap_dir is not None:
+        from emu.embedded.pcap import PortCaptures
+
+        capture = PortCaptures(pcap_dir, name, interfaces)
+
+        def flush_captures() -> None:
+            capture.flush()
+            loop.call_later(PCAP_FLUSH_S, flush_captures)
+
+        loop.call_later(PCAP_FLUSH_S, flush_captures)
+    portio = PortIO(core, interfaces, loop, capture=capture)
+    try:
+        portio.start()
+    except OSError:
+        if capture is not None:
+            capture.close()
+        raise
     api = ControlAPI(core, on_shutdown=stop.set)
     server = ControlServer(api, control_path)
     started = time.monotonic()
@@ -93,12 +118,16 @@ async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path
         logger.info("switch %s stopping", name)
     finally:
         portio.close()
+        if capture is not None:
+            capture.close()
         await server.close()
         server.remove_socket_file()
     stats = core.stats()
     stats["name"] = name
     stats["uptime_s"] = round(time.monotonic() - started, 3)
     stats["portio"] = portio.stats()
+    if capture is not None:
+        stats["pcap"] = {"dir": str(pcap_dir), "frames": capture.frames}
     return stats
 
 
@@ -150,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     factory = _new_loop_factory()
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
-            stats = runner.run(serve(core, interfaces, args.control, args.name))
+            stats = runner.run(serve(core, interfaces, args.control, args.name, args.pcap))
     except OSError as e:
         print(f"error: switch {args.name}: {e.strerror or e}", file=sys.stderr)
         return 1

@@ -55,6 +55,8 @@ class SwitchOptions:
     log_level: the switch process's log level (``debug``, ``info``, ``warning``).
     ready_timeout_s: seconds to wait for the control socket to accept, in seconds.
     extra_args: more command-line arguments for the switch process.
+    pcap_dir: where the switch writes one pcap per port (None: no capture); only targets
+        whose ``supports_pcap`` is True honour it.
     """
 
     program: Path = DEFAULT_PROGRAM
@@ -64,6 +66,7 @@ class SwitchOptions:
     log_level: str = "info"
     ready_timeout_s: float = 60.0
     extra_args: tuple[str, ...] = field(default_factory=tuple)
+    pcap_dir: Path | None = None
 
 
 def load_target(name: str) -> type[SwitchTarget]:
@@ -135,6 +138,8 @@ class SwitchTarget(Switch):
 
     #: The target's name in the registry (``--target``).
     target: str = ""
+    #: Whether the switch writes per-port captures when ``options.pcap_dir`` is set.
+    supports_pcap: bool = False
 
     def __init__(self, name: str, options: SwitchOptions | None = None, seed_offset: int = 0,
                  **params: Any) -> None:

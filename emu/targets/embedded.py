@@ -89,6 +89,7 @@ class EmbeddedSwitch(SwitchTarget):
     """
 
     target = "embedded"
+    supports_pcap = True
 
     def __init__(self, name: str, *args: Any, **params: Any) -> None:
         super().__init__(name, *args, **params)
@@ -122,6 +123,8 @@ class EmbeddedSwitch(SwitchTarget):
             cmd += ["--port", f"{port}={intf}"]
         cmd += ["--control", str(self.control_path), "--seed", str(opts.seed + self.seed_offset),
                 "--log-level", opts.log_level, "--stats-file", str(self.stats_path)]
+        if opts.pcap_dir is not None:
+            cmd += ["--pcap", str(opts.pcap_dir)]
         cmd += list(opts.extra_args)
         return cmd
 

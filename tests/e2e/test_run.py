@@ -69,6 +69,41 @@ def test_single_switch_allreduce_verified(mininet_env: None, tmp_path: Path) -> 
     assert_nothing_left(run_id, NODES_1SW)
 
 
+@pytest.mark.timeout(300)
+def test_run_pcap_writes_one_capture_per_switch_port(mininet_env: None, tmp_path: Path) -> None:
+    """``run --pcap``: s1 writes s1-eth1..4.pcap itself; each DATA packet shows on the port it
+    came in on and on the port it left by, and tshark (when installed) reads the CTH fields."""
+    import shutil
+
+    from scapy.utils import rdpcap
+
+    from hostapps.wire import CTH
+
+    proc = cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "1", "--size", "4096", "--pcap",
+               "--out", str(tmp_path))
+    out, err = proc.communicate(timeout=280)
+    assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{err}"
+    files = sorted((tmp_path / "pcap").glob("*.pcap"))
+    assert [f.name for f in files] == [f"s1-eth{p}.pcap" for p in (1, 2, 3, 4)]
+    seen: dict[tuple[int, int, int], set[str]] = {}
+    for f in files:
+        for pkt in rdpcap(str(f)):
+            if CTH in pkt and pkt[CTH].type == 1:
+                c = pkt[CTH]
+                seen.setdefault((c.src_rank, c.step, c.psn), set()).add(f.name)
+    assert seen, "no CTH DATA packet captured"
+    assert all(len(names) == 2 for names in seen.values())  # in on one port, out on another
+    if shutil.which("tshark") is not None:
+        res = subprocess.run(["tshark", "-X", f"lua_script:{REPO / 'tools' / 'wireshark' / 'cth.lua'}", "-r",
+                              str(files[0]), "-Y", "cth.type == 1", "-T", "fields", "-e", "cth.job",
+                              "-e", "cth.step", "-e", "cth.psn"], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        rows = [line.split("\t") for line in res.stdout.strip().splitlines()]
+        assert rows and all(r[0] == "0" and r[1].isdigit() and r[2].isdigit() for r in rows)
+    run_id = json.loads((tmp_path / "run.json").read_text())["run_id"]
+    assert_nothing_left(run_id, NODES_1SW)
+
+
 @pytest.mark.timeout(420)
 def test_symphony_marks_only_in_symphony_runs(mininet_env: None, tmp_path: Path) -> None:
     """Same network and traffic for both schemes: Symphony marks > 0 only with Symphony on."""
@@ -138,7 +173,7 @@ def test_bmv2_target_says_what_is_missing() -> None:
 def test_mininet_cli_runs_allreduce_and_shows_switch_state(mininet_env: None, tmp_path: Path) -> None:
     """`symphony-emu cli` driven through stdin: an all-reduce verifies, `switch` shows the
     tracker of the 4 flows crossing s1, and exit leaves nothing behind."""
-    proc = cli("cli", str(SINGLE), "--out", str(tmp_path), stdin=subprocess.PIPE)
+    proc = cli("cli", str(SINGLE), "--out", str(tmp_path), "--pcap", stdin=subprocess.PIPE)
     out, err = proc.communicate("allreduce\nswitch s1\nexit\n", timeout=200)
     assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{err}"
     text = out + err  # Mininet's CLI writes command output through its logger (stderr)
@@ -146,4 +181,7 @@ def test_mininet_cli_runs_allreduce_and_shows_switch_state(mininet_env: None, tm
     assert "job 0: expected_flows 4" in text
     # 2(N-1) = 6 steps of one all-reduce: every flow at s1 reached step 5 and so did the frontier.
     assert "frontier 5, flow_step [5, 5, 5, 5]" in text
+    # --pcap: the switch wrote one capture per port, with the all-reduce's frames in it
+    assert sorted(f.name for f in (tmp_path / "pcap").glob("*.pcap")) == [f"s1-eth{p}.pcap" for p in (1, 2, 3, 4)]
+    assert all(f.stat().st_size > 24 for f in (tmp_path / "pcap").glob("*.pcap"))
     assert_nothing_left(None, NODES_1SW)
