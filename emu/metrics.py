@@ -393,7 +393,9 @@ def compute_metrics(
                 if key in ("job", "rank", "kind") or isinstance(val, bool):
                     continue
                 if isinstance(val, int | float):
-                    transport[key] = transport.get(key, 0) + val
+                    # Maxima (timer_lag_max_s) combine by max over ranks, counts by sum.
+                    transport[key] = max(transport.get(key, 0), val) if key.endswith("_max_s") \
+                        else transport.get(key, 0) + val
         times, lead = step_lead_series((s for s in recs.steps if s.job == job_id), lead_samples)
         verified = bool(ccts) and all(c.verified for c in ccts) and not job_errors
         out[job_id] = JobMetrics(job_id, nranks, ccts, times, lead, jct, transport, job_errors, verified,

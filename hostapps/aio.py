@@ -16,9 +16,11 @@ does the I/O (docs/interfaces.md section 4):
 - ICMP errors reported on the socket (ECONNREFUSED from a dead peer, EHOSTUNREACH,
   ENETUNREACH) are counted in ``stats()["icmp_errors"]`` and never close the endpoint.
 
-Timer wake-ups follow the loop's resolution (epoll: 1 ms), so pacing is smooth up to
-roughly ``burst_packets * mtu * 8 / 1 ms`` (24 Mbit/s with the defaults); above that the
-effective rate is capped by the wake-up granularity.
+Timer wake-ups follow the loop's resolution (epoll: 1 ms) and come late when the CPU is
+busy; the transport's token bucket (``TransportConfig.pacing_slack_s``, 2 ms from the
+worker, widened by the lateness it measures) sends what fell due meanwhile, so the rate
+holds at any line rate the CPU can serve (benchmarks/allreduce_loopback.py).
+``Transport.lag`` records how late the wake-ups were.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 SOCKET_BUFFER_BYTES = 4 * 1024 * 1024
 #: Datagrams read per readable callback before yielding to the loop.
 RECV_BATCH = 256
+#: Token-bucket depth the asyncio worker gives its transport (s): epoll rounds timeouts up
+#: to 1 ms and a wake-up takes a little more (TransportConfig.pacing_slack_s).
+PACING_SLACK_S = 0.002
 _ICMP_ERRNOS = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
 _CMSG_SPACE = socket.CMSG_SPACE(4)
 
@@ -186,7 +191,12 @@ class Endpoint:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_when = None
-        self._pump()
+        if self._closed:
+            return
+        # Read what arrived first: after a stall (CPU taken by other processes) the ACKs
+        # that cancel a retransmission timer may be waiting in the socket, and polling
+        # before reading them would fire a spurious RTO. _on_readable pumps the transport.
+        self._on_readable()
 
     def _send_out(self, out: Outgoing) -> None:
         addr = self.peers.get(out.dst_rank)

@@ -12,8 +12,11 @@ Protocol (docs/interfaces.md section 4):
 - Sender: a message is cut into DATA packets of at most ``config.mss`` payload bytes;
   DATA leaves with ECN ECT(0), everything else Not-ECT. Pacing: a DATA packet may leave
   at ``last + wire_bytes * 8 / rate``, with ``rate = min(rate controller, line rate)``
-  per flow and the line rate over all flows; up to ``burst_packets`` may leave back to
-  back after an idle period. At most ``window_packets`` packets per flow are unacked.
+  per flow and the line rate over all flows, through a token bucket whose depth (in
+  sending time) is the largest of ``burst_packets`` packets, ``pacing_slack_s`` and the
+  lateness of recent wake-ups: a caller whose timers fire late (an event loop with 1 ms
+  granularity) still sends at the rate, in bursts that cover the wake-up interval. At
+  most ``window_packets`` packets per flow are unacked.
 - Receiver: cumulative ACK (``psn`` = next expected PSN) every ``ack_every`` in-order
   packets, on a LAST packet, on a duplicate, or ``ack_delay`` after the first unacked
   packet. Out-of-order packets (up to ``recv_buffer_packets`` ahead) are buffered,
@@ -71,6 +74,11 @@ _PSN_MOD = 1 << 32
 _STEP_MOD = 1 << 16
 
 
+#: A wake-up later than this behind its timer counts as late in ``Transport.lag`` (s):
+#: twice epoll's 1 ms timeout granularity.
+LATE_WAKEUP_S = 0.002
+
+
 @dataclass(frozen=True, slots=True)
 class TransportConfig:
     """Transport settings; times in seconds, rates in bit/s, sizes in bytes or packets.
@@ -84,9 +92,16 @@ class TransportConfig:
     mtu: int = 1500
     #: Unacked DATA packets per flow (packets); bounds retransmission state.
     window_packets: int = 64
-    #: Packets allowed back to back after an idle period or a late timer (packets); 3 absorbs
-    #: the event loop's 1 ms timer granularity at 10 Mbit/s (benchmarks/allreduce_loopback.py).
+    #: Packets allowed back to back after an idle period (packets): the token bucket's
+    #: smallest depth (see ``pacing_slack_s``).
     burst_packets: int = 3
+    #: Token-bucket depth in time (s): a flow may catch up this much sending time after a
+    #: late wake-up, so pacing keeps the rate when timers fire late. The bucket's depth is
+    #: the largest of ``burst_packets`` packets, this, and the lateness of recent wake-ups
+    #: as :meth:`Transport.poll` measures it. 0 (exact timers, virtual time) keeps
+    #: ``burst_packets``; the asyncio worker uses 2 ms (epoll's 1 ms timeout granularity
+    #: plus a wake-up; benchmarks/allreduce_loopback.py).
+    pacing_slack_s: float = 0.0
     #: Bytes added to each datagram for pacing: Ethernet 14 + IPv4 20 + UDP 8 (bytes).
     wire_overhead_bytes: int = 42
     #: RTO before the first RTT sample (s); RFC 6298 says 1 s, emulated RTTs are ms.
@@ -117,6 +132,7 @@ class TransportConfig:
              f"in ({IPV4_HEADER_LEN + UDP_HEADER_LEN + CTH_LEN}, 65535] bytes"),
             ("window_packets", self.window_packets >= 1, ">= 1"),
             ("burst_packets", self.burst_packets >= 1, ">= 1"),
+            ("pacing_slack_s", self.pacing_slack_s >= 0, ">= 0 s"),
             ("wire_overhead_bytes", self.wire_overhead_bytes >= 0, ">= 0"),
             ("initial_rto", self.initial_rto > 0, "> 0 s"),
             ("min_rto", self.min_rto > 0, "> 0 s"),
@@ -249,6 +265,12 @@ class Transport:
         self._ctrl_at: float | None = None
         self._deliveries: list[Delivery] = []
         self._host_next_send = -math.inf
+        self._wake_at: float | None = None  # the wake-up asked for by the last next_timer()
+        self._last_poll = -math.inf
+        self._lag_s = 0.0  # lateness of recent wake-ups (decaying max), s
+        #: Wake-up lateness: how far behind its timers the caller polled (s), for overload
+        #: detection (the pacing schedule slips when the event loop is starved).
+        self.lag = {"wakeups": 0, "late_wakeups": 0, "lag_total_s": 0.0, "lag_max_s": 0.0}
         self._stats: dict[str, int] = dict.fromkeys(
             (
                 "packets_sent", "bytes_sent", "retransmissions", "timeouts",
@@ -480,8 +502,26 @@ class Transport:
     # --- timers and output -------------------------------------------------------
 
     def poll(self, now: float) -> list[Outgoing]:
-        """Run due timers and return the datagrams to send at ``now`` (control first)."""
+        """Run due timers and return the datagrams to send at ``now`` (control first).
+
+        A poll at or after the time :meth:`next_timer` last returned is a wake-up; its
+        lateness (``now`` minus that time) is recorded in :attr:`lag` and widens the pacing
+        token bucket (``TransportConfig.pacing_slack_s``).
+        """
         cfg = self.config
+        self._last_poll = now
+        if self._wake_at is not None and now >= self._wake_at and math.isfinite(self._wake_at):
+            late = now - self._wake_at
+            self._wake_at = None
+            lag = self.lag
+            lag["wakeups"] += 1
+            lag["lag_total_s"] += late
+            if late > lag["lag_max_s"]:
+                lag["lag_max_s"] = late
+            if late > LATE_WAKEUP_S:
+                lag["late_wakeups"] += 1
+            # Decaying max: one very late wake-up widens the bucket for a few dozen wake-ups.
+            self._lag_s = max(late, self._lag_s * 0.95)
         for src, rflow in self._recv.items():
             if rflow.ack_due is not None and rflow.ack_due <= now:
                 self._send_ack(src, rflow, now)
@@ -489,7 +529,9 @@ class Transport:
             t = flow.rc.next_timer()
             if t is not None and t <= now:
                 flow.rc.on_timer(now)
-            if flow.rto_at is not None and flow.rto_at <= now:
+            # A caller that wakes late (CPU taken by other processes) has peers that answer
+            # late too: the RTO waits the recent lateness longer (0 in virtual time).
+            if flow.rto_at is not None and flow.rto_at + self._lag_s <= now:
                 self._timeout(flow, now)
         out, self._ctrl, self._ctrl_at = self._ctrl, [], None
         window = cfg.window_packets
@@ -534,12 +576,15 @@ class Transport:
         if flow.rto_at is None:
             flow.rto_at = now + flow.rto
         wire = len(datagram) + cfg.wire_overhead_bytes
+        # Token bucket in time: next_send may lag ``now`` by at most the bucket's depth, so a
+        # late wake-up sends what was due since, at the rate, and no more.
+        slack = max(cfg.pacing_slack_s, self._lag_s)
         rate = min(flow.rc.rate_bps, cfg.line_rate_bps)
-        flow.next_send = max(flow.next_send, now - (cfg.burst_packets - 1) * wire * 8 / rate) + wire * 8 / rate
+        tx = wire * 8 / rate
+        flow.next_send = max(flow.next_send, now - max((cfg.burst_packets - 1) * tx, slack)) + tx
         line = cfg.line_rate_bps
-        self._host_next_send = (
-            max(self._host_next_send, now - (cfg.burst_packets - 1) * wire * 8 / line) + wire * 8 / line
-        )
+        tx = wire * 8 / line
+        self._host_next_send = max(self._host_next_send, now - max((cfg.burst_packets - 1) * tx, slack)) + tx
         flow.rc.on_packet_sent(wire, now)
         self._stats["packets_sent"] += 1
         self._stats["bytes_sent"] += len(datagram)
@@ -555,14 +600,17 @@ class Transport:
             if flow.sendable(window):
                 times.append(max(flow.next_send, self._host_next_send))
             if flow.rto_at is not None:
-                times.append(flow.rto_at)
+                times.append(flow.rto_at + self._lag_s)
             t = flow.rc.next_timer()
             if t is not None:
                 times.append(t)
         for rflow in self._recv.values():
             if rflow.ack_due is not None:
                 times.append(rflow.ack_due)
-        return min(times) if times else None
+        when = min(times) if times else None
+        # Lateness counts from the asked time, or from the last poll when that was already past.
+        self._wake_at = None if when is None else max(when, self._last_poll)
+        return when
 
     def deliveries(self) -> list[Delivery]:
         """Return and forget the deliveries made since the last call."""

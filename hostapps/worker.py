@@ -11,8 +11,10 @@ writes JSON lines to ``results_dir/job{J}-rank{R}.jsonl``:
 - ``{"kind": "iteration", "job", "rank", "iteration", "start", "end", "verified",
   "digest"}`` per collective: ``start`` when this rank started it, ``end`` when it had
   all its data, ``digest`` the SHA-256 hex digest of the result's float32 bytes;
-- ``{"kind": "transport", "job", "rank", "packets_sent", "retransmissions",
-  "cnps_sent", "cnps_received", "rate_samples"}`` once at the end;
+- ``{"kind": "transport", "job", "rank", "packets_sent", "retransmissions", "timeouts",
+  "nacks_received", "duplicates", "cnps_sent", "cnps_received", "timer_wakeups",
+  "timer_late_wakeups", "timer_lag_total_s", "timer_lag_max_s", "rate_samples"}`` once at
+  the end (``timer_*``: how late the event loop woke the transport, ``Transport.lag``);
 - ``{"kind": "error", "job", "rank", "message"}`` when the run fails.
 
 All times are ``time.time()`` seconds (wall clock, shared by the Mininet hosts). Exit
@@ -438,7 +440,8 @@ async def run_worker(spec: WorkerSpec) -> None:
     loop = asyncio.get_running_loop()
     me = spec.ranks[spec.rank]
     peers = {a.rank: (a.ip, a.port) for a in spec.ranks if a.rank != spec.rank}
-    config = transport_config(spec.line_rate_bps, spec.mtu, spec.transport)
+    overrides = {"pacing_slack_s": aio.PACING_SLACK_S, **(spec.transport or {})}  # the event loop's wake-ups
+    config = transport_config(spec.line_rate_bps, spec.mtu, overrides)
     out = _JsonLines(spec.output_path, spec.job_id, spec.rank)
     try:
         endpoint = await aio.open_endpoint(
@@ -497,7 +500,9 @@ async def run_worker(spec: WorkerSpec) -> None:
         stats = endpoint.stats()
         out.write(
             "transport",
-            **{k: stats.get(k, 0) for k in ("packets_sent", "retransmissions", "cnps_sent", "cnps_received")},
+            **{k: stats.get(k, 0) for k in ("packets_sent", "retransmissions", "timeouts", "nacks_received",
+                                            "duplicates", "cnps_sent", "cnps_received")},
+            **{f"timer_{k}": v for k, v in endpoint.transport.lag.items()},
             rate_samples=stats.get("rate_samples", []),
         )
         out.close()
