@@ -66,6 +66,24 @@ class StructRef:
 
 
 @dataclass
+class StackRef:
+    """A header stack instance: its elements and the var holding ``nextIndex`` (P4_16 spec 8.18)."""
+
+    elems: list[HdrRef]
+    nxt: str
+    type: ir.StackT
+    path: str
+
+
+@dataclass
+class DynElem:
+    """``stack.next`` (``offset`` 0) or ``stack.last`` (``offset`` -1): the element at nextIndex + offset."""
+
+    stack: StackRef
+    offset: int
+
+
+@dataclass
 class Leaf:
     """A scalar storage location (Python variable) of a given type."""
 
@@ -266,6 +284,11 @@ class CodeGen:
             p = f"{path}.{fname}"
             if isinstance(ftype, ir.HeaderT):
                 members[fname] = self.alloc_header(ftype, p)
+            elif isinstance(ftype, ir.StackT):
+                nxt = self.fresh(p + "_next")
+                self.slots.append((nxt, 0))
+                members[fname] = StackRef([self.alloc_header(ftype.elem, f"{p}[{i}]") for i in range(ftype.size)],
+                                          nxt, ftype, p)
             elif isinstance(ftype, ir.StructT):
                 members[fname] = self.alloc_struct(ftype, p)
             elif isinstance(ftype, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
@@ -357,15 +380,53 @@ class CodeGen:
                     if fname == e.name:
                         return Leaf(var, ir.BitT(w))
                 self.fail(e.loc, f"header {base.type.name} has no field {e.name}")
+            if isinstance(base, StackRef):
+                if e.name == "next":
+                    return DynElem(base, 0)
+                if e.name == "last":
+                    return DynElem(base, -1)
+                if e.name == "lastIndex":  # nextIndex - 1 as bit<32> (spec 8.18)
+                    return V(f"(({base.nxt} - 1) & 0xffffffff)", ir.BitT(32))
+                if e.name == "size":
+                    return V(str(base.type.size), ir.BitT(32), base.type.size)
+                self.fail(e.loc, f"header stack {base.path} has no member {e.name}")
+            if isinstance(base, DynElem):
+                return self.dyn_field(base, e.name, e.loc)
             return ("member", base, e.name)
+        if isinstance(e, ir.Index):
+            base = self.ref(e.expr, scopes)
+            if not isinstance(base, StackRef):
+                self.fail(e.loc, "unsupported index of something that is not a header stack")
+            i = self.expr(e.index, scopes)
+            if i.const is None:
+                self.fail(e.loc, "unsupported non-constant header stack index")
+            if not 0 <= i.const < base.type.size:
+                self.fail(e.loc, f"header stack index {i.const} out of range 0..{base.type.size - 1}")
+            return base.elems[i.const]
         return None
+
+    def dyn_elems(self, d: DynElem) -> list[tuple[int, HdrRef]]:
+        """``(nextIndex value, element)`` pairs that ``d`` selects between."""
+        return [(i - d.offset, h) for i, h in enumerate(d.stack.elems)]
+
+    def dyn_field(self, d: DynElem, name: str, loc: ir.Loc) -> V:
+        """A field of ``stack.next``/``stack.last`` read as a chain on nextIndex (0 out of range)."""
+        t = d.stack.type.elem
+        widths = dict(t.fields)
+        if name not in widths:
+            self.fail(loc, f"header {t.name} has no field {name}")
+        code = "0"
+        for n, h in reversed(self.dyn_elems(d)):
+            var = next(v for fn, _w, v in h.fields if fn == name)
+            code = f"({var} if {d.stack.nxt} == {n} else {code})"
+        return V(code, widths[name])
 
     def expr(self, e: ir.Expr, scopes) -> V:
         if isinstance(e, ir.Lit):
             return V(repr(e.value), e.type or ir.IntLitT(), e.value)
         if isinstance(e, ir.BoolLit):
             return V("True" if e.value else "False", ir.BoolT(), int(e.value))
-        if isinstance(e, ir.Name | ir.Member):
+        if isinstance(e, ir.Name | ir.Member | ir.Index):
             if isinstance(e, ir.Member) and e.name in ("hit", "miss") and isinstance(e.expr, ir.Call):
                 return self.table_hit(e, scopes)
             b = self.ref(e, scopes)
@@ -518,6 +579,11 @@ class CodeGen:
         kind, obj, meth = self.call_target(e, scopes)
         if kind == "method" and isinstance(obj, HdrRef) and meth == "isValid":
             return V(obj.valid, ir.BoolT())
+        if kind == "method" and isinstance(obj, DynElem) and meth == "isValid":
+            code = "False"
+            for n, h in reversed(self.dyn_elems(obj)):
+                code = f"({h.valid} if {obj.stack.nxt} == {n} else {code})"
+            return V(code, ir.BoolT())
         if kind == "method" and isinstance(obj, PacketRef) and obj.kind == "packet_in" and meth == "length":
             return V("_n", ir.BitT(32))  # the whole frame in bytes (P4_16 spec packet_in.length())
         self.fail(e.loc, f"unsupported call in an expression: {desc_call(e)}")
@@ -629,10 +695,15 @@ class CodeGen:
         self.fail(loc, "unsupported assignment target")
 
     def copy_ref(self, dst, src) -> None:
+        """Emit ``dst = src`` for a header, header stack or struct binding."""
         if isinstance(dst, HdrRef):
             self.emit(f"{dst.valid} = {src.valid}")
             for (_n, _w, dv), (_n2, _w2, sv) in zip(dst.fields, src.fields, strict=True):
                 self.emit(f"{dv} = {sv}")
+        elif isinstance(dst, StackRef):
+            self.emit(f"{dst.nxt} = {src.nxt}")
+            for d, s in zip(dst.elems, src.elems, strict=True):
+                self.copy_ref(d, s)
         else:
             for name, d in dst.members.items():
                 s = src.members[name]
@@ -640,6 +711,31 @@ class CodeGen:
                     self.emit(f"{d.var} = {s.var}")
                 else:
                     self.copy_ref(d, s)
+
+    def stack_shift(self, st: StackRef, meth: str, e: ir.Call, scopes) -> None:
+        """``push_front(n)`` / ``pop_front(n)`` (P4_16 spec 8.18): shift elements by n, invalidate the
+        vacated ones, nextIndex moves by n (clamped to 0..size)."""
+        if len(e.args) != 1:
+            self.fail(e.loc, f"{meth} takes one argument")
+        n = self.const_of(e.args[0], scopes)
+        size = st.type.size
+        if n < 0:
+            self.fail(e.loc, f"{meth}: count must not be negative")
+        els = st.elems
+        if meth == "push_front":
+            for i in range(size - 1, -1, -1):
+                if i >= n:
+                    self.copy_ref(els[i], els[i - n])
+                else:
+                    self.emit(f"{els[i].valid} = False")
+            self.emit(f"{st.nxt} = min({st.nxt} + {n}, {size})")
+        else:
+            for i in range(size):
+                if i + n < size:
+                    self.copy_ref(els[i], els[i + n])
+                else:
+                    self.emit(f"{els[i].valid} = False")
+            self.emit(f"{st.nxt} = max({st.nxt} - {n}, 0)")
 
     def out_target(self, e: ir.Expr, scopes, loc) -> Leaf:
         b = self.ref(e, scopes)
@@ -657,6 +753,8 @@ class CodeGen:
                     return
                 if meth == "isValid":
                     return
+            if isinstance(obj, StackRef) and meth in ("push_front", "pop_front"):
+                return self.stack_shift(obj, meth, e, scopes)
             if isinstance(obj, PacketRef):
                 if obj.kind == "packet_in" and meth == "extract":
                     return self.extract(e, scopes, ctx)
@@ -846,8 +944,27 @@ class CodeGen:
         if len(e.args) != 1:
             self.fail(e.loc, "unsupported varbit extract")
         h = self.ref(e.args[0], scopes)
+        if isinstance(h, DynElem):
+            if h.offset != 0:
+                self.fail(e.loc, "extract into a header stack needs .next")
+            # extract(stack.next): the element at nextIndex, StackOutOfBounds past the end (spec 12.8.1)
+            st = h.stack
+            self.emit(f"if {st.nxt} >= {st.type.size}:")
+            self.emit(f"    _perr = {self.errors['StackOutOfBounds']}")
+            self.emit("    break")
+            for i, elem in enumerate(st.elems):
+                self.emit(f"{'if' if i == 0 else 'elif'} {st.nxt} == {i}:")
+                self.ind += 1
+                self.extract_header(elem)
+                self.ind -= 1
+            self.emit(f"{st.nxt} += 1")
+            return
         if not isinstance(h, HdrRef):
             self.fail(e.loc, "extract needs a header")
+        self.extract_header(h)
+
+    def extract_header(self, h: HdrRef) -> None:
+        """Emit the extract of header ``h`` at ``_pos`` (PacketTooShort when the frame ends first)."""
         nbytes = h.type.width // 8
         self.emit(f"if _pos + {nbytes} > _n:")
         self.emit(f"    _perr = {self.errors['PacketTooShort']}")
@@ -955,6 +1072,8 @@ class CodeGen:
         def walk(x):
             if isinstance(x, HdrRef):
                 hdrs.append(x)
+            elif isinstance(x, StackRef):
+                hdrs.extend(x.elems)
             elif isinstance(x, StructRef):
                 for m in x.members.values():
                     walk(m)

@@ -49,9 +49,6 @@ _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
 _UNSUPPORTED_METHODS = {
     "lookahead": "lookahead",
     "advance": "advance",
-    "push_front": "header stack",
-    "pop_front": "header stack",
-    "lastIndex": "header stack",
 }
 _SUPPORTED_EXTERN_INSTANCES = {"register", "counter"}
 _TYPE_DECL_WORDS = {"header", "struct", "enum", "parser", "control", "package"}
@@ -417,7 +414,13 @@ class _Builder(Transformer):
         return ir.NamedT(name, tuple(c for c in ch[1:] if not isinstance(c, Token)))
 
     def stack_type(self, meta, ch):
-        self._fail(meta, "unsupported header stack")
+        elem = ch[0]
+        if not isinstance(elem, ir.HeaderT):
+            self._fail(meta, "unsupported stack of a non-header type")
+        size = self.const_eval(ch[1])
+        if size <= 0:
+            self._fail(meta, f"header stack size {size} must be positive")
+        return ir.StackT(elem, size)
 
     def type_or_void(self, meta, ch):
         return ch[0]
@@ -745,7 +748,7 @@ class _Builder(Transformer):
         return ir.Member(self._loc(meta), ch[0], ch[1])
 
     def index(self, meta, ch):
-        self._fail(meta, "unsupported header stack index")
+        return ir.Index(self._loc(meta), ch[0], ch[1])
 
     def slice(self, meta, ch):
         return ir.Slice(self._loc(meta), ch[0], ch[1], ch[2])

@@ -83,7 +83,7 @@ class NamedT:
 
 @dataclass(frozen=True)
 class StackT:
-    """A header stack ``T[n]`` (recognised only to be rejected)."""
+    """A header stack ``T[n]`` of ``size`` headers of type ``elem`` (P4_16 spec 8.18)."""
 
     elem: Type
     size: int
@@ -148,7 +148,7 @@ class TypeMember(Expr):
 
 @dataclass
 class Index(Expr):
-    """``expr[index]`` (header stacks; rejected)."""
+    """``expr[index]``: an element of a header stack (constant index)."""
 
     expr: Expr
     index: Expr
