@@ -23,12 +23,25 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-__all__ = ["ControlError", "SwitchControl", "CONTRACT_METHODS"]
+__all__ = ["CONTRACT_METHODS", "ControlError", "EntryExistsError", "EntryNotFoundError", "SwitchControl",
+           "TableFullError"]
 
 
 class ControlError(Exception):
     """A control-plane request that cannot be applied (unknown name, width, duplicate key);
     ``str()`` is one line."""
+
+
+class EntryExistsError(ControlError):
+    """An insert whose key is already in the table (P4Runtime ``ALREADY_EXISTS``)."""
+
+
+class EntryNotFoundError(ControlError):
+    """A modify or delete of a key the table does not hold (P4Runtime ``NOT_FOUND``)."""
+
+
+class TableFullError(ControlError):
+    """An insert into a table that holds ``size`` entries (P4Runtime ``RESOURCE_EXHAUSTED``)."""
 
 
 class SwitchControl(abc.ABC):

@@ -34,7 +34,7 @@ from emu.control import ControlError
 
 __all__ = [
     "ActionInfo", "FieldMatch", "KeyField", "MATCH_KINDS", "build_match", "build_params", "bytes_to_int",
-    "canonical_bytes", "check_priority", "closest", "needs_priority", "parse_value",
+    "canonical_bytes", "check_priority", "closest", "lpm_mask", "needs_priority", "parse_value", "wildcard",
 ]
 
 #: Match kinds of P4_16 core and v1model (``optional`` from P4Runtime's v1model mapping).

@@ -4,7 +4,8 @@
 
     python -m emu.embedded.switch --program p4/symphony.p4 --name s1 \\
         --port 1=s1-eth1 --port 2=s1-eth2 --control /run/symphony-emu/s1.sock \\
-        [--seed N] [--log-level info] [--stats-file FILE] [--pcap DIR]
+        [--seed N] [--log-level info] [--stats-file FILE] [--pcap DIR] \\
+        [--p4runtime 127.0.0.1:0 --p4runtime-file FILE --device-id N]
 
 Loads the P4 program (front end + v1model runtime), builds a
 :class:`~emu.embedded.core.SwitchCore`, binds the ports with
@@ -63,15 +64,40 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--stats-file", type=Path, default=None, help="write final statistics here (JSON)")
     ap.add_argument("--pcap", type=Path, default=None, metavar="DIR",
                     help="write one pcap per port to DIR/<name>-eth<port>.pcap (frames in and out)")
+    ap.add_argument("--p4runtime", default=None, metavar="HOST:PORT",
+                    help="serve P4Runtime here (loopback only; port 0 picks a free port)")
+    ap.add_argument("--p4runtime-file", type=Path, default=None,
+                    help="write the bound P4Runtime address here once it serves")
+    ap.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (> 0)")
     return ap
+
+
+def check_loopback(address: str) -> str:
+    """``address`` if its host is a loopback address; ValueError naming the flag otherwise."""
+    import ipaddress
+
+    host, sep, port = address.rpartition(":")
+    host = host.strip("[]")
+    try:
+        ok = bool(sep) and port.isdigit() and (host == "localhost" or ipaddress.ip_address(host).is_loopback)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"--p4runtime {address!r}: expected a loopback HOST:PORT, e.g. 127.0.0.1:0")
+    return address
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temporary file + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def write_stats(path: Path, stats: dict[str, Any]) -> None:
     """Write ``stats`` as JSON to ``path`` atomically (temporary file + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(stats, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(stats, indent=2, sort_keys=True, default=str) + "\n")
 
 
 
@@ -81,10 +107,13 @@ PCAP_FLUSH_S = 1.0
 
 
 async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path,
-                name: str, pcap_dir: Path | None = None) -> dict[str, Any]:
+                name: str, pcap_dir: Path | None = None, *, p4runtime: str | None = None,
+                p4runtime_file: Path | None = None, device_id: int = 1) -> dict[str, Any]:
     """Run the switch until SIGTERM/SIGINT or a control ``shutdown``; returns final stats.
 
-    ``pcap_dir``: write one capture per port there (:mod:`emu.embedded.pcap`).
+    ``pcap_dir``: write one capture per port there (:mod:`emu.embedded.pcap`). With
+    ``p4runtime`` (a loopback ``HOST:PORT``) a P4Runtime server runs beside the control
+    socket; its bound address goes to ``p4runtime_file`` before the control socket accepts.
     """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -108,10 +137,19 @@ async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path
         raise
     api = ControlAPI(core, on_shutdown=stop.set)
     server = ControlServer(api, control_path)
+    p4rt: Any = None
     started = time.monotonic()
     try:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if p4runtime is not None:
+            from emu.embedded.p4runtime_server import P4RuntimeServer, P4RuntimeService, loop_runner
+
+            p4rt = P4RuntimeServer(P4RuntimeService(api, device_id=device_id, run=loop_runner(loop)), p4runtime)
+            bound = p4rt.start()
+            if p4runtime_file is not None:
+                write_text_atomic(p4runtime_file, bound + "\n")
+            logger.info("switch %s: P4Runtime device %d on %s", name, device_id, bound)
         await server.start()
         logger.info("switch %s ready: control %s", name, control_path)
         await stop.wait()
@@ -120,6 +158,10 @@ async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path
         portio.close()
         if capture is not None:
             capture.close()
+        if p4rt is not None:  # off the loop: a request may be waiting for the loop to run it
+            await loop.run_in_executor(None, p4rt.stop)
+            if p4runtime_file is not None:
+                p4runtime_file.unlink(missing_ok=True)
         await server.close()
         server.remove_socket_file()
     stats = core.stats()
@@ -153,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
             interfaces[port] = ifname
         if not interfaces:
             raise ValueError("no --port given; add --port 1=IFNAME for each interface")
+        if args.p4runtime is not None:
+            check_loopback(args.p4runtime)
+        if args.device_id <= 0:
+            raise ValueError(f"--device-id {args.device_id}: must be > 0")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -179,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     factory = _new_loop_factory()
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
-            stats = runner.run(serve(core, interfaces, args.control, args.name, args.pcap))
+            stats = runner.run(serve(core, interfaces, args.control, args.name, args.pcap,
+                                     p4runtime=args.p4runtime, p4runtime_file=args.p4runtime_file,
+                                     device_id=args.device_id))
     except OSError as e:
         print(f"error: switch {args.name}: {e.strerror or e}", file=sys.stderr)
         return 1

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emu import encoding
+from emu.control import EntryExistsError, EntryNotFoundError, TableFullError
 
 from .errors import ControlError
 
@@ -143,6 +144,10 @@ class Table:
             return tuple(canon) + (("priority", prio),), prio
         return tuple(canon), plen_total
 
+    def canonical_key(self, match: dict[str, Any], priority: int | None = None) -> tuple:
+        """The key under which :attr:`entries` holds the entry of ``match`` (ControlError if bad)."""
+        return self._canon(match, priority)[0]
+
     def add(self, match, action, params=None, priority=None, *, modify: bool = False) -> None:
         """Insert (or with ``modify`` replace) an entry."""
         key, prio = self._canon(match, priority)
@@ -150,12 +155,12 @@ class Table:
         args, desc = self._args(a, params)
         if modify:
             if key not in self.entries:
-                raise ControlError(f"{self.name}: no entry with match {match}")
+                raise EntryNotFoundError(f"{self.name}: no entry with match {match}")
         else:
             if key in self.entries:
-                raise ControlError(f"{self.name}: duplicate entry for match {match}")
+                raise EntryExistsError(f"{self.name}: duplicate entry for match {match}")
             if self.size is not None and len(self.entries) >= self.size:
-                raise ControlError(f"{self.name}: table full ({self.size} entries)")
+                raise TableFullError(f"{self.name}: table full ({self.size} entries)")
         self.entries[key] = ((a.aid, args, True), args, prio, a.name, desc)
         self._rebuild()
 
@@ -163,7 +168,7 @@ class Table:
         """Remove an entry."""
         key, _ = self._canon(match, priority)
         if self.entries.pop(key, None) is None:
-            raise ControlError(f"{self.name}: no entry with match {match}")
+            raise EntryNotFoundError(f"{self.name}: no entry with match {match}")
         self._rebuild()
 
     def clear(self) -> None:

@@ -191,6 +191,15 @@ class SwitchTarget(Switch):
         """The switch's control object (after :meth:`wait_ready`)."""
         raise NotImplementedError
 
+    @property
+    def device_id(self) -> int:
+        """The switch's P4Runtime device id (index + 1)."""
+        return self.seed_offset + 1
+
+    def p4runtime_address(self) -> str | None:
+        """``HOST:PORT`` of the switch's P4Runtime server, None if it has none (yet)."""
+        return None
+
     def running(self) -> bool:
         """Whether the switch process is alive."""
         return self.proc is not None and self.proc.poll() is None

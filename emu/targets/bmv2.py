@@ -111,7 +111,6 @@ class Bmv2Switch(SwitchTarget):
 
     def __init__(self, name: str, *args: Any, **params: Any) -> None:
         super().__init__(name, *args, **params)
-        self.index = self.seed_offset
         self._control: Bmv2Control | None = None
         self._p4rt: Any = None
 
@@ -151,9 +150,11 @@ class Bmv2Switch(SwitchTarget):
         """Where p4c's outputs go (shared by every switch of a run)."""
         return self.options.log_dir / "bmv2"
 
+
     @property
-    def device_id(self) -> int:
-        return self.index + 1
+    def index(self) -> int:
+        """The switch's index in the topology (picks its ports and device id)."""
+        return self.seed_offset
 
     @property
     def thrift_port(self) -> int:
@@ -162,6 +163,10 @@ class Bmv2Switch(SwitchTarget):
     @property
     def grpc_addr(self) -> str:
         return f"127.0.0.1:{GRPC_PORT_BASE + self.index}"
+
+    def p4runtime_address(self) -> str | None:
+        """``127.0.0.1:PORT`` of simple_switch_grpc's P4Runtime server."""
+        return self.grpc_addr
 
     def command(self) -> list[str]:
         """The simple_switch_grpc command line (the pipeline is pushed over P4Runtime)."""

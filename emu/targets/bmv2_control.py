@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from emu.control import ControlError, SwitchControl
+from emu.control import ControlError, EntryExistsError, EntryNotFoundError, SwitchControl
 from emu.encoding import (
     ActionInfo,
     FieldMatch,
@@ -46,6 +46,7 @@ from emu.encoding import (
     check_priority,
     parse_value,
 )
+from emu.p4rt import match_to_proto
 
 __all__ = [
     "ActionInfo", "Bmv2Control", "ControlError", "EntrySpec", "FieldMatch", "KeyField", "P4RuntimeTables",
@@ -318,7 +319,7 @@ class ThriftTables:
         try:
             return self.handles[entry.key_id()]
         except KeyError:
-            raise ControlError(f"{entry.table.name}: no such entry {self._key_text(entry)}") from None
+            raise EntryNotFoundError(f"{entry.table.name}: no such entry {self._key_text(entry)}") from None
 
     @staticmethod
     def _key_text(entry: EntrySpec) -> str:
@@ -326,7 +327,7 @@ class ThriftTables:
 
     def insert(self, entry: EntrySpec) -> None:
         if entry.key_id() in self.handles:
-            raise ControlError(f"{entry.table.name}: duplicate entry {self._key_text(entry)}")
+            raise EntryExistsError(f"{entry.table.name}: duplicate entry {self._key_text(entry)}")
         out = self._run(self.add_command(entry), f"{entry.table.name}: table_add")
         m = _CLI_HANDLE_RE.search(out)
         if m is None:
@@ -383,24 +384,8 @@ class P4RuntimeTables:
         te = self.pb.TableEntry()
         te.table_id = entry.table.id
         for m in entry.match:
-            if m.dont_care:
-                continue
-            fm = te.match.add()
-            fm.field_id = m.key.id
-            width = m.key.bitwidth
-            if m.key.match == "exact":
-                fm.exact.value = canonical_bytes(m.value, width)
-            elif m.key.match == "lpm":
-                fm.lpm.value = canonical_bytes(m.value, width)
-                fm.lpm.prefix_len = int(m.prefix_len or 0)
-            elif m.key.match == "ternary":
-                fm.ternary.value = canonical_bytes(m.value, width)
-                fm.ternary.mask = canonical_bytes(int(m.mask or 0), width)
-            elif m.key.match == "optional":
-                fm.optional.value = canonical_bytes(m.value, width)
-            else:
-                fm.range.low = canonical_bytes(m.value, width)
-                fm.range.high = canonical_bytes(int(m.high or 0), width)
+            if not m.dont_care:
+                match_to_proto(m, te.match.add())
         if entry.action is not None:
             te.action.action.action_id = entry.action.id
             for _name, width, pid, value in entry.params:

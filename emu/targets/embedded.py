@@ -1,8 +1,9 @@
 """The ``embedded`` target: one ``python -m emu.embedded.switch`` process per Mininet switch.
 
 The process binds an AF_PACKET socket to each of the switch's interfaces (which live in the
-root namespace, as Mininet's software switches do) and serves the control API on a Unix
-socket (docs/interfaces.md section 3). This class starts it, waits until the control socket
+root namespace, as Mininet's software switches do), serves the control API on a Unix
+socket (docs/interfaces.md section 3) and P4Runtime on a free loopback port (device id =
+switch index + 1; :meth:`EmbeddedSwitch.p4runtime_address` reads where). This class starts it, waits until the control socket
 accepts, hands out a :class:`~emu.embedded.control.ControlClient`, and stops it.
 """
 
@@ -110,6 +111,23 @@ class EmbeddedSwitch(SwitchTarget):
         return self.options.control_dir / f"{self.name}.sock"
 
     @property
+    def p4runtime_file(self) -> Path:
+        """Where the switch writes the address of its P4Runtime server."""
+        return self.options.control_dir / f"{self.name}.p4runtime"
+
+    @property
+    def device_id(self) -> int:
+        """P4Runtime device id: the switch's index + 1 (as on bmv2)."""
+        return self.seed_offset + 1
+
+    def p4runtime_address(self) -> str | None:
+        """``127.0.0.1:PORT`` of the switch's P4Runtime server (None before it serves)."""
+        try:
+            return self.p4runtime_file.read_text().strip() or None
+        except OSError:
+            return None
+
+    @property
     def stats_path(self) -> Path:
         """Where the switch writes its final statistics."""
         return self.options.log_dir / f"{self.name}.stats.json"
@@ -122,7 +140,9 @@ class EmbeddedSwitch(SwitchTarget):
         for port, intf in sorted(self.port_map().items()):
             cmd += ["--port", f"{port}={intf}"]
         cmd += ["--control", str(self.control_path), "--seed", str(opts.seed + self.seed_offset),
-                "--log-level", opts.log_level, "--stats-file", str(self.stats_path)]
+                "--log-level", opts.log_level, "--stats-file", str(self.stats_path),
+                "--p4runtime", "127.0.0.1:0", "--p4runtime-file", str(self.p4runtime_file),
+                "--device-id", str(self.device_id)]
         if opts.pcap_dir is not None:
             cmd += ["--pcap", str(opts.pcap_dir)]
         cmd += list(opts.extra_args)
@@ -137,6 +157,7 @@ class EmbeddedSwitch(SwitchTarget):
         self.options.control_dir.mkdir(parents=True, exist_ok=True)
         self.options.log_dir.mkdir(parents=True, exist_ok=True)
         self.control_path.unlink(missing_ok=True)
+        self.p4runtime_file.unlink(missing_ok=True)
         cmd = self.command()
         log.debug("starting %s: %s", self.name, " ".join(cmd))
         with open(self.log_path, "ab") as logf:
@@ -174,3 +195,4 @@ class EmbeddedSwitch(SwitchTarget):
         """Stop the switch process, then let Mininet delete the interfaces."""
         super().stop(deleteIntfs)
         self.control_path.unlink(missing_ok=True)
+        self.p4runtime_file.unlink(missing_ok=True)

@@ -517,7 +517,7 @@ def test_compile_and_switch_command_lines(tmp_path: Path) -> None:
         "p4c", "--target", "bmv2", "--arch", "v1model", "--p4runtime-files", str(tmp_path / "symphony.p4info.txt"),
         "-o", str(tmp_path), str(PROGRAM)]
     sw = bmv2.Bmv2Switch.__new__(bmv2.Bmv2Switch)  # no Mininet node: only the command line
-    sw.name, sw.index, sw.options = "s2", 1, SwitchOptions(log_dir=tmp_path)
+    sw.name, sw.seed_offset, sw.options = "s2", 1, SwitchOptions(log_dir=tmp_path)
     sw.ports = {type("I", (), {"name": n})(): p for n, p in (("s2-eth2", 2), ("s2-eth1", 1), ("lo", 0))}
     assert sw.command() == ["simple_switch_grpc", "--device-id", "2", "--thrift-port", "9091", "-i", "1@s2-eth1",
                             "-i", "2@s2-eth2", "--no-p4", "--", "--grpc-server-addr", "127.0.0.1:9560"]

@@ -1,0 +1,716 @@
+"""P4Runtime server of the embedded switch (P4Runtime 1.3; docs/embedded-switch.md).
+
+Any P4Runtime client (p4runtime-shell, finsy, ONOS...) programs the embedded switch as it
+programs bmv2's ``simple_switch_grpc``:
+
+- ``GetForwardingPipelineConfig`` returns the P4Info that the embedded front end generates
+  for the loaded program (:mod:`emu.embedded.p4info`, p4c's ids);
+- ``SetForwardingPipelineConfig`` VERIFY / VERIFY_AND_SAVE / VERIFY_AND_COMMIT / COMMIT /
+  RECONCILE_AND_COMMIT with a P4Info that describes the loaded program (a p4c-built one
+  included); another P4Info is refused with INVALID_ARGUMENT naming the first difference.
+  The switch keeps running the program it was started with (``p4_device_config`` is
+  not interpreted); VERIFY_AND_COMMIT clears the forwarding state (entries, default
+  actions, registers, counters) as a new pipeline would;
+- ``StreamChannel`` arbitration by election id per (device id, role), section 5: the
+  highest election id ever seen is primary; an election id already used by another live
+  client is refused (the stream ends with INVALID_ARGUMENT); every arbitration change is
+  advertised to the clients (OK to the primary, ALREADY_EXISTS / NOT_FOUND to backups);
+- ``Write`` (primary only, else PERMISSION_DENIED): table entries INSERT / MODIFY /
+  DELETE, default entries by MODIFY (no action: back to the program's default), counter
+  and register cells by MODIFY; per-update errors as ``p4.Error`` details of an UNKNOWN
+  status (section 12.4): ALREADY_EXISTS, NOT_FOUND, RESOURCE_EXHAUSTED, INVALID_ARGUMENT,
+  OUT_OF_RANGE, PERMISSION_DENIED, UNIMPLEMENTED;
+- ``Read``: table entries (wildcard over tables, entries, default entries, filtered by
+  match / priority / action), counters and registers (wildcard over ids and indices);
+- ``Capabilities``: the p4runtime protos' API version.
+
+Values are P4Runtime bytestrings (:mod:`emu.p4rt`); entries go through the same
+:class:`~emu.embedded.control.ControlAPI` as every other control path, so they mean the
+same as on the control socket. Every pipeline access runs through ``run`` (the switch's
+event loop thread in the switch process, so a request never races a packet).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import grpc
+from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from emu.control import ControlError, EntryExistsError, EntryNotFoundError, TableFullError
+from emu.embedded.p4info import build_p4info, p4info_mismatch
+from emu.encoding import ActionInfo, KeyField, canonical_bytes, needs_priority
+from emu.p4rt import P4RuntimeStatus, decode_bytes, match_from_proto, match_to_proto, match_to_spelling
+
+__all__ = ["P4RuntimeServer", "P4RuntimeService", "locked_runner", "loop_runner"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+#: Most StreamChannel clients per switch at once (more: RESOURCE_EXHAUSTED).
+MAX_STREAMS = 8
+#: Longest wait for the switch loop to run one request (s).
+RUN_TIMEOUT_S = 30.0
+_KINDS = {2: "exact", 3: "lpm", 4: "ternary", 5: "range", 6: "optional"}
+
+
+def locked_runner() -> Callable[[Callable[[], T]], T]:
+    """``run`` for a core nothing else drives concurrently: calls under one lock."""
+    lock = threading.Lock()
+
+    def run(fn: Callable[[], T]) -> T:
+        with lock:
+            return fn()
+
+    return run
+
+
+def loop_runner(loop: Any, timeout_s: float = RUN_TIMEOUT_S) -> Callable[[Callable[[], T]], T]:
+    """``run`` that executes each call on asyncio ``loop``'s thread (between packets)."""
+
+    def run(fn: Callable[[], T]) -> T:
+        fut: futures.Future = futures.Future()
+
+        def call() -> None:
+            try:
+                fut.set_result(fn())
+            except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+                fut.set_exception(e)
+
+        loop.call_soon_threadsafe(call)
+        return fut.result(timeout_s)
+
+    return run
+
+
+def _code(name: str) -> int:
+    return int(code_pb2.Code.Value(name))
+
+
+def _eid(msg: Any) -> tuple[int, int]:
+    return (int(msg.high), int(msg.low))
+
+
+@dataclass(frozen=True)
+class _Table:
+    name: str
+    id: int
+    keys: tuple[KeyField, ...]
+    actions: dict[int, ActionInfo]
+    const_default: bool
+
+    @property
+    def priority_required(self) -> bool:
+        return needs_priority(self.keys)
+
+
+@dataclass(eq=False)
+class _Stream:
+    """One StreamChannel client."""
+
+    out: queue.Queue = field(default_factory=queue.Queue)
+    device_id: int | None = None
+    role: str = ""
+    election_id: tuple[int, int] | None = None
+    abort: P4RuntimeStatus | None = None
+
+
+@dataclass
+class _Arbitration:
+    """Clients of one (device id, role)."""
+
+    streams: list[_Stream] = field(default_factory=list)
+    primary: _Stream | None = None
+    highest: tuple[int, int] | None = None
+
+
+class P4RuntimeService:
+    """The P4Runtime semantics over a ControlAPI, without gRPC (tests drive it directly).
+
+    api: the switch's :class:`~emu.embedded.control.ControlAPI`; device_id: the P4Runtime
+    device id (> 0); run: how a pipeline access is executed (:func:`loop_runner` in the
+    switch process, :func:`locked_runner` otherwise).
+    """
+
+    def __init__(self, api: Any, *, device_id: int = 1, run: Callable[[Callable[[], Any]], Any] | None = None) -> None:
+        if device_id <= 0:
+            raise ValueError(f"device id must be > 0, got {device_id}")
+        self.api = api
+        self.pipeline = api.pipeline
+        self.device_id = device_id
+        self.run = run or locked_runner()
+        self.p4info = build_p4info(self.pipeline)
+        self.cookie = 0
+        self.saved: Any = None
+        self._lock = threading.Lock()
+        self._arb: dict[str, _Arbitration] = {}
+        self.tables: dict[int, _Table] = {}
+        actions = {a.preamble.id: ActionInfo(a.preamble.name, tuple((p.name, p.bitwidth, p.id) for p in a.params),
+                                             a.preamble.id) for a in self.p4info.actions}
+        for t in self.p4info.tables:
+            keys = tuple(KeyField(m.name, _KINDS[m.match_type], m.bitwidth, m.id) for m in t.match_fields)
+            self.tables[t.preamble.id] = _Table(t.preamble.name, t.preamble.id, keys,
+                                                {r.id: actions[r.id] for r in t.action_refs},
+                                                bool(t.const_default_action_id))
+        self.action_ids = {a.name: pid for pid, a in actions.items()}
+        self.counters = {c.preamble.id: (c.preamble.name, c.size) for c in self.p4info.counters}
+        self.counter_units = {c.preamble.id: c.spec.unit for c in self.p4info.counters}
+        self.registers = {r.preamble.id: (r.preamble.name, r.size, r.type_spec.bitstring.bit.bitwidth)
+                          for r in self.p4info.registers}
+        self._initial_defaults = {name: table.default_desc for name, table in self.pipeline.tables.items()}
+
+    # -- arbitration (section 5) ---------------------------------------------------------------
+    def open_stream(self) -> _Stream:
+        """A new StreamChannel client (RESOURCE_EXHAUSTED beyond :data:`MAX_STREAMS`)."""
+        with self._lock:
+            if sum(len(a.streams) for a in self._arb.values()) >= MAX_STREAMS:
+                raise P4RuntimeStatus("RESOURCE_EXHAUSTED", f"more than {MAX_STREAMS} P4Runtime streams")
+        return _Stream()
+
+    def arbitrate(self, stream: _Stream, update: Any) -> None:
+        """Apply a MasterArbitrationUpdate; P4RuntimeStatus ends the stream (spec 5.4)."""
+        role = update.role.name
+        if update.role.HasField("config"):
+            raise P4RuntimeStatus("INVALID_ARGUMENT", "role.config is not supported (full pipeline access only)")
+        eid = _eid(update.election_id) if update.HasField("election_id") else None
+        with self._lock:
+            if stream.device_id is None:
+                if update.device_id != self.device_id:
+                    raise P4RuntimeStatus("NOT_FOUND", f"unknown device id {update.device_id} "
+                                                       f"(this switch is device {self.device_id})")
+            else:
+                if update.device_id != stream.device_id:
+                    raise P4RuntimeStatus("FAILED_PRECONDITION", "the device id of a stream cannot change")
+                if role != stream.role:
+                    raise P4RuntimeStatus("FAILED_PRECONDITION", "the role of a stream cannot change")
+            arb = self._arb.setdefault(role, _Arbitration())
+            if eid is not None and any(s is not stream and s.election_id == eid for s in arb.streams):
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"election id {eid[0]},{eid[1]} is already used by "
+                                                          "another client")
+            if stream.device_id is None:
+                stream.device_id, stream.role = update.device_id, role
+                arb.streams.append(stream)
+            was_primary = arb.primary is stream
+            stream.election_id = eid
+            if eid is not None and (arb.highest is None or eid >= arb.highest):
+                arb.primary, arb.highest = stream, eid
+                self._notify(arb, list(arb.streams))
+            else:
+                if was_primary:
+                    arb.primary = None
+                    self._notify(arb, list(arb.streams))
+                else:
+                    self._notify(arb, [stream])
+
+    def close_stream(self, stream: _Stream) -> None:
+        """The client went away: a primary's leaving is advertised to the backups."""
+        with self._lock:
+            arb = self._arb.get(stream.role)
+            if arb is None or stream not in arb.streams:
+                return
+            arb.streams.remove(stream)
+            if arb.primary is stream:
+                arb.primary = None
+                self._notify(arb, list(arb.streams))
+
+    def _notify(self, arb: _Arbitration, streams: list[_Stream]) -> None:
+        for s in streams:
+            msg = p4runtime_pb2.StreamMessageResponse()
+            a = msg.arbitration
+            a.device_id = self.device_id
+            if s.role:
+                a.role.name = s.role
+            if arb.highest is not None:
+                a.election_id.high, a.election_id.low = arb.highest
+            if arb.primary is s:
+                a.status.code, a.status.message = code_pb2.OK, "primary"
+            elif arb.primary is not None:
+                a.status.code, a.status.message = code_pb2.ALREADY_EXISTS, "backup: another client is primary"
+            else:
+                a.status.code, a.status.message = code_pb2.NOT_FOUND, "backup: there is no primary"
+            s.out.put(msg)
+
+    def stream_message(self, stream: _Stream, req: Any) -> None:
+        """One StreamMessageRequest (arbitration; packet-out is not served: StreamError)."""
+        kind = req.WhichOneof("update")
+        if kind == "arbitration":
+            self.arbitrate(stream, req.arbitration)
+            return
+        msg = p4runtime_pb2.StreamMessageResponse()
+        msg.error.canonical_code = code_pb2.UNIMPLEMENTED
+        msg.error.message = f"stream message {kind} is not supported by the embedded switch"
+        if kind == "packet":
+            msg.error.packet_out.packet_out.CopyFrom(req.packet)
+        stream.out.put(msg)
+
+    def _check_primary(self, device_id: int, role: str, election_id: Any, what: str) -> None:
+        if device_id != self.device_id:
+            raise P4RuntimeStatus("NOT_FOUND", f"unknown device id {device_id} (this switch is device "
+                                               f"{self.device_id})")
+        with self._lock:
+            arb = self._arb.get(role)
+            if arb is None and role:
+                raise P4RuntimeStatus("NOT_FOUND", f"unknown role {role!r}")
+            primary = None if arb is None else arb.primary
+            if primary is None or primary.election_id != _eid(election_id):
+                raise P4RuntimeStatus("PERMISSION_DENIED", f"{what}: not the primary client (election id "
+                                                           f"{election_id.high},{election_id.low})")
+
+    # -- pipeline config (sections 15, 16) --------------------------------------------------
+    def set_pipeline(self, req: Any) -> None:
+        """SetForwardingPipelineConfig; P4RuntimeStatus when refused."""
+        self._check_primary(req.device_id, req.role, req.election_id, "SetForwardingPipelineConfig")
+        A = p4runtime_pb2.SetForwardingPipelineConfigRequest  # noqa: N806
+        action = req.action
+        if action == A.COMMIT:
+            if req.HasField("config"):
+                raise P4RuntimeStatus("INVALID_ARGUMENT", "COMMIT takes no config")
+            if self.saved is None:
+                raise P4RuntimeStatus("NOT_FOUND", "COMMIT: no config saved by VERIFY_AND_SAVE")
+            self.cookie, self.saved = self.saved, None
+            return
+        if action not in (A.VERIFY, A.VERIFY_AND_SAVE, A.VERIFY_AND_COMMIT, A.RECONCILE_AND_COMMIT):
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"unknown action {action}")
+        if not req.HasField("config") or not req.config.HasField("p4info"):
+            raise P4RuntimeStatus("INVALID_ARGUMENT", "no config/P4Info given")
+        problem = p4info_mismatch(self.p4info, req.config.p4info)
+        if problem is not None:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"the P4Info does not match the program this switch runs: "
+                                                      f"{problem}")
+        cookie = req.config.cookie.cookie if req.config.HasField("cookie") else 0
+        if action == A.VERIFY_AND_SAVE:
+            self.saved = cookie
+        elif action == A.VERIFY_AND_COMMIT:
+            self.run(self._clear_state)
+            self.cookie = cookie
+        elif action == A.RECONCILE_AND_COMMIT:
+            self.cookie = cookie
+
+    def _clear_state(self) -> None:
+        for name, table in self.pipeline.tables.items():
+            table.clear()
+            default, params = self._initial_defaults[name]
+            if default:
+                table.set_default(default, params, force=True)
+        for name in self.pipeline.registers:
+            self.pipeline.register_reset(name)
+        for name in self.pipeline.counters:
+            self.pipeline.counter_reset(name)
+
+    def get_pipeline(self, req: Any) -> Any:
+        """GetForwardingPipelineConfig."""
+        if req.device_id != self.device_id:
+            raise P4RuntimeStatus("NOT_FOUND", f"unknown device id {req.device_id}")
+        rep = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        R = p4runtime_pb2.GetForwardingPipelineConfigRequest  # noqa: N806
+        if req.response_type in (R.ALL, R.P4INFO_AND_COOKIE):
+            rep.config.p4info.CopyFrom(self.p4info)
+        rep.config.cookie.cookie = self.cookie
+        return rep
+
+    def capabilities(self) -> Any:
+        """Capabilities: the version of the p4runtime protos served."""
+        rep = p4runtime_pb2.CapabilitiesResponse()
+        try:
+            rep.p4runtime_api_version = importlib.metadata.version("p4runtime")
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - installed from a checkout
+            rep.p4runtime_api_version = "1.3.0"
+        return rep
+
+    # -- Write (section 12) ------------------------------------------------------------------------
+    def write(self, req: Any) -> list[tuple[str, str]]:
+        """Apply every update; returns ``(code name, message)`` per update (``"OK"``)."""
+        self._check_primary(req.device_id, req.role, req.election_id, "Write")
+        if req.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+            raise P4RuntimeStatus("UNIMPLEMENTED", "only CONTINUE_ON_ERROR batches are supported")
+        results = []
+        for update in req.updates:
+            try:
+                self.run(lambda u=update: self._apply(u))
+                results.append(("OK", ""))
+            except P4RuntimeStatus as e:
+                results.append((e.code, str(e)))
+            except EntryExistsError as e:
+                results.append(("ALREADY_EXISTS", str(e)))
+            except EntryNotFoundError as e:
+                results.append(("NOT_FOUND", str(e)))
+            except TableFullError as e:
+                results.append(("RESOURCE_EXHAUSTED", str(e)))
+            except ControlError as e:
+                results.append(("INVALID_ARGUMENT", str(e)))
+        return results
+
+    def _apply(self, update: Any) -> None:
+        U = p4runtime_pb2.Update  # noqa: N806
+        kind = update.entity.WhichOneof("entity")
+        if update.type not in (U.INSERT, U.MODIFY, U.DELETE):
+            raise P4RuntimeStatus("INVALID_ARGUMENT", "update type unspecified")
+        if kind == "table_entry":
+            self._write_table_entry(update.type, update.entity.table_entry)
+        elif kind in ("counter_entry", "register_entry"):
+            if update.type != U.MODIFY:
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"{kind}: only MODIFY is allowed")
+            if kind == "counter_entry":
+                self._write_counter(update.entity.counter_entry)
+            else:
+                self._write_register(update.entity.register_entry)
+        else:
+            raise P4RuntimeStatus("UNIMPLEMENTED", f"{kind} is not supported by the embedded switch")
+
+    def _table(self, table_id: int) -> _Table:
+        t = self.tables.get(table_id)
+        if t is None:
+            raise P4RuntimeStatus("NOT_FOUND", f"unknown table id {table_id}")
+        return t
+
+    def _action(self, t: _Table, te: Any) -> tuple[str, dict[str, int]]:
+        if te.action.WhichOneof("type") != "action":
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: a direct table takes an action")
+        act = te.action.action
+        info = t.actions.get(act.action_id)
+        if info is None:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: action id {act.action_id} is not an action of "
+                                                      "this table")
+        by_id = {pid: (name, width) for name, width, pid in info.params}
+        params: dict[str, int] = {}
+        for p in act.params:
+            if p.param_id not in by_id:
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"{info.name}: unknown parameter id {p.param_id}")
+            name, width = by_id[p.param_id]
+            if name in params:
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"{info.name}: parameter {name} given twice")
+            params[name] = decode_bytes(p.value, width, f"{info.name} parameter {name}")
+        missing = [name for name, _w, _pid in info.params if name not in params]
+        if missing:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{info.name}: parameter {missing[0]} is missing")
+        return info.name, params
+
+    def _write_table_entry(self, utype: int, te: Any) -> None:
+        U = p4runtime_pb2.Update  # noqa: N806
+        t = self._table(te.table_id)
+        if te.is_const:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: is_const must be false in a write")
+        if te.is_default_action:
+            if utype != U.MODIFY:
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: the default entry is only MODIFYed")
+            if len(te.match) or te.priority:
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: a default entry has no match and priority 0")
+            if t.const_default:
+                raise P4RuntimeStatus("PERMISSION_DENIED", f"{t.name}: the default action is const")
+            if te.HasField("action"):
+                action, params = self._action(t, te)
+                self.api.table_set_default(t.name, action, params)
+            else:  # back to the program's default
+                action, params = self._initial_defaults[t.name]
+                self.pipeline.table(t.name).set_default(action, params, force=True)
+            return
+        fields = match_from_proto(t.name, t.keys, te.match)
+        if t.priority_required:
+            if te.priority <= 0:
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: a ternary/range/optional table needs "
+                                                          "priority > 0")
+            priority: int | None = te.priority
+        else:
+            if te.priority:
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: an exact/lpm table takes priority 0")
+            priority = None
+        match = match_to_spelling(fields)
+        if utype == U.DELETE:
+            self.api.table_delete(t.name, match, priority)
+            return
+        if utype == U.MODIFY and not te.HasField("action"):  # spec 9.1.2: the action stays; a no-op
+            table = self.pipeline.table(t.name)
+            if table.canonical_key(match, priority) not in table.entries:
+                raise EntryNotFoundError(f"{t.name}: no entry with match {match}")
+            return
+        action, params = self._action(t, te)
+        if utype == U.INSERT:
+            self.api.table_add(t.name, match, action, params, priority)
+        else:
+            self.api.table_modify(t.name, match, action, params, priority)
+
+    def _index(self, name: str, size: int, msg: Any) -> int | None:
+        if not msg.HasField("index"):
+            return None
+        i = int(msg.index.index)
+        if i < 0:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{name}: negative index {i}")
+        if i >= size:
+            raise P4RuntimeStatus("OUT_OF_RANGE", f"{name}: index {i} outside 0..{size - 1}")
+        return i
+
+    def _write_counter(self, ce: Any) -> None:
+        if ce.counter_id not in self.counters:
+            raise P4RuntimeStatus("NOT_FOUND", f"unknown counter id {ce.counter_id}")
+        name, size = self.counters[ce.counter_id]
+        index = self._index(name, size, ce)
+        if not ce.HasField("data"):
+            return
+        c = self.pipeline.counters[name]
+        for i in range(size) if index is None else [index]:
+            c.packets[i], c.bytes[i] = int(ce.data.packet_count), int(ce.data.byte_count)
+
+    def _write_register(self, re: Any) -> None:
+        if re.register_id not in self.registers:
+            raise P4RuntimeStatus("NOT_FOUND", f"unknown register id {re.register_id}")
+        name, size, width = self.registers[re.register_id]
+        index = self._index(name, size, re)
+        if re.data.WhichOneof("data") != "bitstring":
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{name}: data must be a bitstring")
+        value = decode_bytes(re.data.bitstring, width, f"{name} data")
+        for i in range(size) if index is None else [index]:
+            self.api.register_write(name, i, value)
+
+    # -- Read (section 13) ---------------------------------------------------------------------------
+    def read(self, req: Any) -> Any:
+        """One ReadResponse with every entity the request selects."""
+        if req.device_id != self.device_id:
+            raise P4RuntimeStatus("NOT_FOUND", f"unknown device id {req.device_id}")
+        rep = p4runtime_pb2.ReadResponse()
+        for entity in req.entities:
+            kind = entity.WhichOneof("entity")
+            if kind == "table_entry":
+                out = self.run(lambda e=entity.table_entry: self._read_table_entries(e))
+            elif kind == "counter_entry":
+                out = self.run(lambda e=entity.counter_entry: self._read_counters(e))
+            elif kind == "register_entry":
+                out = self.run(lambda e=entity.register_entry: self._read_registers(e))
+            else:
+                raise P4RuntimeStatus("UNIMPLEMENTED", f"reading {kind} is not supported by the embedded switch")
+            rep.entities.extend(out)
+        return rep
+
+    def _entry_proto(self, t: _Table, canon: tuple, entry: tuple) -> Any:
+        from emu.encoding import FieldMatch
+
+        _e, _args, prio, action, desc = entry
+        e = p4runtime_pb2.Entity()
+        te = e.table_entry
+        te.table_id = t.id
+        for key, c in zip(t.keys, canon, strict=False):
+            if key.match == "exact":
+                m = FieldMatch(key, c)
+            elif key.match == "lpm":
+                m = FieldMatch(key, c[0], prefix_len=c[1])
+            elif key.match == "range":
+                m = FieldMatch(key, c[0], high=c[1])
+            else:
+                m = FieldMatch(key, c[0], mask=c[1])
+            if not m.dont_care:
+                match_to_proto(m, te.match.add())
+        if t.priority_required:
+            te.priority = prio
+        self._action_proto(te, action, desc)
+        return e
+
+    def _action_proto(self, te: Any, action: str, desc: dict[str, int]) -> None:
+        aid = self.action_ids[action]
+        te.action.action.action_id = aid
+        t = self.tables[te.table_id]
+        for name, width, pid in t.actions[aid].params:
+            p = te.action.action.params.add()
+            p.param_id, p.value = pid, canonical_bytes(desc[name], width)
+
+    def _read_table_entries(self, query: Any) -> list[Any]:
+        tables = [self._table(query.table_id)] if query.table_id else list(self.tables.values())
+        out = []
+        for t in tables:
+            table = self.pipeline.table(t.name)
+            if query.is_default_action:
+                action, desc = table.default_desc
+                e = p4runtime_pb2.Entity()
+                e.table_entry.table_id = t.id
+                e.table_entry.is_default_action = True
+                if action:
+                    self._action_proto(e.table_entry, action, desc)
+                out.append(e)
+                continue
+            wanted = None
+            if query.table_id and len(query.match):
+                wanted = tuple(m.ident() for m in match_from_proto(t.name, t.keys, query.match))
+            want_action = query.action.action.action_id if query.HasField("action") else 0
+            for canon, entry in table.entries.items():
+                e = self._entry_proto(t, canon, entry)
+                te = e.table_entry
+                if query.priority and te.priority != query.priority:
+                    continue
+                if want_action and te.action.action.action_id != want_action:
+                    continue
+                if wanted is not None:
+                    got = tuple(m.ident() for m in match_from_proto(t.name, t.keys, te.match))
+                    if got != wanted:
+                        continue
+                out.append(e)
+        return out
+
+    def _read_counters(self, query: Any) -> list[Any]:
+        if query.counter_id and query.counter_id not in self.counters:
+            raise P4RuntimeStatus("NOT_FOUND", f"unknown counter id {query.counter_id}")
+        ids = [query.counter_id] if query.counter_id else sorted(self.counters)
+        out = []
+        for cid in ids:
+            name, size = self.counters[cid]
+            index = self._index(name, size, query)
+            values = self.api.counter_read(name)
+            for i in range(size) if index is None else [index]:
+                e = p4runtime_pb2.Entity()
+                ce = e.counter_entry
+                ce.counter_id, ce.index.index = cid, i
+                packets, nbytes = values[i]
+                unit = self.counter_units[cid]  # a packets-only counter reports no bytes (and vice versa)
+                if unit != p4info_pb2.CounterSpec.BYTES:
+                    ce.data.packet_count = packets
+                if unit != p4info_pb2.CounterSpec.PACKETS:
+                    ce.data.byte_count = nbytes
+                out.append(e)
+        return out
+
+    def _read_registers(self, query: Any) -> list[Any]:
+        if query.register_id and query.register_id not in self.registers:
+            raise P4RuntimeStatus("NOT_FOUND", f"unknown register id {query.register_id}")
+        ids = [query.register_id] if query.register_id else sorted(self.registers)
+        out = []
+        for rid in ids:
+            name, size, width = self.registers[rid]
+            index = self._index(name, size, query)
+            values = self.api.register_read(name)
+            for i in range(size) if index is None else [index]:
+                e = p4runtime_pb2.Entity()
+                re = e.register_entry
+                re.register_id, re.index.index = rid, i
+                re.data.bitstring = canonical_bytes(values[i], width)
+                out.append(e)
+        return out
+
+
+# -- gRPC ------------------------------------------------------------------------------------------
+
+
+class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """gRPC adapter: P4RuntimeStatus -> the RPC's status (Write: per-update p4.Error details)."""
+
+    def __init__(self, service: P4RuntimeService) -> None:
+        self.service = service
+
+    @staticmethod
+    def _abort(context: Any, e: P4RuntimeStatus) -> None:
+        context.abort(grpc.StatusCode[e.code], str(e))
+
+    def Write(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
+        try:
+            results = self.service.write(request)
+        except P4RuntimeStatus as e:
+            self._abort(context, e)
+        if all(code == "OK" for code, _ in results):
+            return p4runtime_pb2.WriteResponse()
+        status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
+        for code, message in results:
+            err = p4runtime_pb2.Error(canonical_code=_code(code), message=message)
+            status.details.add().Pack(err)
+        first = next(m for c, m in results if c != "OK")
+        context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+        context.set_code(grpc.StatusCode.UNKNOWN)
+        context.set_details(f"Write failure: {first}")
+        return p4runtime_pb2.WriteResponse()
+
+    def Read(self, request: Any, context: Any) -> Iterator[Any]:  # noqa: N802
+        try:
+            rep = self.service.read(request)
+        except P4RuntimeStatus as e:
+            self._abort(context, e)
+        yield rep
+
+    def SetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:  # noqa: N802
+        try:
+            self.service.set_pipeline(request)
+        except P4RuntimeStatus as e:
+            self._abort(context, e)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:  # noqa: N802
+        try:
+            return self.service.get_pipeline(request)
+        except P4RuntimeStatus as e:
+            self._abort(context, e)
+
+    def Capabilities(self, request: Any, context: Any) -> Any:  # noqa: N802, ARG002
+        return self.service.capabilities()
+
+    def StreamChannel(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:  # noqa: N802
+        try:
+            stream = self.service.open_stream()
+        except P4RuntimeStatus as e:
+            self._abort(context, e)
+        context.add_callback(lambda: stream.out.put(None))
+
+        def reader() -> None:
+            try:
+                for req in request_iterator:
+                    self.service.stream_message(stream, req)
+            except P4RuntimeStatus as e:
+                stream.abort = e
+            except Exception as e:  # noqa: BLE001 - the client went away (grpc cancels the iterator)
+                log.debug("P4Runtime stream ended: %r", e)
+            finally:
+                self.service.close_stream(stream)
+                stream.out.put(None)
+
+        threading.Thread(target=reader, name="p4rt-stream", daemon=True).start()
+        while True:
+            msg = stream.out.get()
+            if msg is None:
+                break
+            yield msg
+        if stream.abort is not None:
+            self._abort(context, stream.abort)
+
+
+class P4RuntimeServer:
+    """A gRPC server of a :class:`P4RuntimeService` on ``address`` (``127.0.0.1:0``: any
+    free port on loopback). :meth:`start` returns the bound ``host:port``."""
+
+    def __init__(self, service: P4RuntimeService, address: str = "127.0.0.1:0", *, max_workers: int = 16) -> None:
+        self.service = service
+        self.address = address
+        self.max_workers = max_workers
+        self._server: Any = None
+        self.bound: str | None = None
+
+    def start(self) -> str:
+        """Bind and serve; OSError if the address cannot be bound."""
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="p4rt"))
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self.service), server)
+        host = self.address.rpartition(":")[0] or "127.0.0.1"
+        try:
+            port = server.add_insecure_port(self.address)
+        except RuntimeError as e:
+            raise OSError(f"P4Runtime server: cannot bind {self.address}: {e}") from None
+        if port == 0:
+            raise OSError(f"P4Runtime server: cannot bind {self.address}")
+        server.start()
+        self._server = server
+        self.bound = f"{host}:{port}"
+        log.info("P4Runtime server (device %d) on %s", self.service.device_id, self.bound)
+        return self.bound
+
+    def stop(self, grace_s: float = 0.5) -> None:
+        """Stop serving (open streams end); safe to call twice."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop(grace_s).wait(grace_s + 1.0)
+
+    def __enter__(self) -> P4RuntimeServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
