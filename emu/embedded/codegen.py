@@ -130,7 +130,8 @@ class Ctx:
     ``kind`` is ``"parser"`` or ``"control"``; ``scopes`` the block's scopes (parameters,
     then its locals); ``meta`` the architecture's intrinsic metadata by role (v1model:
     ``"sm"`` = standard_metadata); ``depth`` the action-call nesting; ``in_loop`` whether
-    ``return`` can leave the current body with ``break``.
+    ``return`` can leave the current body with ``break``; ``ret`` where ``return expr``
+    stores the value of the function being inlined.
     """
 
     kind: str
@@ -139,6 +140,7 @@ class Ctx:
     meta: dict[str, Any] = field(default_factory=dict)
     depth: int = 0
     in_loop: bool = False
+    ret: Leaf | None = None
 
 
 class ExternType(Protocol):
@@ -238,6 +240,8 @@ class CodeGen:
         self.extract_sites: list[ExtractSite] = []
         self.deparse_sites: list[DeparseSite] = []
         self.structs: dict[str, _struct.Struct] = {}
+        #: the context of the statement being generated (function calls inside expressions need it)
+        self.cur_ctx: Ctx | None = None
 
     # ---------------------------------------------------------------- helpers
     def fresh(self, base: str) -> str:
@@ -586,7 +590,32 @@ class CodeGen:
             return V(code, ir.BoolT())
         if kind == "method" and isinstance(obj, PacketRef) and obj.kind == "packet_in" and meth == "length":
             return V("_n", ir.BitT(32))  # the whole frame in bytes (P4_16 spec packet_in.length())
+        if kind == "func" and obj in self.prog.functions and self.cur_ctx is not None \
+                and not any(obj in sc for sc in scopes):
+            fn = self.prog.functions[obj]
+            if fn.ret is None:
+                self.fail(e.loc, f"function {fn.name} returns void; it has no value")
+            # the body runs before the statement that uses its value
+            saved_lines, saved_ind = self.lines, self.ind
+            self.lines = []
+            ret = self.call_function(fn, e, scopes, self.cur_ctx)
+            body, self.lines, self.ind = self.lines, saved_lines, saved_ind
+            for ln in body:
+                ln.ind = max(0, ln.ind - saved_ind)
+            self.pre.extend(body)
+            return V(ret.var, ret.type)  # type: ignore[union-attr]
         self.fail(e.loc, f"unsupported call in an expression: {desc_call(e)}")
+
+    def call_function(self, fn: ir.Function, e: ir.Call, scopes, ctx: Ctx) -> Leaf | None:
+        """Inline function ``fn`` called by ``e``; return the var holding its result (None: void)."""
+        ret = None
+        if fn.ret is not None:
+            ret = Leaf(self.fresh(fn.name + "_ret"), fn.ret)
+            self.flush_pre()
+            self.emit(f"{ret.var} = {'False' if isinstance(fn.ret, ir.BoolT) else '0'}")
+        act = ir.Action(fn.loc, fn.name, fn.params, fn.body)
+        self.inline_action(act, e.args, scopes, replace(ctx, ret=ret), e.loc, body_scopes=[{}])
+        return ret
 
     def table_hit(self, e: ir.Member, scopes) -> V:
         call = e.expr
@@ -614,6 +643,13 @@ class CodeGen:
             self.emit("pass")
 
     def stmt(self, s: ir.Stmt, scopes, ctx) -> None:
+        prev, self.cur_ctx = self.cur_ctx, ctx
+        try:
+            self._stmt(s, scopes, ctx)
+        finally:
+            self.cur_ctx = prev
+
+    def _stmt(self, s: ir.Stmt, scopes, ctx) -> None:
         if isinstance(s, ir.Block):
             self.block(s.stmts, scopes, ctx)
         elif isinstance(s, ir.Empty):
@@ -659,12 +695,79 @@ class CodeGen:
             self.emit("raise _Exit")
         elif isinstance(s, ir.Return):
             if s.value is not None:
-                self.fail(s.loc, "unsupported return with a value")
+                if ctx.ret is None:
+                    self.fail(s.loc, "return with a value outside a function")
+                code = self.convert(self.expr(s.value, scopes), ctx.ret.type, s.loc)
+                self.flush_pre()
+                self.emit(f"{ctx.ret.var} = {code}")
             if not ctx.in_loop:
                 self.fail(s.loc, "unsupported return here")
             self.emit("break")
+        elif isinstance(s, ir.Switch):
+            self.switch(s, scopes, ctx)
         else:
             self.fail(s.loc, f"unsupported statement {type(s).__name__}")
+
+    def switch(self, s: ir.Switch, scopes, ctx: Ctx) -> None:
+        """``switch (t.apply().action_run)`` on the action the table ran, or ``switch (expr)`` on a value."""
+        e = s.expr
+        labels: list[tuple[list[str | None], ir.Block]] = []
+        if isinstance(e, ir.Member) and e.name == "action_run" and isinstance(e.expr, ir.Call):
+            kind, obj, meth = self.call_target(e.expr, scopes)
+            if not (kind == "method" and isinstance(obj, TableRef) and meth == "apply"):
+                self.fail(e.loc, "unsupported .action_run")
+            names = [a.name for a in obj.actions]
+            for labs, block in s.cases:
+                codes: list[str | None] = []
+                for lab in labs:
+                    if lab is None:
+                        codes.append(None)
+                        continue
+                    if not isinstance(lab, ir.Name) or lab.name not in names:
+                        self.fail(getattr(lab, "loc", s.loc),
+                                  f"switch label is not an action of table {obj.decl.name}")
+                    codes.append(str(names.index(lab.name)))
+                labels.append((codes, block))
+            ent = self.apply_table(obj, scopes, e.loc)
+            key = f"{ent}[0]"
+        else:
+            v = self.expr(e, scopes)
+            if not isinstance(v.type, ir.BitT | ir.IntT | ir.EnumT | ir.ErrorT):
+                self.fail(s.loc, "unsupported switch expression type")
+            key = self.fresh("sw")
+            self.flush_pre()
+            self.emit(f"{key} = {self.clean(v)}")
+            for labs, block in s.cases:
+                codes = []
+                for lab in labs:
+                    if lab is None:
+                        codes.append(None)
+                        continue
+                    lv = self.expr(lab, scopes)
+                    if lv.const is None:
+                        self.fail(lab.loc, "switch label must be a compile-time constant")
+                    codes.append(self.convert(lv, v.type, lab.loc))
+                labels.append((codes, block))
+        first = True
+        default: ir.Block | None = None
+        for codes, block in labels:
+            if None in codes:
+                default = block
+                continue
+            cond = f"{key} == {codes[0]}" if len(codes) == 1 else f"{key} in ({', '.join(codes)},)"
+            self.emit(f"{'if' if first else 'elif'} {cond}:")
+            first = False
+            self.ind += 1
+            self.block(block.stmts, scopes, ctx)
+            self.ind -= 1
+        if default is not None:
+            if first:
+                self.block(default.stmts, scopes, ctx)
+            else:
+                self.emit("else:")
+                self.ind += 1
+                self.block(default.stmts, scopes, ctx)
+                self.ind -= 1
 
     def assign(self, target: ir.Expr, value: ir.Expr, scopes, loc) -> None:
         if isinstance(target, ir.Slice):
@@ -772,6 +875,9 @@ class CodeGen:
                 return self.inline_action(sc[name].action, e.args, scopes, ctx, loc)
         if name in self.prog.actions and not any(name in sc for sc in scopes):
             return self.inline_action(self.prog.actions[name], e.args, scopes, ctx, loc)
+        if name in self.prog.functions and not any(name in sc for sc in scopes):
+            self.call_function(self.prog.functions[name], e, scopes, ctx)
+            return
         if name == "verify":
             if ctx.kind != "parser":
                 self.fail(loc, "verify() outside a parser")
@@ -790,7 +896,12 @@ class CodeGen:
         self.fail(loc, f"unknown function {name}")
 
     # -- actions
-    def inline_action(self, act: ir.Action, args: list[ir.Expr], scopes, ctx, loc, bound: dict | None = None) -> None:
+    def inline_action(self, act: ir.Action, args: list[ir.Expr], scopes, ctx, loc, bound: dict | None = None,
+                      body_scopes: Scopes | None = None) -> None:
+        """Inline ``act`` (or a function as an action) with ``args``; ``bound`` binds action data.
+
+        The body sees ``body_scopes`` (default: its control's scopes) plus its parameters.
+        """
         depth = ctx.depth
         if depth > 16:
             self.fail(loc, "action calls nested too deeply")
@@ -824,7 +935,7 @@ class CodeGen:
         if uses_return:
             self.emit("while True:")
             self.ind += 1
-        self.block(act.body.stmts, ctx.scopes + [scope], sub)
+        self.block(act.body.stmts, (ctx.scopes if body_scopes is None else body_scopes) + [scope], sub)
         if uses_return:
             self.emit("break")
             self.ind -= 1
@@ -875,7 +986,7 @@ class CodeGen:
             self.pre.extend(body)
             return f"{ent}[2]"
         self.dispatch(table, decl, actions, ctx, ent, loc)
-        return None
+        return ent
 
     def pre_or_emit(self, line: str, to_pre: bool) -> None:
         """Emit ``line`` now, or queue it to precede the current statement when ``to_pre``."""
@@ -1365,6 +1476,8 @@ def contains(node: Any, cls: type) -> bool:
         return any(contains(s, cls) for s in node.stmts)
     if isinstance(node, ir.If):
         return contains(node.then, cls) or (node.other is not None and contains(node.other, cls))
+    if isinstance(node, ir.Switch):
+        return any(contains(b, cls) for _labels, b in node.cases)
     return False
 
 

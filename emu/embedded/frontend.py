@@ -37,7 +37,6 @@ _GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar.lark"
 #: NAME tokens that start an unsupported construct, with the token that must follow
 #: (None: anything) and the construct name used in the error message.
 _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
-    "switch": ("(", "switch statement"),
     "varbit": ("<", "varbit"),
     "header_union": (None, "header_union"),
     "value_set": ("<", "value_set"),
@@ -284,6 +283,10 @@ def _parser() -> lark.Lark:
 # ------------------------------------------------------------------ tree -> IR
 
 
+class _Default:
+    """The ``default`` label of a switch case."""
+
+
 class _Ann:
     """A parsed annotation (kept only by name)."""
 
@@ -348,6 +351,7 @@ class _Builder(Transformer):
         self.externs: dict[str, ir.Loc] = {}
         self.extern_functions: dict[str, ir.Loc] = {}
         self.instances: list[ir.Instance] = []
+        self.functions: dict[str, ir.Function] = {}
         self.named: set[str] = set()
 
     # -- helpers
@@ -435,7 +439,7 @@ class _Builder(Transformer):
             source="", types=self.types, consts=self.consts, errors=self.errors,
             match_kinds=self.match_kinds, actions=self.actions, parsers=self.parsers,
             controls=self.controls, externs=self.externs, extern_functions=self.extern_functions,
-            instances=self.instances, main=main)
+            instances=self.instances, main=main, functions=self.functions)
 
     def top_decl(self, meta, ch):
         ch = self._strip(ch)
@@ -444,6 +448,8 @@ class _Builder(Transformer):
             self.consts[item.name] = item
         elif isinstance(item, ir.Action):
             self.actions[item.name] = item
+        elif isinstance(item, ir.Function):
+            self.functions[item.name] = item
         elif isinstance(item, ir.Instance):
             if item.type.name != "V1Switch":
                 f, line = item.loc
@@ -649,6 +655,12 @@ class _Builder(Transformer):
                 tables[c.name] = c
         return locals_, instances, actions, tables, apply
 
+    def function_decl(self, meta, ch):
+        ret, name, tparams, params, body = ch
+        if tparams:
+            self._fail(meta, f"unsupported generic function {name}")
+        return ir.Function(self._loc(meta), str(name), None if isinstance(ret, Token) else ret, params, body)
+
     def action_decl(self, meta, ch):
         return ir.Action(self._loc(meta), str(ch[0]), ch[1], ch[2])
 
@@ -728,6 +740,25 @@ class _Builder(Transformer):
 
     def if_stmt(self, meta, ch):
         return ir.If(self._loc(meta), ch[0], ch[1], ch[2])
+
+    def switch_stmt(self, meta, ch):
+        cases: list[tuple[list, ir.Block]] = []
+        pending: list = []
+        for labels, block in ch[1:]:
+            pending.extend(labels)
+            if block is not None:
+                cases.append((pending, block))
+                pending = []
+        if pending:  # trailing labels without a block: an empty case
+            cases.append((pending, ir.Block(self._loc(meta), [])))
+        return ir.Switch(self._loc(meta), ch[0], cases)
+
+    def switch_case(self, meta, ch):
+        label = ch[0]
+        return ([None] if isinstance(label, _Default) else [label], ch[1])
+
+    def default_label(self, meta, ch):
+        return _Default()
 
     def exit_stmt(self, meta, ch):
         return ir.Exit(self._loc(meta))

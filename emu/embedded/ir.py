@@ -292,9 +292,33 @@ class Exit(Stmt):
 
 @dataclass
 class Return(Stmt):
-    """``return;`` (in an action or control)."""
+    """``return;`` (action, control, function) or ``return expr;`` (function)."""
 
     value: Expr | None
+
+
+@dataclass
+class Switch(Stmt):
+    """``switch (expr) { labels: block ... }`` (P4_16 spec 12.7).
+
+    ``cases`` pairs the labels of a case (``None`` = ``default``) with its block; a
+    case without a block (``a: b: {...}``) falls through to the next one, so its labels
+    are merged into that case by the front end.
+    """
+
+    expr: Expr
+    cases: list[tuple[list[Expr | None], Block]]
+
+
+@dataclass
+class Function:
+    """A top-level function ``T name(params) { body }``; ``ret`` is None for ``void``."""
+
+    loc: Loc
+    name: str
+    ret: Type | None
+    params: list[Param]
+    body: Block
 
 
 @dataclass
@@ -438,3 +462,4 @@ class Program:
     extern_functions: dict[str, Loc]
     instances: list[Instance]
     main: Instance | None
+    functions: dict[str, Function] = field(default_factory=dict)

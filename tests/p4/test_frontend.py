@@ -74,7 +74,6 @@ def test_missing_include_is_reported(tmp_path: Path) -> None:
 
 
 UNSUPPORTED = [
-    ("switch statement", "apply {\n  switch (t.apply().action_run) { default: {} }\n}", "switch ("),
     ("varbit", "varbit<32> v;\napply { }", "varbit"),
     ("extern action_selector",
      "action_selector(HashAlgorithm.crc16, 32w128, 32w10) sel;\napply { }", "action_selector("),
