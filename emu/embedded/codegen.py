@@ -1031,21 +1031,54 @@ class CodeGen:
 
     # -- externs
     def field_list(self, e: ir.Expr, scopes) -> tuple[str, int]:
-        items = e.items if isinstance(e, ir.ListExpr) else [e]
-        code, width = "", 0
-        for it in items:
-            b = self.ref(it, scopes) if isinstance(it, ir.Name | ir.Member) else None
-            leaves: list[tuple[str, int]] = []
+        """Code and width of the bit-concatenation of a checksum/hash data argument.
+
+        ``e`` is a tuple ``{a, b, ...}`` (nested tuples allowed), a header (its fields), a
+        struct (its members in order, recursively) or one ``bit<N>``/``int<N>``/``bool``
+        expression (bool as one bit). Fields come first-to-last, most significant first.
+        """
+        leaves: list[tuple[str, int]] = []
+
+        def walk_binding(b: Any, loc: ir.Loc) -> None:
             if isinstance(b, HdrRef):
-                leaves = [(var, w) for _n, w, var in b.fields]
+                leaves.extend((var, w) for _n, w, var in b.fields)
+            elif isinstance(b, StackRef):
+                for h in b.elems:
+                    walk_binding(h, loc)
+            elif isinstance(b, StructRef):
+                for m in b.members.values():
+                    walk_binding(m, loc)
+            elif isinstance(b, Leaf):
+                walk_value(V(b.var, b.type), loc)
             else:
-                v = self.expr(it, scopes)
-                if not isinstance(v.type, ir.BitT):
-                    self.fail(it.loc, "checksum/hash data must be bit<N> fields or headers")
-                leaves = [(self.clean(v), v.type.width)]
-            for c, w in leaves:
-                code = c if not code else f"(({code}) << {w} | {c})"
-                width += w
+                self.fail(loc, "checksum/hash data must be bit<N> fields, headers, structs or tuples")
+
+        def walk_value(v: V, loc: ir.Loc) -> None:
+            if isinstance(v.type, ir.BoolT):
+                leaves.append((f"(1 if {v.code} else 0)", 1))
+            elif isinstance(v.type, ir.BitT | ir.IntT):
+                w = v.type.width
+                code = self.clean(v)
+                leaves.append((f"({code} & {hex(mask(w))})" if isinstance(v.type, ir.IntT) else code, w))
+            else:
+                self.fail(loc, "checksum/hash data must be bit<N> fields, headers, structs or tuples")
+
+        def walk(it: ir.Expr) -> None:
+            if isinstance(it, ir.ListExpr):
+                for x in it.items:
+                    walk(x)
+                return
+            b = self.ref(it, scopes) if isinstance(it, ir.Name | ir.Member | ir.Index) else None
+            if isinstance(b, HdrRef | StackRef | StructRef):
+                walk_binding(b, it.loc)
+            else:
+                walk_value(self.expr(it, scopes), it.loc)
+
+        walk(e)
+        code, width = "", 0
+        for c, w in leaves:
+            code = c if not code else f"(({code}) << {w} | {c})"
+            width += w
         return code or "0", width
 
     # -- parser pieces

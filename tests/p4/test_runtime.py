@@ -511,3 +511,16 @@ def test_optimized_pipeline_matches_unoptimized() -> None:
     assert any(o is not None and o[3] is not None and o[3] != f for o, f in zip(outs[0], frames, strict=True))
     assert _state(pipes[0]) == _state(pipes[1])
     assert any(any(v) for v in _state(pipes[0])[0].values())
+
+
+def test_hash_algorithms_give_their_check_values() -> None:
+    """CRC catalogue check values over b"123456789": CRC-16/ARC 0xBB3D (bmv2 crc16), CRC-32 0xCBF43926."""
+    from emu.embedded.externs import crc16, hash_value
+
+    data = int.from_bytes(b"123456789", "big")
+    assert crc16(b"123456789") == 0xBB3D
+    assert hash_value("crc16", data, 72) == 0xBB3D
+    assert hash_value("crc32", data, 72) == 0xCBF43926
+    assert hash_value("identity", 0x1234, 16) == 0x1234
+    # a 12-bit value is left-aligned in 2 bytes (zero-padded at the end), as bmv2 packs field lists
+    assert hash_value("crc16", 0xABC, 12) == crc16(bytes([0xAB, 0xC0]))
