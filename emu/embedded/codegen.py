@@ -604,6 +604,10 @@ class CodeGen:
                 ln.ind = max(0, ln.ind - saved_ind)
             self.pre.extend(body)
             return V(ret.var, ret.type)  # type: ignore[union-attr]
+        if kind == "method" and isinstance(obj, ExternRef):
+            call_expr = getattr(obj.ext, "call_expr", None)  # optional part of ExternType
+            if call_expr is not None:
+                return call_expr(self, obj.obj, meth, e, scopes)
         self.fail(e.loc, f"unsupported call in an expression: {desc_call(e)}")
 
     def call_function(self, fn: ir.Function, e: ir.Call, scopes, ctx: Ctx) -> Leaf | None:
@@ -616,6 +620,22 @@ class CodeGen:
         act = ir.Action(fn.loc, fn.name, fn.params, fn.body)
         self.inline_action(act, e.args, scopes, replace(ctx, ret=ret), e.loc, body_scopes=[{}])
         return ret
+
+    def pre_lines(self, gen_fn) -> None:
+        """Run ``gen_fn()`` (which emits lines) so that its lines precede the current statement.
+
+        Extern calls inside expressions (``RegisterAction.execute``, ``Hash.get``) use this:
+        their code goes to ``pre``, the expression's value is a variable it sets.
+        """
+        saved_lines, saved_ind = self.lines, self.ind
+        self.lines, self.ind = [], 0
+        try:
+            self.flush_pre()
+            gen_fn()
+            body = self.lines
+        finally:
+            self.lines, self.ind = saved_lines, saved_ind
+        self.pre.extend(body)
 
     def table_hit(self, e: ir.Member, scopes) -> V:
         call = e.expr
@@ -861,6 +881,8 @@ class CodeGen:
             if isinstance(obj, PacketRef):
                 if obj.kind == "packet_in" and meth == "extract":
                     return self.extract(e, scopes, ctx)
+                if obj.kind == "packet_in" and meth == "advance":
+                    return self.advance(e, scopes, ctx)
                 if obj.kind == "packet_out" and meth == "emit":
                     return self.emit_hdr(e, scopes)
             if isinstance(obj, TableRef) and meth == "apply":
@@ -1160,6 +1182,21 @@ class CodeGen:
                 else:
                     self._split(item[1], item[2], item[3], field_lines)
         self.emit(f"{h.valid} = True")
+
+    def advance(self, e: ir.Call, scopes, ctx) -> None:
+        """``packet_in.advance(bits)``: skip whole bytes; past the end is PacketTooShort."""
+        if ctx.kind != "parser":
+            self.fail(e.loc, "advance outside a parser")
+        if len(e.args) != 1:
+            self.fail(e.loc, "advance takes one argument")
+        bits = self.const_of(e.args[0], scopes)
+        if bits < 0 or bits % 8:
+            self.fail(e.loc, f"unsupported advance by {bits} bits (need a whole number of bytes)")
+        nbytes = bits // 8
+        self.emit(f"if _pos + {nbytes} > _n:")
+        self.emit(f"    _perr = {self.errors['PacketTooShort']}")
+        self.emit("    break")
+        self.emit(f"_pos += {nbytes}")
 
     def _split(self, fields, src: str, width: int, field_lines: list[tuple[Line, str]] | None) -> None:
         """Assign ``fields`` (name, width, var) from the ``width``-bit value in ``src``."""

@@ -41,15 +41,18 @@ _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
     "header_union": (None, "header_union"),
     "value_set": ("<", "value_set"),
     "tuple": ("<", "tuple"),
-    "abstract": (None, "abstract method"),
     "entries": ("=", "const entries"),
 }
 #: Method names (after '.') that are unsupported.
 _UNSUPPORTED_METHODS = {
     "lookahead": "lookahead",
-    "advance": "advance",
 }
-_SUPPORTED_EXTERN_INSTANCES = {"register", "counter"}
+#: Extern object types a control or parser may instantiate (v1model; T2NA). Which of them
+#: an architecture implements is checked when the program is compiled.
+_SUPPORTED_EXTERN_INSTANCES = {"register", "counter",
+                               "Register", "RegisterAction", "Random", "Hash", "Checksum", "Counter"}
+#: Package types a program may instantiate at top level (``main`` and the pipes it takes).
+_PACKAGES = {"V1Switch", "Pipeline", "Switch"}
 _TYPE_DECL_WORDS = {"header", "struct", "enum", "parser", "control", "package"}
 
 
@@ -451,7 +454,7 @@ class _Builder(Transformer):
         elif isinstance(item, ir.Function):
             self.functions[item.name] = item
         elif isinstance(item, ir.Instance):
-            if item.type.name != "V1Switch":
+            if item.type.name not in _PACKAGES:
                 f, line = item.loc
                 raise P4FrontendError(f, line, f"unsupported top-level instantiation of {item.type.name}")
             self.instances.append(item)
@@ -533,7 +536,15 @@ class _Builder(Transformer):
         typ, args, name = ch[0], ch[1], str(ch[2])
         if not isinstance(typ, ir.NamedT):
             self._fail(meta, "unsupported instantiation of a non-extern type")
-        return ir.Instance(self._loc(meta), typ, args, name)
+        methods = {m.name: m for m in (ch[3] or [])}
+        return ir.Instance(self._loc(meta), typ, args, name, methods)
+
+    def instance_init(self, meta, ch):
+        return [c for c in ch if c is not None]
+
+    def method_impl(self, meta, ch):
+        ch = self._strip(ch)
+        return ir.Method(self._loc(meta), str(ch[1]), ch[2], ch[3])
 
     def params(self, meta, ch):
         return [c for c in ch if c is not None]
@@ -904,7 +915,7 @@ def parse_text(text: str, linemap: list[tuple[str, int]] | None = None, source: 
 def load_program(path: str | os.PathLike, include_dirs: Iterable[str] = ()) -> ir.Program:
     """Preprocess, parse and resolve the P4_16 program at ``path``.
 
-    ``#include <core.p4>`` and ``<v1model.p4>`` resolve to this package's ``p4include/``;
+    ``#include <core.p4>``, ``<v1model.p4>`` and ``<t2na.p4>`` resolve to this package's ``p4include/``;
     quoted includes are relative to the including file, then ``include_dirs``.
     Raises :class:`P4FrontendError` (``FILE:LINE: ...``) for syntax errors and
     unsupported constructs.
@@ -912,6 +923,7 @@ def load_program(path: str | os.PathLike, include_dirs: Iterable[str] = ()) -> i
     text, linemap = preprocess(str(path), include_dirs)
     prog = parse_text(text, linemap, display_path(str(path)))
     if prog.main is None:
-        raise P4FrontendError(display_path(str(path)), len(linemap), "no 'V1Switch(...) main;' instance")
+        raise P4FrontendError(display_path(str(path)), len(linemap),
+                              "no 'V1Switch(...) main;' or 'Switch(...) main;' instance")
     logger.debug("loaded %s: %d parsers, %d controls", path, len(prog.parsers), len(prog.controls))
     return prog

@@ -383,13 +383,28 @@ class Table:
 
 
 @dataclass
+class Method:
+    """An abstract method implemented in an instantiation (``void apply(...) { ... }``)."""
+
+    loc: Loc
+    name: str
+    params: list[Param]
+    body: Block
+
+
+@dataclass
 class Instance:
-    """``Type<args>(ctor args) name;`` (register, counter, package instance...)."""
+    """``Type<args>(ctor args) name;`` (register, counter, package instance...).
+
+    ``methods``: the abstract methods the instance implements (``RegisterAction<...>(r)
+    name = { void apply(...) {...} };``), by name.
+    """
 
     loc: Loc
     type: NamedT
     args: list[Expr]
     name: str
+    methods: dict[str, Method] = field(default_factory=dict)
 
 
 @dataclass

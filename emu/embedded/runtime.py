@@ -30,13 +30,18 @@ from typing import Any
 from . import ir
 from .errors import ControlError
 from .externs import Counter, Register, csum16
+from .t2na import compile_t2na, qdepth_cells
 from .tables import Table, closest, to_int
 from .v1model import compile_v1model
 
 __all__ = ["ARCHITECTURES", "ControlError", "IngressResult", "Pipeline", "csum16"]
 
-#: main package type name -> compiler of that architecture (see v1model.compile_v1model)
-ARCHITECTURES = {"V1Switch": compile_v1model}
+#: main package type name -> compiler of that architecture (v1model.compile_v1model,
+#: t2na.compile_t2na)
+ARCHITECTURES = {"V1Switch": compile_v1model, "Switch": compile_t2na}
+#: main package type name -> how the traffic manager counts queue depth for it (None:
+#: packets; a function: units per queued packet, T2NA's 176-byte cells)
+QDEPTH_UNITS = {"V1Switch": None, "Switch": qdepth_cells}
 
 
 @dataclass(slots=True)
@@ -75,7 +80,10 @@ class Pipeline:
                                       "egress_drops": 0, "packets_out": 0}
         self.error_codes = {e: i for i, e in enumerate(program.errors)}
         main = program.main
-        arch = ARCHITECTURES.get(main.type.name if main is not None else "", compile_v1model)
+        arch_name = main.type.name if main is not None else ""
+        arch = ARCHITECTURES.get(arch_name, compile_v1model)
+        #: None (queue depths in packets) or the units a queued packet counts for (T2NA: cells)
+        self.qdepth_unit = QDEPTH_UNITS.get(arch_name)
         compiled = arch(program, optimize_code=optimize, rng=self.rng, stats=self.stats)
         self.source = compiled.source
         self._ingress_fn = compiled.ingress_fn

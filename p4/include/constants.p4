@@ -27,6 +27,7 @@ const bit<2>  ECN_CE          = 3;
  * shift and an OR, never a multiplication. STEP_WINDOW > MAX_RANKS so that the step_count
  * slots never alias: a ring bounds the lead between ranks by N-1. */
 #define MAX_JOBS          16
+#define MAX_JOBS_LOG2     4
 #define MAX_RANKS         64
 #define MAX_RANKS_LOG2    6
 #define STEP_WINDOW       128

@@ -21,6 +21,8 @@ error {
 /* Input packet of a parser. */
 extern packet_in {
     void extract<T>(out T hdr);
+    /* Skip sizeInBits bits (a whole number of bytes) of the packet. */
+    void advance(in bit<32> sizeInBits);
     bit<32> length();
 }
 
