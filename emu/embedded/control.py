@@ -38,8 +38,10 @@ __all__ = ["ControlAPI", "ControlClient", "ControlError", "ControlServer", "METH
 
 logger = logging.getLogger(__name__)
 
-#: Methods served over the socket: the SwitchControl contract.
-METHODS = CONTRACT_METHODS
+#: v1model packet replication (multicast groups, clone sessions) of the embedded switch.
+REPLICATION_METHODS = ("mcast_group_delete", "mcast_group_set", "mirroring_add", "mirroring_delete")
+#: Methods served over the socket: the SwitchControl contract, plus replication.
+METHODS = CONTRACT_METHODS + REPLICATION_METHODS
 
 #: Longest request or reply line accepted (bytes).
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -137,6 +139,24 @@ class ControlAPI(SwitchControl):
     def stats(self) -> dict[str, Any]:
         """``SwitchCore.stats()``."""
         return self.core.stats()
+
+    # -- packet replication (v1model PRE, clone sessions) ---------------------------
+
+    def mcast_group_set(self, group: int, replicas: list) -> None:
+        """Multicast ``group`` copies a packet to each replica: a port or ``[port, rid]``."""
+        self._pipe("mcast_group_set", group, replicas)
+
+    def mcast_group_delete(self, group: int) -> None:
+        """Delete multicast ``group``."""
+        self._pipe("mcast_group_delete", group)
+
+    def mirroring_add(self, session: int, port: int) -> None:
+        """Clone session ``session`` sends its copies to ``port``."""
+        self._pipe("mirroring_add", session, port)
+
+    def mirroring_delete(self, session: int) -> None:
+        """Delete clone session ``session``."""
+        self._pipe("mirroring_delete", session)
 
     def ping(self) -> str:
         """Liveness check: returns ``"pong"``."""
@@ -418,6 +438,22 @@ class ControlClient(SwitchControl):
     def stats(self) -> dict[str, Any]:
         """See :meth:`emu.control.SwitchControl.stats`; port keys come back as ints."""
         return _int_keys(self.call("stats"))
+
+    def mcast_group_set(self, group: int, replicas: list) -> None:
+        """See :meth:`ControlAPI.mcast_group_set`."""
+        self.call("mcast_group_set", group=group, replicas=[list(r) if isinstance(r, tuple) else r for r in replicas])
+
+    def mcast_group_delete(self, group: int) -> None:
+        """See :meth:`ControlAPI.mcast_group_delete`."""
+        self.call("mcast_group_delete", group=group)
+
+    def mirroring_add(self, session: int, port: int) -> None:
+        """See :meth:`ControlAPI.mirroring_add`."""
+        self.call("mirroring_add", session=session, port=port)
+
+    def mirroring_delete(self, session: int) -> None:
+        """See :meth:`ControlAPI.mirroring_delete`."""
+        self.call("mirroring_delete", session=session)
 
 
 def _remote(name: str) -> Callable[..., Any]:

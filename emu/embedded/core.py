@@ -107,6 +107,8 @@ class SwitchCore:
         self._drops = dict.fromkeys(DROP_REASONS, 0)
         self._log = _RateLimitedLog(1_000_000 * self.ticks_per_us)
         self._parser_key = next((k for k in _PARSER_ERROR_KEYS if k in getattr(pipeline, "stats", {})), None)
+        #: copies egress asked for (E2E clones, recirculations): the pipeline's list, if it has one
+        self._pending: list | None = getattr(pipeline, "pending", None)
 
     @property
     def ports(self) -> list[int]:
@@ -135,12 +137,24 @@ class SwitchCore:
             self._log("oversize", now_us, "port %d: %d-byte frame longer than %d bytes, dropped",
                       port, n, self.max_frame_bytes)
             return
+        self._ingress(frame, port, now_us, None)
+        if self._pending:
+            self._copies(now_us)
+
+    def _ingress(self, frame: bytes, port: int, now_us: int, copy: tuple | None) -> None:
+        """Ingress of a received frame, or (``copy`` = (instance_type, preserved, depth)) of a
+        resubmitted/recirculated one, then the packets it makes enter their queues."""
+        tm = self.tm
+        n = len(frame)
         pipe = self.pipeline
         key = self._parser_key
         perr = pipe.stats.get(key, 0) if key else 0
         tpu = self.ticks_per_us
         try:
-            st = pipe.ingress(frame, port, now_us if tpu == 1 else now_us // tpu)
+            if copy is None:
+                st = pipe.ingress(frame, port, now_us if tpu == 1 else now_us // tpu)
+            else:
+                st = pipe.ingress_copy(frame, port, now_us if tpu == 1 else now_us // tpu, *copy)
         except Exception:
             self._drops["malformed"] += 1
             self._log("malformed", now_us, "port %d: ingress failed on %d-byte frame %s",
@@ -160,6 +174,13 @@ class SwitchCore:
             self._log("malformed", now_us, "port %d: ingress result without egress_spec", port,
                       exc_info=True)
             return
+        try:
+            fan = st.mcast_grp or st.ops is not None
+        except AttributeError:  # a pipeline without multicast or copies (tests' fakes)
+            fan = False
+        if fan:
+            self._fanout(st, port, now_us)
+            return
         if out_port not in self._ports:
             self._drops["bad_port"] += 1
             self._log("bad_port", now_us, "port %d: egress_spec %d is not a switch port, dropped",
@@ -169,6 +190,48 @@ class SwitchCore:
             self._drops["tail"] += 1
             return
         tm.service_until(now_us)
+
+    def _enqueue_copy(self, out_port: int, st: Any, now_us: int, from_port: int) -> None:
+        if out_port not in self._ports:
+            self._drops["bad_port"] += 1
+            self._log("bad_port", now_us, "port %d: copy to %d, not a switch port, dropped", from_port, out_port)
+        elif self.tm.enqueue(out_port, st, now_us) is None:
+            self._drops["tail"] += 1
+
+    def _fanout(self, st: Any, port: int, now_us: int) -> None:
+        """Multicast replicas, clones, resubmission (Pipeline.fanout) of one ingress result."""
+        try:
+            tasks = self.pipeline.fanout(st)
+        except Exception:
+            self._drops["malformed"] += 1
+            self._log("malformed", now_us, "port %d: replication failed", port, exc_info=True)
+            return
+        if not tasks:
+            self._drops["pipeline"] += 1
+            return
+        for task in tasks:
+            if task[0] == "egress":
+                self._enqueue_copy(task[1], task[2], now_us, port)
+            else:
+                _kind, frame, in_port, itype, preserved, depth = task
+                self._ingress(frame, in_port, now_us, (itype, preserved, depth))
+        self.tm.service_until(now_us)
+
+    def _copies(self, now_us: int) -> None:
+        """Enqueue the E2E clones and re-run ingress for the recirculations egress asked for."""
+        pending = self._pending
+        rounds = 0
+        while pending and rounds < 64:  # bounded: each copy has a re-entry depth limit too
+            rounds += 1
+            tasks = pending[:]
+            del pending[:]
+            for task in tasks:
+                if task[0] == "egress":
+                    self._enqueue_copy(task[1], task[2], now_us, task[2].port)
+                else:
+                    _kind, frame, in_port, itype, preserved, depth = task
+                    self._ingress(frame, in_port, now_us, (itype, preserved, depth))
+            self.tm.service_until(now_us)
 
     def _run_egress(self, port: int, st: Any, enq_qdepth: int, deq_qdepth: int,
                     deq_timedelta_us: int, enq_timestamp_us: int, now_us: int) -> bytes | None:
@@ -188,7 +251,7 @@ class SwitchCore:
             self._drops["malformed"] += 1
             self._log("malformed", now_tick, "port %d: egress failed", port, exc_info=True)
             return None
-        if out is None:
+        if out is None and not getattr(self.pipeline, "last_recirculated", False):
             self._drops["pipeline"] += 1
         return out
 
@@ -196,6 +259,8 @@ class SwitchCore:
         """Frames to put on the wire at ``now_us``: ``[(port, frame), ...]``, FIFO per port."""
         tm = self.tm
         tm.service_until(now_us)
+        if self._pending:
+            self._copies(now_us)
         out = tm.due(now_us)
         if out:
             tx = self._tx

@@ -293,8 +293,9 @@ class _Default:
 class _Ann:
     """A parsed annotation (kept only by name)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, args: list | None = None) -> None:
         self.name = name
+        self.args = args or []
 
 
 _BINOPS = {
@@ -355,6 +356,7 @@ class _Builder(Transformer):
         self.extern_functions: dict[str, ir.Loc] = {}
         self.instances: list[ir.Instance] = []
         self.functions: dict[str, ir.Function] = {}
+        self.field_lists: dict[int, list[tuple[str, str]]] = {}
         self.named: set[str] = set()
 
     # -- helpers
@@ -390,7 +392,7 @@ class _Builder(Transformer):
 
     # -- annotations
     def annotation(self, meta, ch):
-        return _Ann(str(ch[0]))
+        return _Ann(str(ch[0]), [c for c in ch[1:] if c is not None])
 
     # -- types
     def width(self, meta, ch):
@@ -442,7 +444,7 @@ class _Builder(Transformer):
             source="", types=self.types, consts=self.consts, errors=self.errors,
             match_kinds=self.match_kinds, actions=self.actions, parsers=self.parsers,
             controls=self.controls, externs=self.externs, extern_functions=self.extern_functions,
-            instances=self.instances, main=main, functions=self.functions)
+            instances=self.instances, main=main, functions=self.functions, field_lists=self.field_lists)
 
     def top_decl(self, meta, ch):
         ch = self._strip(ch)
@@ -471,13 +473,17 @@ class _Builder(Transformer):
         return None
 
     def field(self, meta, ch):
+        lists = []
+        for a in ch:
+            if isinstance(a, _Ann) and a.name == "field_list":
+                lists.extend(self.const_eval(x) for x in a.args)
         ch = self._strip(ch)
-        return (str(ch[1]), ch[0], meta)
+        return (str(ch[1]), ch[0], meta, lists)
 
     def header_decl(self, meta, ch):
         name = str(ch[0])
         fields = []
-        for fname, ftype, fmeta in ch[1:]:
+        for fname, ftype, fmeta, _lists in ch[1:]:
             if not isinstance(ftype, ir.BitT | ir.IntT):
                 self._fail(fmeta, f"unsupported header field type in header {name}")
             fields.append((fname, ftype))
@@ -490,10 +496,12 @@ class _Builder(Transformer):
     def struct_decl(self, meta, ch):
         name = str(ch[0])
         fields = []
-        for fname, ftype, fmeta in ch[1:]:
+        for fname, ftype, fmeta, lists in ch[1:]:
             if isinstance(ftype, ir.NamedT) and ftype.name not in self.types:
                 self._fail(fmeta, f"unknown type {ftype.name}")
             fields.append((fname, ftype))
+            for n in lists:  # @field_list(n): preserved by clone/resubmit/recirculate with list n
+                self.field_lists.setdefault(n, []).append((name, fname))
         self.types[name] = ir.StructT(name, tuple(fields))
         return None
 

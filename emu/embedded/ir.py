@@ -478,3 +478,5 @@ class Program:
     instances: list[Instance]
     main: Instance | None
     functions: dict[str, Function] = field(default_factory=dict)
+    #: ``@field_list(n)`` annotations: list n -> [(struct name, member name)] in declaration order
+    field_lists: dict[int, list[tuple[str, str]]] = field(default_factory=dict)

@@ -44,19 +44,37 @@ ARCHITECTURES = {"V1Switch": compile_v1model, "Switch": compile_t2na}
 QDEPTH_UNITS = {"V1Switch": None, "Switch": qdepth_cells}
 
 
+#: v1model instance_type values (bmv2 simple_switch PKT_INSTANCE_TYPE_*).
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
+#: Most times one received packet may be resubmitted or recirculated (bmv2 has no bound;
+#: here a loop in the program must not hang the switch). Beyond it the copy is dropped.
+MAX_REENTRIES = 16
+
+
 @dataclass(slots=True)
 class IngressResult:
-    """Outcome of ingress for a packet that was not dropped.
+    """Outcome of ingress for a packet that was not dropped (or that made copies).
 
     ``egress_spec`` is the port chosen by ingress (bit<9>), ``mcast_grp`` its multicast
-    group (0: unicast), ``packet_length`` the received frame length in bytes; the rest
-    is opaque state that :meth:`Pipeline.egress` consumes.
+    group (0: unicast), ``packet_length`` the received frame length in bytes, ``port``
+    the ingress port; ``state`` is opaque state that :meth:`Pipeline.egress` consumes.
+    ``rid``/``itype`` are the egress_rid and instance_type egress sees (multicast
+    replicas, clones). ``ops`` (clone/resubmit requests), ``frame`` and ``now_us`` are
+    set only when the program asked for copies: :meth:`Pipeline.fanout` handles them.
     """
 
     egress_spec: int
     mcast_grp: int
     packet_length: int
     state: tuple = field(repr=False)
+    port: int = 0
+    rid: int = 0
+    itype: int = 0
+    ops: tuple | None = field(default=None, repr=False)
+    frame: bytes | None = field(default=None, repr=False)
+    now_us: int = 0
+    #: how many times this packet was resubmitted or recirculated (bounded by MAX_REENTRIES)
+    depth: int = 0
 
 
 class Pipeline:
@@ -91,6 +109,18 @@ class Pipeline:
         self.tables: dict[str, Table] = compiled.objects.tables
         self.registers: dict[str, Register] = compiled.objects.registers
         self.counters: dict[str, Counter] = compiled.objects.counters
+        self._field_lists = compiled.field_lists
+        #: packet replication engine: multicast group -> [(egress port, egress_rid)]
+        self.mcast_groups: dict[int, list[tuple[int, int]]] = {}
+        #: clone (mirroring) sessions: session id -> egress port
+        self.mirror_sessions: dict[int, int] = {}
+        #: copies egress asked for (E2E clone, recirculate), taken by the switch core:
+        #: ``("egress", port, IngressResult)`` / ``("ingress", frame, port, instance_type, preserved, depth)``
+        self.pending: list[tuple] = []
+        #: the last egress run sent its packet back to ingress (not a drop)
+        self.last_recirculated = False
+        for k in ("clones", "resubmits", "recirculations", "replicas", "copy_drops"):
+            self.stats.setdefault(k, 0)
 
     # ------------------------------------------------------------ per packet
     def ingress(self, frame: bytes, ingress_port: int, now_us: int) -> IngressResult | None:
@@ -105,7 +135,72 @@ class Pipeline:
         if r is None:
             self.stats["ingress_drops"] += 1
             return None
-        return IngressResult(*r)
+        if len(r) == 5:
+            return IngressResult(r[0], r[1], r[2], r[3], ingress_port, ops=r[4], frame=bytes(frame), now_us=now_us)
+        return IngressResult(*r, ingress_port)
+
+    def ingress_copy(self, frame: bytes, ingress_port: int, now_us: int, instance_type: int,
+                     preserved: dict[str, Any] | None, depth: int = 0) -> IngressResult | None:
+        """:meth:`ingress` for a resubmitted or recirculated packet (bmv2 instance_type 6 or 4).
+
+        ``preserved`` holds the field list's metadata values; ``depth`` counts the
+        re-entries so far (kept in the result's ``depth``).
+        """
+        self.stats["parsed"] += 1
+        r = self._ingress_fn(bytes(frame), ingress_port, now_us, instance_type, preserved)
+        if r is None:
+            self.stats["ingress_drops"] += 1
+            return None
+        if len(r) == 5:
+            return IngressResult(r[0], r[1], r[2], r[3], ingress_port, ops=r[4], frame=bytes(frame),
+                                 now_us=now_us, depth=depth)
+        return IngressResult(*r, ingress_port, depth=depth)
+
+    def _preserved(self, values: dict[str, Any], index: int) -> dict[str, Any]:
+        keep = self._field_lists.get(index, ())
+        return {v: values[v] for v in keep if v in values}
+
+    def fanout(self, st: IngressResult) -> list[tuple]:
+        """What follows ingress for ``st``, in bmv2 simple_switch's order (ingress_thread).
+
+        I2E clone (the received packet parsed again, to the session's port), resubmit
+        (the received packet enters ingress again; nothing else happens to it), multicast
+        (one replica per ``(port, rid)`` of the group, instance_type 5; the original is
+        discarded), else unicast to ``egress_spec`` unless it is 511. Returns tasks
+        ``("egress", port, IngressResult)`` and ``("ingress", frame, port, instance_type,
+        preserved, depth)``.
+        """
+        tasks: list[tuple] = []
+        depth = st.depth
+        if st.ops is not None:
+            clone, resub, values = st.ops
+            if clone is not None:
+                session, index = clone
+                port = self.mirror_sessions.get(session)
+                if port is None:
+                    self.stats["copy_drops"] += 1
+                else:
+                    r = self._ingress_fn(st.frame, st.port, st.now_us, INGRESS_CLONE,
+                                         self._preserved(values, index), True)
+                    self.stats["clones"] += 1
+                    tasks.append(("egress", port, IngressResult(0, 0, r[2], r[3], st.port, itype=INGRESS_CLONE,
+                                                                depth=depth)))
+            if resub is not None:
+                if depth >= MAX_REENTRIES:
+                    self.stats["copy_drops"] += 1
+                else:
+                    self.stats["resubmits"] += 1
+                    tasks.append(("ingress", st.frame, st.port, RESUBMIT, self._preserved(values, resub), depth + 1))
+                return tasks
+        if st.mcast_grp:
+            for port, rid in self.mcast_groups.get(st.mcast_grp, ()):
+                self.stats["replicas"] += 1
+                tasks.append(("egress", port, IngressResult(st.egress_spec, st.mcast_grp, st.packet_length, st.state,
+                                                            st.port, rid=rid, itype=REPLICATION, depth=depth)))
+            return tasks
+        if st.egress_spec != 511:
+            tasks.append(("egress", st.egress_spec, st))
+        return tasks
 
     def egress(self, st: IngressResult, *, egress_port: int, enq_qdepth: int = 0, deq_qdepth: int = 0,
                deq_timedelta_us: int = 0, enq_timestamp_us: int = 0, now_us: int = 0) -> bytes | None:
@@ -114,13 +209,75 @@ class Pipeline:
         Queue depths are in packets (v1model enq_qdepth/deq_qdepth, 19 bits), times in us.
         The payload after the last extracted header is appended unchanged.
         """
-        out = self._egress_fn(st.state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us,
-                              enq_timestamp_us, now_us)
+        if st.itype or st.rid:  # a replica or a clone (v1model's _egress takes rid and instance_type)
+            out = self._egress_fn(st.state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us,
+                                  enq_timestamp_us, now_us, st.rid, st.itype)
+        else:
+            out = self._egress_fn(st.state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us,
+                                  enq_timestamp_us, now_us)
+        self.last_recirculated = False
+        if out.__class__ is tuple:
+            out = self._egress_copies(st, out)
+            if out is None and self.last_recirculated:
+                return None  # not a drop: the packet went back to ingress
         if out is None:
             self.stats["egress_drops"] += 1
         else:
             self.stats["packets_out"] += 1
         return out
+
+    def _egress_copies(self, st: IngressResult, res: tuple) -> bytes | None:
+        """E2E clone and recirculate requests of one egress run (bmv2 egress_thread) -> ``pending``."""
+        out, clone, recirc = res
+        if clone is not None:
+            session, _index, state = clone
+            port = self.mirror_sessions.get(session)
+            if port is None:
+                self.stats["copy_drops"] += 1
+            else:
+                self.stats["clones"] += 1
+                self.pending.append(("egress", port, IngressResult(0, 0, st.packet_length, state, st.port,
+                                                                   itype=EGRESS_CLONE, depth=st.depth)))
+        if recirc is not None:
+            frame, index, values = recirc
+            depth = st.depth
+            if depth >= MAX_REENTRIES:
+                self.stats["copy_drops"] += 1
+            else:
+                self.stats["recirculations"] += 1
+                self.last_recirculated = True
+                self.pending.append(("ingress", frame, st.port, RECIRC, self._preserved(values, index), depth + 1))
+        return out
+
+    # ------------------------------------------------------------ replication (control plane)
+    def mcast_group_set(self, group: int, replicas: list) -> None:
+        """Set multicast ``group`` (1..65535) to ``replicas``: ports, or ``[port, rid]`` pairs (rid 0 if omitted).
+
+        A replica is one copy of the packet to that egress port with that egress_rid
+        (bmv2's mc_mgrp_create / mc_node_create / mc_node_associate in one call).
+        """
+        g = to_int(group, 16, "multicast group")
+        if g == 0:
+            raise ControlError("multicast group 0 means unicast; use 1..65535")
+        out = []
+        for r in replicas:
+            port, rid = (r, 0) if isinstance(r, int | str) else tuple(r)
+            out.append((to_int(port, 9, f"multicast group {g}: port"), to_int(rid, 16, f"multicast group {g}: rid")))
+        self.mcast_groups[g] = out
+
+    def mcast_group_delete(self, group: int) -> None:
+        """Delete multicast ``group`` (packets sent to it then make no copies)."""
+        if self.mcast_groups.pop(to_int(group, 16, "multicast group"), None) is None:
+            raise ControlError(f"no multicast group {group}")
+
+    def mirroring_add(self, session: int, port: int) -> None:
+        """Clone session ``session`` sends its copies to egress ``port`` (bmv2 mirroring_add)."""
+        self.mirror_sessions[to_int(session, 32, "clone session")] = to_int(port, 9, f"clone session {session}: port")
+
+    def mirroring_delete(self, session: int) -> None:
+        """Delete clone session ``session`` (clones to it are then not made)."""
+        if self.mirror_sessions.pop(to_int(session, 32, "clone session"), None) is None:
+            raise ControlError(f"no clone session {session}")
 
     def process(self, frame: bytes, ingress_port: int, now_us: int = 0, *, enq_qdepth: int = 0,
                 deq_qdepth: int = 0) -> tuple[int, bytes] | None:

@@ -18,6 +18,10 @@ access)::
     register_write NAME INDEX VALUE
     register_read NAME INDEX VALUE    expectation on a register cell
     check_counter NAME(INDEX) [packets|bytes] [==|!=|<|<=|>|>=] VALUE
+    mirroring_add SESSION PORT        clone session -> egress port
+    mc_mgrp_create GROUP              multicast group (p4c STF / bmv2 CLI names);
+    mc_node_create RID PORT...        node handles are 0, 1, ... in creation order
+    mc_node_associate GROUP NODE
 
 Key values: ``0x0a000001`` or decimal (exact), ``0x0a000000/24`` (lpm),
 ``VALUE&&&MASK`` (ternary), ``LOW->HIGH`` (range, inclusive); other text (``10.0.0.1``)
@@ -254,6 +258,9 @@ class _Runner:
         self.outputs: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
         self.outcomes: list[tuple[int, StfOutcome]] = []  # (order key, outcome)
         self.in_line = 0
+        #: multicast as p4c's STF writes it: node handle -> (rid, ports), group -> handles
+        self.mc_nodes: list[tuple[int, list[int]]] = []
+        self.mc_groups: dict[int, list[int]] = {}
 
     # name lookups against the pipeline
     def _table(self, name: str, where: str) -> str:
@@ -362,8 +369,43 @@ class _Runner:
             got = nbytes if kind == "bytes" else pkts
             ok = _OPS[op](got, want)
             self._record(lineno, f"counter {name}({index}) {kind} {op} {want}", ok, "" if ok else f"got {got}")
+        elif cmd in ("mirroring_add", "mc_mgrp_create", "mc_node_create", "mc_node_associate"):
+            self._replication(where, cmd, rest.split())
         else:
             raise StfError(f"{where}: unsupported STF command {cmd!r}")
+
+    def _replication(self, where: str, cmd: str, args: list[str]) -> None:
+        """p4c STF's bmv2 replication commands: clone sessions and multicast groups."""
+        try:
+            nums = [_int(a) for a in args]
+        except ValueError:
+            raise StfError(f"{where}: {cmd}: arguments must be numbers") from None
+        if cmd == "mirroring_add":
+            if len(nums) != 2:
+                raise StfError(f"{where}: expected 'mirroring_add SESSION PORT'")
+            fn = getattr(self.api, "mirroring_add", None)
+            if fn is None:
+                raise StfError(f"{where}: this switch has no clone sessions")
+            self._control(where, fn, nums[0], nums[1])
+            return
+        if cmd == "mc_mgrp_create":
+            if len(nums) != 1:
+                raise StfError(f"{where}: expected 'mc_mgrp_create GROUP'")
+            self.mc_groups[nums[0]] = []
+        elif cmd == "mc_node_create":
+            if len(nums) < 2:
+                raise StfError(f"{where}: expected 'mc_node_create RID PORT...'")
+            self.mc_nodes.append((nums[0], nums[1:]))  # its handle is its index, 0, 1, ...
+            return
+        else:
+            if len(nums) != 2 or nums[0] not in self.mc_groups or not 0 <= nums[1] < len(self.mc_nodes):
+                raise StfError(f"{where}: expected 'mc_node_associate GROUP NODE' of a created group and node")
+            self.mc_groups[nums[0]].append(nums[1])
+        fn = getattr(self.api, "mcast_group_set", None)
+        if fn is None:
+            raise StfError(f"{where}: this switch has no multicast groups")
+        for group, handles in self.mc_groups.items():
+            self._control(where, fn, group, [(p, self.mc_nodes[h][0]) for h in handles for p in self.mc_nodes[h][1]])
 
     def _add(self, where: str, rest: str) -> None:
         paren = rest.find("(")

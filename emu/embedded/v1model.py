@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import random as _random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import ir
@@ -203,6 +203,60 @@ def gen_hash(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
     gen.emit(f"{out.var} = ({base} + ({h} % {m} if {m} else {h})) & {hex(mask(out.type.width))}")
 
 
+def _list_index(gen: CodeGen, e: ir.Call, arg: int, scopes: Scopes) -> int:
+    if len(e.args) <= arg:
+        return 0
+    n = gen.const_of(e.args[arg], scopes)
+    if n not in gen.prog.field_lists and n != 0:
+        gen.fail(e.loc, f"no metadata field has @field_list({n})")
+    return n
+
+
+def gen_clone(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+    """``clone(type, session)`` / ``clone_preserving_field_list(type, session, index)``.
+
+    bmv2: I2E (from ingress) copies the packet as received, parsed again, to the session's
+    port; E2E (from egress) copies it as it leaves egress (headers kept, metadata reset but
+    for the field list); a later call replaces an earlier one.
+    """
+    if len(e.args) not in (2, 3):
+        gen.fail(e.loc, f"{desc(e)} takes 2 or 3 arguments")
+    kind = gen.expr(e.args[0], scopes)
+    enum_t = gen.prog.types.get("CloneType")
+    name = enum_t.members[kind.const] if isinstance(enum_t, ir.EnumT) and kind.const is not None else "?"
+    role = ctx.meta.get("role")
+    if (name, role) not in (("I2E", "ingress"), ("E2E", "egress")):
+        gen.fail(e.loc, f"clone with CloneType.{name} is not allowed in {role or ctx.block}")
+    session = gen.clean(gen.expr(e.args[1], scopes))
+    n = _list_index(gen, e, 2, scopes)
+    ctx.meta["ops"].add("clone")
+    gen.flush_pre()
+    gen.emit(f"_clone = ({session}, {n})")
+
+
+def gen_resubmit(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+    """``resubmit_preserving_field_list(index)`` (ingress): the packet as received enters ingress again."""
+    if ctx.meta.get("role") != "ingress":
+        gen.fail(e.loc, "resubmit is only allowed in ingress")
+    n = _list_index(gen, e, 0, scopes)
+    ctx.meta["ops"].add("resubmit")
+    gen.emit(f"_resub = {n}")
+
+
+def gen_recirculate(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+    """``recirculate_preserving_field_list(index)`` (egress): the deparsed packet enters ingress again."""
+    if ctx.meta.get("role") != "egress":
+        gen.fail(e.loc, "recirculate is only allowed in egress")
+    n = _list_index(gen, e, 0, scopes)
+    ctx.meta["ops"].add("recirculate")
+    gen.emit(f"_recirc = {n}")
+
+
+def desc(e: ir.Call) -> str:
+    """``name()`` of the called function, for messages."""
+    return f"{e.func.name}()" if isinstance(e.func, ir.Name) else "call"
+
+
 @dataclass
 class V1Model:
     """The v1model architecture as :class:`~.codegen.Architecture`: extern types and functions by P4 name."""
@@ -214,7 +268,10 @@ class V1Model:
 V1MODEL = V1Model(
     externs={"register": RegisterExtern(), "counter": CounterExtern()},
     functions={"mark_to_drop": gen_mark_to_drop, "random": gen_random, "hash": gen_hash,
-               "verify_checksum": gen_verify_checksum, "update_checksum": gen_update_checksum},
+               "verify_checksum": gen_verify_checksum, "update_checksum": gen_update_checksum,
+               "clone": gen_clone, "clone_preserving_field_list": gen_clone,
+               "resubmit_preserving_field_list": gen_resubmit,
+               "recirculate_preserving_field_list": gen_recirculate},
 )
 
 
@@ -228,6 +285,8 @@ class Compiled:
     ingress_fn: Any
     egress_fn: Any
     objects: Objects
+    #: ``@field_list(n)`` -> the metadata vars it preserves (keys of the ``pres`` dicts)
+    field_lists: dict[int, list[str]] = field(default_factory=dict)
 
 
 def _blocks(prog: ir.Program) -> list[Any]:
@@ -246,13 +305,42 @@ def _blocks(prog: ir.Program) -> list[Any]:
     return blocks
 
 
+def _leaves(b: Any) -> list[str]:
+    """Every scalar var of a struct binding (recursively), headers excluded."""
+    if isinstance(b, Leaf):
+        return [b.var]
+    if isinstance(b, StructRef):
+        return [v for m in b.members.values() for v in _leaves(m)]
+    return []
+
+
+def _field_list_vars(prog: ir.Program, meta: StructRef) -> dict[int, list[str]]:
+    """``@field_list(n)`` -> the vars of those user-metadata members (nested structs searched)."""
+    found: dict[tuple[str, str], str] = {}
+
+    def walk(ref: StructRef) -> None:
+        for name, m in ref.members.items():
+            if isinstance(m, Leaf):
+                found[(ref.type.name, name)] = m.var
+            elif isinstance(m, StructRef):
+                walk(m)
+
+    walk(meta)
+    return {n: [found[k] for k in members if k in found] for n, members in prog.field_lists.items()}
+
+
 def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
                     stats: dict[str, int]) -> Compiled:
     """Compile a ``V1Switch`` program.
 
-    ``_ingress(pkt, port, now_us)`` returns None (dropped) or ``(egress_spec, mcast_grp,
-    packet_length, state)``; ``_egress(state, egress_port, enq_qdepth, deq_qdepth,
-    deq_timedelta_us, enq_timestamp_us, now_us)`` returns the frame or None (dropped).
+    ``_ingress(pkt, port, now_us, itype=0, pres=None, parse_only=False)`` returns None
+    (dropped) or ``(egress_spec, mcast_grp, packet_length, state)``, plus a fifth item
+    ``(clone, resubmit, preserved)`` when the program called clone/resubmit; ``itype`` is
+    the instance_type, ``pres`` a dict of preserved metadata vars, ``parse_only`` stops
+    after verify checksum (an I2E clone is parsed again, as bmv2 does).
+    ``_egress(state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us,
+    enq_timestamp_us, now_us, rid=0, itype=0)`` returns the frame or None (dropped), or
+    ``(frame or None, clone, recirculate)`` when the program uses E2E clone or recirculate.
     ``rng`` serves ``random``; ``stats["parser_errors"]`` is incremented per parser error.
     Raises :class:`P4FrontendError` (FILE:LINE) for what the runtime does not support.
     """
@@ -274,74 +362,127 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
         if f not in S.members:
             raise P4FrontendError(parser.loc[0], parser.loc[1], f"standard_metadata_t lacks {f}")
     roots = {"H": H, "M": M, "S": S, "packet_in": PacketRef("packet_in"), "packet_out": PacketRef("packet_out")}
+    ops_in: set[str] = set()
+    ops_eg: set[str] = set()
     ctxs = []
     for i, decl in enumerate(blocks):
-        _kind, roles = _ROLES[i]
+        kind, roles = _ROLES[i]
         if len(decl.params) != len(roles):
             raise P4FrontendError(decl.loc[0], decl.loc[1],
                                   f"{decl.name} has {len(decl.params)} parameters, v1model expects {len(roles)}")
         scope = {p.name: roots[r] for p, r in zip(decl.params, roles, strict=True)}
-        ctxs.append(Ctx("parser" if i == 0 else "control", decl.name, [scope], {"sm": S}))
+        meta = {"sm": S, "role": kind, "ops": ops_eg if i >= 3 else ops_in}
+        ctxs.append(Ctx("parser" if i == 0 else "control", decl.name, [scope], meta))
     all_slots = [v for v, _ in c.slots]
     c.ns["_rng"] = rng
     c.ns["_STATS"] = stats
     sm: dict[str, Leaf] = S.members
+    lists = _field_list_vars(prog, M)
+    pres_vars = sorted({v for vs in lists.values() for v in vs})
+    meta_vars, sm_vars = set(_leaves(M)), set(_leaves(S))
+    espec, mgrp = sm["egress_spec"].var, sm["mcast_grp"].var
+    pres_dict = "{" + ", ".join(f"{v!r}: {v}" for v in pres_vars) + "}"
+
+    def restore() -> None:  # preserved metadata of a resubmitted/recirculated/cloned packet
+        if pres_vars:
+            c.emit("if _pres is not None:")
+            for v in pres_vars:
+                c.emit(f"    {v} = _pres.get({v!r}, {v})")
 
     # ---- ingress body (parser, verify checksum, ingress control)
     c.lines = []
     c.ind = 1
+    restore()
     c.emit("_pos = 0")
     c.emit("_perr = 0")
     c.gen_parser(parser, ctxs[0])
     c.emit(f"{sm['parser_error'].var} = _perr")
     c.emit("if _perr: _STATS['parser_errors'] += 1")
     c.gen_control(blocks[1], ctxs[1])
+    parse_only_at = len(c.lines)
     c.gen_control(blocks[2], ctxs[2])
-    c.emit(f"if {sm['egress_spec'].var} == {DROP_PORT}: return None")
+    state_in = None  # filled in below, once the live state is known
+    ret_ops = Line(1, "")
+    c.lines.append(ret_ops)
+    c.emit(f"if {espec} == {DROP_PORT} and not {mgrp}: return None")
     ingress_body = c.lines
 
     # ---- egress body (egress control, compute checksum, deparser)
     c.lines = []
     c.ind = 1
     c.gen_control(blocks[3], ctxs[3])
-    c.emit(f"if {sm['egress_spec'].var} == {DROP_PORT}: return None")
+    e2e_line = Line(1, "")
+    c.lines.append(e2e_line)
+    c.emit(f"if {espec} == {DROP_PORT}: return {'(None, _cl, None)' if ops_eg else 'None'}")
     c.gen_control(blocks[4], ctxs[4])
     c.emit("_out = []")
     c.gen_control(blocks[5], ctxs[5])
     c.emit("_out.append(_pkt[_pos:])")
-    c.emit("return b''.join(_out)")
+    if ops_eg:
+        c.emit("if _recirc is not None:")
+        c.emit(f"    return (None, _cl, (b''.join(_out), _recirc, {pres_dict}))")
+        c.emit("return (b''.join(_out), _cl, None)")
+    else:
+        c.emit("return b''.join(_out)")
     egress_body = c.lines
 
     # standard_metadata set from the arguments: (var, code)
     ingress_setup = [(sm["ingress_port"].var, "_port & 0x1ff"), (sm["packet_length"].var, "_n"),
-                     (sm["ingress_global_timestamp"].var, "_now & 0xffffffffffff")]
+                     (sm["ingress_global_timestamp"].var, "_now & 0xffffffffffff"),
+                     (sm["instance_type"].var, "_itype")]
     egress_setup = [(sm["egress_port"].var, "_eport & 0x1ff"), (sm["enq_qdepth"].var, "_enq_qdepth & 0x7ffff"),
                     (sm["deq_qdepth"].var, "_deq_qdepth & 0x7ffff"),
                     (sm["deq_timedelta"].var, "_deq_td & 0xffffffff"),
                     (sm["enq_timestamp"].var, "_enq_ts & 0xffffffff"),
-                    (sm["egress_global_timestamp"].var, "_now & 0xffffffffffff")]
+                    (sm["egress_global_timestamp"].var, "_now & 0xffffffffffff"),
+                    (sm["egress_rid"].var, "_rid"), (sm["instance_type"].var, "_itype"),
+                    (espec, "0")]  # bmv2 sets egress_spec to drop_port + 1 (512, 0 in 9 bits) before egress
     inits = dict(c.slots)
     if optimize_code:
         passed, egress_setup = optimize(c, ingress_body, egress_body, all_slots, egress_setup,
                                         sm["packet_length"].var)
-        live_in = names(ingress_body)[0] | set(passed) | {sm["egress_spec"].var, sm["mcast_grp"].var}
+        live_in = names(ingress_body)[0] | set(passed) | {espec, mgrp}
         ingress_setup = [(v, code) for v, code in ingress_setup if v in live_in]
         init_vars = [v for v in all_slots + list(c.raw.values()) if v in live_in]
         inits.update((v, b"") for v in c.raw.values())
     else:
         passed = all_slots
         init_vars = all_slots
+    state_in = ", ".join(["_pkt", "_pos", *passed])
+    if ops_in:
+        ret_ops.text = (f"if _clone is not None or _resub is not None: "
+                        f"return ({espec}, {mgrp}, _plen, ({state_in},), (_clone, _resub, {pres_dict}))")
+    if "clone" in ops_in:
+        # an I2E clone is the received packet parsed again, with the field list's metadata
+        ln = Line(1, "if _parse_only:")
+        body = [Line(2, f"{v} = _pres.get({v!r}, {v})") for v in pres_vars] if pres_vars else []
+        body.append(Line(2, f"return (0, 0, _plen, ({state_in},))"))
+        ingress_body[parse_only_at:parse_only_at] = [ln, Line(2, "if _pres is None: _pres = {}"), *body]
+    if ops_eg:
+        # E2E clone: the packet as egress leaves it, metadata reset but for the field list
+        keep = set(pres_vars)
+        items = ["_pkt", "_pos"]
+        for v in passed:
+            if (v in meta_vars or v in sm_vars) and v not in keep:
+                items.append("False" if isinstance(inits.get(v), bool) else "0")
+            else:
+                items.append(v)
+        e2e_line.text = (f"_cl = None if _clone is None else (_clone[0], _clone[1], ({', '.join(items)},))"
+                         if "clone" in ops_eg else "_cl = None")
 
-    head = [Line(0, "def _ingress(_pkt, _port, _now):")]
+    head = [Line(0, "def _ingress(_pkt, _port, _now, _itype=0, _pres=None, _parse_only=False):")]
     head += [Line(1, f"{v} = {inits[v]!r}") for v in init_vars]
     head.append(Line(1, "_n = _plen = len(_pkt)"))
+    if ops_in:
+        head.append(Line(1, "_clone = _resub = None"))
     head += [Line(1, f"{v} = {code}") for v, code in ingress_setup]
-    state = ", ".join(["_pkt", "_pos", *passed])
-    tail = [Line(1, f"return ({sm['egress_spec'].var}, {sm['mcast_grp'].var}, _plen, ({state},))")]
+    tail = [Line(1, f"return ({espec}, {mgrp}, _plen, ({state_in},))")]
     ingress_src = render(head + ingress_body + tail)
 
-    ehead = [Line(0, "def _egress(_st, _eport, _enq_qdepth, _deq_qdepth, _deq_td, _enq_ts, _now):"),
-             Line(1, f"{state}, = _st")]
+    ehead = [Line(0, "def _egress(_st, _eport, _enq_qdepth, _deq_qdepth, _deq_td, _enq_ts, _now, _rid=0, _itype=0):"),
+             Line(1, f"{state_in}, = _st")]
+    if ops_eg:
+        ehead.append(Line(1, "_clone = _recirc = None"))
     if not optimize_code or "_plen" in names(egress_body)[0]:
         ehead.append(Line(1, f"_plen = {sm['packet_length'].var}"))
     ehead += [Line(1, f"{v} = {code}") for v, code in egress_setup]
@@ -352,4 +493,4 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
     objs = c.objects
     logger.info("compiled %s: %d lines of Python, %d tables, %d registers, %d counters",
                 prog.source, source.count("\n"), len(objs.tables), len(objs.registers), len(objs.counters))
-    return Compiled(source, c.ns["_ingress"], c.ns["_egress"], objs)
+    return Compiled(source, c.ns["_ingress"], c.ns["_egress"], objs, lists)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -167,3 +168,34 @@ def test_over_tcp_localhost(api: ControlAPI) -> None:
 def test_client_connect_timeout(tmp_path) -> None:
     with pytest.raises(ConnectionError, match="cannot connect"):
         ControlClient(tmp_path / "absent.sock", connect_timeout=0.05)
+
+
+def test_replication_through_the_control_api() -> None:
+    """Multicast groups and clone sessions are configured through ControlAPI (and the socket)."""
+    from emu.embedded.control import METHODS, ControlAPI
+    from emu.embedded.core import SwitchCore
+    from emu.embedded.frontend import load_program
+    from emu.embedded.runtime import Pipeline
+
+    prog = Path(__file__).resolve().parent / "programs" / "replication.p4"
+    pipe = Pipeline(load_program(prog))
+    core = SwitchCore(pipe, [1, 2, 3, 4])
+    api = ControlAPI(core)
+    assert {"mcast_group_set", "mirroring_add"} <= set(METHODS)
+    api.mcast_group_set(5, [2, [3, 7]])
+    assert pipe.mcast_groups[5] == [(2, 0), (3, 7)]
+    frame = bytes.fromhex("000000000002" "000000000001" "0900" "010000000000")
+    core.receive(1, frame, 0)
+    out = dict(core.poll(0))
+    assert sorted(out) == [2, 3] and out[3][16] == 7 and out[3][17] == 5  # rid 7, instance_type 5
+    api.mcast_group_delete(5)
+    core.receive(1, frame, 1)
+    assert core.poll(1) == [] and core.stats()["drops"]["pipeline"] == 1
+    api.mirroring_add(7, 4)
+    api.mirroring_delete(7)
+    with pytest.raises(ControlError, match="no clone session 7"):
+        api.mirroring_delete(7)
+    with pytest.raises(ControlError, match="multicast group 0"):
+        api.mcast_group_set(0, [1])
+    with pytest.raises(ControlError, match="does not fit"):
+        api.mcast_group_set(1, [512])

@@ -165,7 +165,8 @@ packet 1 0000 0000 0000 0000 0000 0000 0007
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("mirroring_add 1 2\n", "t.stf:1: unsupported STF command 'mirroring_add'"),
+    ("meter_set_rates m 0 1:1\n", "t.stf:1: unsupported STF command 'meter_set_rates'"),
+    ("mc_node_associate 1 0\n", "t.stf:1: expected 'mc_node_associate GROUP NODE' of a created group and node"),
     ("\n\npacket 1 00zz\n", "t.stf:3: bad character 'z'"),
     ("add fwd dst:5\n", "t.stf:1: expected 'add TABLE"),
     ("add nope dst:5 a()\n", "t.stf:1: unknown table 'nope'"),

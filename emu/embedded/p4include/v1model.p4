@@ -52,6 +52,11 @@ enum MeterType {
     bytes
 }
 
+enum CloneType {
+    I2E,
+    E2E
+}
+
 enum HashAlgorithm {
     crc32,
     crc32_custom,
@@ -103,6 +108,14 @@ extern void hash<O, T, D, M>(out O result, in HashAlgorithm algo, in T base, in 
 extern void mark_to_drop(inout standard_metadata_t standard_metadata);
 extern void verify_checksum<T, O>(in bool condition, in T data, in O checksum, HashAlgorithm algo);
 extern void update_checksum<T, O>(in bool condition, in T data, inout O checksum, HashAlgorithm algo);
+
+/* Packet copies (bmv2 simple_switch semantics; mirroring sessions and multicast groups are
+ * configured through the control API). index selects the @field_list(index) metadata
+ * fields that the copy keeps. */
+extern void clone(in CloneType type, in bit<32> session);
+extern void clone_preserving_field_list(in CloneType type, in bit<32> session, bit<8> index);
+extern void resubmit_preserving_field_list(bit<8> index);
+extern void recirculate_preserving_field_list(bit<8> index);
 
 parser Parser<H, M>(packet_in b,
                     out H parsedHdr,
