@@ -266,7 +266,8 @@ def worker_specs(topology: Any, *, iterations: int | None, size: int | None, see
                 "start_at": start_at + job.start_offset_ms / 1000.0,
                 "line_rate_bps": plan.host(host).line_rate_bps,
                 "rate_control": {"name": "dcqcn", "params": topology.dcqcn_for(job.id)},
-                "mtu": 1500, "step_timeout_s": job.step_timeout_s, "slices": job.slices,
+                "mtu": topology.mtu, "transport": topology.transport_for(job.id),
+                "step_timeout_s": job.step_timeout_s, "slices": job.slices,
                 "seed": seed, "results_dir": str(results_dir),
             })
     return specs

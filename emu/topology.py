@@ -239,6 +239,12 @@ class Topology(_Model):
     #: DCQCN parameter overrides for every job (names of hostapps.ratecontrol.DcqcnParams;
     #: periods in s or with a unit, ``5ms``; converted to numbers when loaded).
     dcqcn: dict[str, float | int | bool | str] = {}
+    #: A named DCQCN, transport and ECN setting (hostapps.ratecontrol.DCQCN_PRESETS, e.g.
+    #: ``hpcc-dcqcn-100g``); ``dcqcn`` overrides its rate parameters, an explicit
+    #: ``ecn.threshold_packets`` its threshold (else derived from the preset's Kmin and the MTU).
+    dcqcn_preset: str | None = None
+    #: IP MTU of every host (bytes); RoCE's 4096 needs ``--mode sim`` (the Mininet hosts use 1500).
+    mtu: int = Field(1500, ge=576, le=9000)
 
     # -- lookups ---------------------------------------------------------------------
 
@@ -272,8 +278,20 @@ class Topology(_Model):
         return self.symphony.merged(self.job(job_id).symphony)
 
     def dcqcn_for(self, job_id: int) -> dict[str, float | int | bool]:
-        """DCQCN overrides for the job's workers (top level, then the job's own)."""
-        return {**self.dcqcn, **(self.job(job_id).dcqcn or {})}
+        """DCQCN parameters for the job's workers (the preset's, top level, then the job's own)."""
+        base = self.preset.rate_params if self.preset is not None else {}
+        return {**base, **self.dcqcn, **(self.job(job_id).dcqcn or {})}
+
+    def transport_for(self, job_id: int) -> dict[str, Any]:  # noqa: ARG002 - per job later
+        """TransportConfig overrides for the job's workers (the preset's; none without one)."""
+        return dict(self.preset.transport) if self.preset is not None else {}
+
+    @property
+    def preset(self) -> Any:
+        """The :class:`hostapps.ratecontrol.DcqcnPreset` named by ``dcqcn_preset``, or None."""
+        from hostapps.ratecontrol import DCQCN_PRESETS
+
+        return DCQCN_PRESETS.get(self.dcqcn_preset) if self.dcqcn_preset else None
 
     def is_host(self, name: str) -> bool:
         return name in self._hosts
@@ -929,6 +947,16 @@ def _resolve_and_check(topo: Topology, fail: Any) -> None:
             _check_dcqcn(job.dcqcn, ("jobs", j, "dcqcn"), fail)
     if topo.dcqcn:
         _check_dcqcn(topo.dcqcn, ("dcqcn",), fail)
+    if topo.dcqcn_preset is not None:
+        from hostapps.ratecontrol import DCQCN_PRESETS, ecn_threshold_packets
+
+        preset = DCQCN_PRESETS.get(topo.dcqcn_preset)
+        if preset is None:
+            raise fail(("dcqcn_preset",), f"unknown preset {topo.dcqcn_preset!r}",
+                       f"use one of: {', '.join(sorted(DCQCN_PRESETS))}")
+        if "threshold_packets" not in topo.ecn.model_fields_set:
+            # Ethernet header + IP MTU: the frames the preset's Kmin is counted in
+            topo.ecn.threshold_packets = ecn_threshold_packets(preset, topo.mtu + 14)
 
     # Background flows.
     for f, flow in enumerate(topo.background):

@@ -133,11 +133,19 @@ class DcqcnParams:
     min_rate_fraction: float = 0.01
     #: Bound on the stored rate samples (count).
     max_samples: int = 10_000
+    #: On a CNP, set Rt <- Rc always (True, the DCQCN paper's figure 8) or only when a rate
+    #: increase happened since the last cut (False: HPCC's ns-3 ``CLAMP_TARGET_RATE 0``, so a
+    #: burst of CNPs keeps the target and fast recovery returns to it).
+    clamp_target_rate: bool = True
 
     def validate(self) -> None:
         """Raise :class:`RateControlError` naming the first out-of-range or non-numeric field."""
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            if f.name == "clamp_target_rate":
+                if not isinstance(value, bool):
+                    raise RateControlError(f"dcqcn param {f.name}={value!r} must be true or false")
+                continue
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise RateControlError(f"dcqcn param {f.name}={value!r} must be a number")
         checks = (
@@ -229,7 +237,8 @@ class Dcqcn(RateController):
         self._update_alpha(now)
         p = self.params
         self.cnps += 1
-        self.rt = self.rc
+        if p.clamp_target_rate or self.timer_stage or self.byte_stage:
+            self.rt = self.rc
         self.rc = max(self.min_rate_bps, self.rc * (1.0 - self.alpha / 2.0))
         self.alpha = (1.0 - p.g) * self.alpha + p.g
         self._alpha_ref = now
@@ -312,3 +321,65 @@ def make_rate_controller(
     if params:
         raise RateControlError(f"rate controller {name!r} takes no params, got {sorted(params)}")
     return cls(line_rate_bps)
+
+
+@dataclass(frozen=True)
+class DcqcnPreset:
+    """A named set of DCQCN, transport and ECN settings taken from a published source.
+
+    rate_params: :class:`DcqcnParams` fields; transport: ``hostapps.transport.TransportConfig``
+    fields (times in s); ecn_kmin_bytes: the queue depth (bytes) at which the source's switches
+    start ECN marking, turned into a threshold in packets by :func:`ecn_threshold_packets`.
+    """
+
+    name: str
+    source: str
+    rate_params: dict[str, Any]
+    transport: dict[str, Any]
+    ecn_kmin_bytes: int
+
+
+#: DCQCN at 100 Gbit/s as HPCC's ns-3 simulator runs it (Li et al., SIGCOMM 2019; the
+#: public simulator's ``run.py --cc dcqcn --bw 100``): ALPHA_RESUME_INTERVAL 1 us,
+#: RATE_DECREASE_INTERVAL 4 us, RP_TIMER 300 us, EWMA_GAIN 1/256, FAST_RECOVERY_TIMES 1,
+#: RATE_AI 5 * bw / 25 = 20 Mbit/s, RATE_HAI 50 * bw / 25 = 200 Mbit/s, MIN_RATE 1000 Mbit/s,
+#: CLAMP_TARGET_RATE 0, KMIN 100 * bw / 25 = 400 KB (KMAX 1600 KB, PMAX 0.2: a RED ramp; the step marking here uses
+#: KMIN), NACK generation interval 500 us. The simulator has no byte counter in its DCQCN
+#: config; B is the DCQCN paper's 10 MB (Zhu et al. 2015, table 2). Its rate-decrease interval
+#: (at most one cut per 4 us) becomes the CNP interval of the notification point here. ACK
+#: timing and RTO bounds are ours (the simulator ACKs every packet and has no RTO): one ACK
+#: per 4 packets or 10 us, RTO 1-100 ms.
+HPCC_DCQCN_100G = DcqcnPreset(
+    name="hpcc-dcqcn-100g",
+    source="HPCC ns-3 simulator (Li et al., SIGCOMM 2019), run.py --cc dcqcn --bw 100",
+    rate_params={
+        "g": 1.0 / 256,
+        "alpha_init": 1.0,
+        "alpha_update_period": 1e-6,
+        "rate_increase_period": 300e-6,
+        "byte_counter_bytes": 10_000_000,
+        "fast_recovery_stages": 1,
+        "rate_ai_fraction": 20e6 / 100e9,
+        "rate_hai_fraction": 200e6 / 100e9,
+        "min_rate_fraction": 1e9 / 100e9,
+        "clamp_target_rate": False,
+    },
+    transport={
+        "cnp_interval": 4e-6,
+        "nack_interval": 500e-6,
+        "ack_every": 4,
+        "ack_delay": 10e-6,
+        "initial_rto": 1e-3,
+        "min_rto": 1e-3,
+        "max_rto": 0.1,
+    },
+    ecn_kmin_bytes=400_000,
+)
+
+#: Presets by name (the topology's ``dcqcn_preset``).
+DCQCN_PRESETS: dict[str, DcqcnPreset] = {HPCC_DCQCN_100G.name: HPCC_DCQCN_100G}
+
+
+def ecn_threshold_packets(preset: DcqcnPreset, frame_bytes: int) -> int:
+    """The preset's ECN threshold K in packets of ``frame_bytes``: ``round(Kmin / frame)``, >= 1."""
+    return max(1, round(preset.ecn_kmin_bytes / frame_bytes))

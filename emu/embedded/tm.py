@@ -126,6 +126,9 @@ class TrafficManager:
         self._ports: dict[int, _Port] = {int(p): _Port(cfg, ticks_per_us) for p in ports}
         self._service = service
         self._active: set[int] = set()  # ports with waiting packets
+        # earliest free_at over the active ports (inf when none): service_until returns at once
+        # before it, and next_deadline_us reads it instead of scanning the ports
+        self._next_service = math.inf
         self._departures: list[tuple[float, int, int, bytes]] = []  # (time_us, seq, port, frame)
         self._seq = 0
         # frames of idle direct ports, due at once (older than any heap entry of their port)
@@ -186,6 +189,8 @@ class TrafficManager:
         if depth + 1 > p.max_qdepth:
             p.max_qdepth = depth + 1
         self._active.add(port)
+        if p.free_at < self._next_service:
+            self._next_service = p.free_at
         return depth
 
     def service_until(self, now_us: int) -> None:
@@ -195,9 +200,21 @@ class TrafficManager:
         ``max(port free time, enqueue time)``, so results do not depend on how late the
         caller is. Frames produced are held until their departure time.
         """
-        if not self._active:
+        if now_us < self._next_service:  # no port with waiting packets is free yet
             return
-        for port in sorted(self._active):
+        try:
+            self._service_ports(now_us)
+        finally:
+            nxt = math.inf
+            for port in self._active:
+                f = self._ports[port].free_at
+                if f < nxt:
+                    nxt = f
+            self._next_service = nxt
+
+    def _service_ports(self, now_us: int) -> None:
+        active = self._active
+        for port in (sorted(active) if len(active) > 1 else tuple(active)):
             p = self._ports[port]
             q = p.queue
             while q and p.free_at <= now_us:
@@ -253,10 +270,8 @@ class TrafficManager:
         if self._ready_at is not None:
             return self._ready_at
         t = self._departures[0][0] if self._departures else math.inf
-        for port in self._active:
-            f = self._ports[port].free_at
-            if f < t:
-                t = f
+        if self._next_service < t:
+            t = self._next_service
         if t == math.inf:
             return None
         return 0 if t == -math.inf else math.ceil(t)

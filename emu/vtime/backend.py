@@ -81,6 +81,13 @@ class SimBackend(Backend):
             host.ranks.clear()
         self.network.reattach_hosts()
         ended: list[SimRank] = []
+        n_ranks = len(workload.specs)
+
+        def on_end(rank: SimRank) -> None:
+            ended.append(rank)
+            if rank.state == FAILED or len(ended) == n_ranks:
+                loop.halt()
+
         ranks: list[SimRank] = []
         verifiers: dict[int, Verifier] = {}
         try:
@@ -89,7 +96,7 @@ class SimBackend(Backend):
                 spec = parse_spec(spec_obj, f"job {spec_dict['job_id']} rank {spec_dict['rank']}")
                 host = self.hosts[spec_dict["host"]]
                 verifier = verifiers.get(spec.job_id) or verifiers.setdefault(spec.job_id, Verifier(spec))
-                rank = SimRank(spec, host, verifier, ended.append)
+                rank = SimRank(spec, host, verifier, on_end)
                 host.ranks[spec.job_id] = rank
                 ranks.append(rank)
         except SpecError as exc:
@@ -144,17 +151,19 @@ class SimBackend(Backend):
         for host in self.hosts.values():
             host.ranks.clear()
         self.network.detach_hosts()
-        loop.run()
+        if not self.network.idle():
+            loop.run(stop=self.network.idle, check_every=16)
+        end_s = loop.now / NS_PER_S
         self.last_stats = {"events": loop.events - events0, "wall_s": wall,
                            "pipeline_packets": self.network.pipeline_packets() - hops0,
-                           "sim_s": loop.now / NS_PER_S - workload.start_at}
+                           "sim_s": end_s - workload.start_at}
         log.info("%s: %d events, %d pipeline passes in %.1f s wall for %.6f s simulated", workload.scheme,
                  self.last_stats["events"], self.last_stats["pipeline_packets"], wall, self.last_stats["sim_s"])
         results = []
         for spec_dict, rank in zip(workload.specs, ranks, strict=True):
             name = f"job{rank.spec.job_id}-rank{rank.spec.rank}"
             log_path = workload.logs_dir / f"{name}.log"
-            log_path.write_text(f"virtual time: ended at {loop.now / NS_PER_S:.9f} s, "
+            log_path.write_text(f"virtual time: workload ended at {end_s:.9f} s, "
                                 f"{rank.iterations_done} iterations\n")
             results.append(WorkerResult(rank.spec.job_id, rank.spec.rank, spec_dict["host"],
                                         0 if rank.state == DONE else 1, rank.error or "", log_path,

@@ -211,6 +211,9 @@ class SimRank:
             host = self.host
             for o in out:
                 host.send(self.ip_of[o.dst_rank], self.port, self.port_of[o.dst_rank], o.datagram, o.ecn)
+            if self.state == DRAINING and tr.idle():
+                self._finish(now)
+                return
         self._arm()
 
     def _arm(self) -> None:

@@ -60,12 +60,17 @@ class EventLoop:
         self.events = 0
         self._heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
         self._seq = itertools.count()
+        self._halt = False
 
     def at(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at ``t`` ns (not before now)."""
         if t < self.now:
             t = self.now
         heapq.heappush(self._heap, (t, next(self._seq), fn, arg))
+
+    def halt(self) -> None:
+        """Make :meth:`run` return after the event being processed."""
+        self._halt = True
 
     def pending(self) -> int:
         """Events waiting."""
@@ -78,11 +83,12 @@ class EventLoop:
     def run(self, until: int | None = None, stop: Callable[[], bool] | None = None,
             check_every: int = 4096, on_check: Callable[[], None] | None = None) -> None:
         """Process events in time order until the heap is empty, the next event is after
-        ``until`` (now becomes ``until``) or ``stop()`` is true (checked every
-        ``check_every`` events, and ``on_check()`` called then)."""
+        ``until`` (now becomes ``until``), :meth:`halt` was called, or ``stop()`` is true
+        (checked every ``check_every`` events, and ``on_check()`` called then)."""
         heap = self._heap
         pop = heapq.heappop
         n = 0
+        self._halt = False
         while heap:
             if until is not None and heap[0][0] > until:
                 self.now = until
@@ -91,6 +97,8 @@ class EventLoop:
             self.now = t
             fn(arg)
             n += 1
+            if self._halt:
+                break
             if n >= check_every:
                 self.events += n
                 n = 0
@@ -238,6 +246,12 @@ class SimNetwork(ProgrammedNetwork):
         self.host_links[name] = hl
         return hl
 
+    def set_host_receiver(self, name: str, receive: Callable[[bytes], None]) -> None:
+        """Frames for host ``name`` go to ``receive`` from now on."""
+        host = self.plan.host(name)
+        self._host_rx[name] = receive
+        self.switches[host.switch].peers[host.switch_port] = receive
+
     def detach_hosts(self) -> None:
         """Frames that reach a host from now on are dropped and counted in ``stray_frames``."""
 
@@ -253,6 +267,13 @@ class SimNetwork(ProgrammedNetwork):
         for name, receive in self._host_rx.items():
             host = self.plan.host(name)
             self.switches[host.switch].peers[host.switch_port] = receive
+
+    def idle(self) -> bool:
+        """No frame queued or in flight in any switch or on any host link."""
+        now = self.loop.now
+        if any(hl.busy_until + hl.delay_ns > now for hl in self.host_links.values()):
+            return False
+        return all(sw.core.tm.in_flight() == 0 for sw in self.switches.values())
 
     def pipeline_packets(self) -> int:
         """Frames the switch pipelines parsed so far (all switches)."""

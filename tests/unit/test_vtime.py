@@ -183,3 +183,43 @@ def test_sim_wrong_result_fails_the_rank(tmp_path: Path, monkeypatch: pytest.Mon
 def test_sim_rejects_bmv2_target(tmp_path: Path) -> None:
     with pytest.raises(runner.UsageError, match="--mode sim runs the embedded switch core only"):
         _sim(SINGLE, tmp_path, target="bmv2")
+
+
+DC16 = REPO / "topologies" / "dc-leafspine-16.yaml"
+
+
+def test_dc_scenario_uses_the_hpcc_preset() -> None:
+    """100 Gbit/s, 1 us, 4096-byte MTU; DCQCN and K from HPCC's 100 Gbit/s settings."""
+    from emu.topology import load_topology
+    from hostapps.ratecontrol import HPCC_DCQCN_100G
+
+    topo = load_topology(DC16)
+    assert topo.mtu == 4096 and topo.dcqcn_preset == "hpcc-dcqcn-100g"
+    assert {lk.bandwidth_bps for lk in topo.plan.links} == {100e9} and {lk.delay_us for lk in topo.plan.links} == {1}
+    assert topo.ecn.threshold_packets == round(400_000 / 4110) == 97
+    params = topo.dcqcn_for(0)
+    assert params["rate_increase_period"] == 300e-6 and params["g"] == 1 / 256 and not params["clamp_target_rate"]
+    assert topo.transport_for(0) == HPCC_DCQCN_100G.transport
+    assert len(topo.jobs[0].ranks) == 16 and topo.jobs[0].size_bytes >= 16 * 2**20
+    from emu import routing
+
+    # every ring flow crosses two hops it shares with one other ring flow (leaf uplink, spine downlink)
+    loads = routing.compute_routes(topo).hop_load(0)
+    shared = {hop: flows for hop, flows in loads.items() if len(flows) > 1}
+    assert all(len(flows) == 2 for flows in shared.values())
+    for rank in range(16):
+        assert sum(rank in flows for flows in shared.values()) == 2
+
+
+def test_dc_scenario_4096_byte_frames_pass_the_switch(tmp_path: Path) -> None:
+    result = _sim(DC16, tmp_path, schemes=("baseline",), iterations=1, size=256 * 1024)
+    assert result.ok, result.failure
+    counters = json.loads((tmp_path / "baseline" / "counters.json").read_text())
+    assert all(c["stats"]["drops"]["oversize"] == 0 for c in counters.values())
+    spec = json.loads((tmp_path / "baseline" / "specs" / "job0-rank0.json").read_text())
+    assert spec["mtu"] == 4096 and spec["transport"]["cnp_interval"] == 4e-6
+
+
+def test_mininet_mode_refuses_a_4096_byte_mtu(tmp_path: Path) -> None:
+    with pytest.raises(runner.UsageError, match="mtu 4096: the Mininet hosts run a 1500-byte MTU"):
+        runner.run(DC16, out=tmp_path)

@@ -1,0 +1,132 @@
+"""Speed of the virtual-time mode: simulated packet-hops per wall-clock second on one core.
+
+Usage::
+
+    taskset -c 1 .venv/bin/python benchmarks/sim_speed.py [TOPOLOGY] [--size 4MiB]
+        [--iterations 1] [--scheme baseline] [--profile]
+
+Runs TOPOLOGY (default ``topologies/dc-leafspine-16.yaml``) in virtual time through the
+runner, exactly as ``symphony-emu run --mode sim`` does, pinned to one CPU (the script pins
+itself to the first CPU it may use when it is not pinned already), and prints:
+
+- packet-hops: packets that crossed one link (a switch egress port or a host's access link),
+  DATA, ACK, CNP and background alike, and hops per wall-clock second of the workload;
+- the split of the workload's wall time into the P4 pipeline (``Pipeline.ingress`` and
+  ``Pipeline.egress`` of every switch), the host cores (frames arriving at hosts, rank and
+  background timers: transport, DCQCN, collective, verification, framing) and the rest,
+  event handling (the heap, the traffic managers, the switch cores' bookkeeping);
+- per-hop costs in microseconds.
+
+The split costs two ``perf_counter`` calls per timed call (~0.1 us each), included in the
+part it measures. ``--profile`` prints the cProfile top 30 instead of timing the parts.
+Target (issue 11): at least 50,000 packet-hops/s on one core. Figures vary with the load of
+the machine; measure on a quiet one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = REPO / "topologies" / "dc-leafspine-16.yaml"
+TARGET_HOPS_PER_S = 50_000
+
+
+def _timed(fn, acc: list[float]):  # type: ignore[no-untyped-def]
+    clock = time.perf_counter
+
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        t0 = clock()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            acc[0] += clock() - t0
+
+    return wrapper
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("topology", nargs="?", default=str(DEFAULT))
+    ap.add_argument("--size", default="4MiB", help="bytes per rank (default 4MiB; K/M/G or KiB/MiB suffixes)")
+    ap.add_argument("--iterations", type=int, default=1)
+    ap.add_argument("--scheme", choices=["baseline", "symphony"], default="baseline")
+    ap.add_argument("--profile", action="store_true", help="print the cProfile top 30 instead of the split")
+    args = ap.parse_args(argv)
+
+    from emu.cli import parse_size
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > 1:
+        os.sched_setaffinity(0, {cpus[0]})
+    cpu = sorted(os.sched_getaffinity(0))
+
+    from emu import runner
+    from emu.vtime import backend as sim_backend
+    from emu.vtime import hosts, network
+
+    pipe_t, host_t = [0.0], [0.0]
+    made: list[sim_backend.SimBackend] = []
+    orig_build = sim_backend.SimBackend.build
+
+    def build(self: sim_backend.SimBackend, progress):  # type: ignore[no-untyped-def]
+        orig_build(self, progress)
+        made.append(self)
+        if not args.profile:
+            for sw in self.network.switches.values():
+                pipe = sw.core.pipeline
+                pipe.ingress = _timed(pipe.ingress, pipe_t)
+                pipe.egress = _timed(pipe.egress, pipe_t)
+            for host in self.hosts.values():
+                host.receive = _timed(host.receive, host_t)
+                self.network.set_host_receiver(host.name, host.receive)
+
+    sim_backend.SimBackend.build = build  # type: ignore[method-assign]
+    if not args.profile:
+        hosts.SimRank._wake = _timed(hosts.SimRank._wake, host_t)  # type: ignore[method-assign]
+        hosts.OnOffSource._send = _timed(hosts.OnOffSource._send, host_t)  # type: ignore[method-assign]
+    size = parse_size(args.size)
+    with tempfile.TemporaryDirectory() as out:
+        if args.profile:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
+        t0 = time.perf_counter()
+        result = runner.run(args.topology, schemes=(args.scheme,), iterations=args.iterations, size=size,
+                            mode="sim", out=out)
+        total = time.perf_counter() - t0
+        if args.profile:
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+    backend = made[0]
+    st = backend.last_stats
+    net: network.SimNetwork = backend.network
+    switch_hops = sum(sum(sw.core.stats()["tx"].values()) for sw in net.switches.values())
+    host_hops = sum(hl.packets for hl in net.host_links.values())
+    hops = switch_hops + host_hops
+    wall = st["wall_s"]
+    print(f"topology {Path(args.topology).name}, {args.scheme}, {args.iterations} iteration(s) of {size} bytes per rank,"
+          f" CPU {cpu}; verified: {result.ok}")
+    print(f"simulated {st['sim_s'] * 1e3:.3f} ms in {wall:.2f} s of workload wall time ({total:.2f} s with build,"
+          f" compile, metrics and report)")
+    print(f"packet-hops {hops} ({switch_hops} switch egress, {host_hops} host uplink), pipeline passes"
+          f" {st['pipeline_packets']}, events {st['events']}")
+    print(f"packet-hops per wall-clock second: {hops / wall:,.0f} (target >= {TARGET_HOPS_PER_S:,})")
+    if not args.profile:
+        rest = wall - pipe_t[0] - host_t[0]
+        for name, t in (("P4 pipeline", pipe_t[0]), ("host cores", host_t[0]), ("event handling", rest)):
+            print(f"  {name:<15} {t:7.2f} s  {100 * t / wall:5.1f}%  {1e6 * t / hops:6.2f} us per packet-hop")
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
