@@ -30,9 +30,9 @@ CTH_LEN = 16
 #: Jobs a switch tracks (register sizes in the P4 program).
 MAX_JOBS = 16
 #: Ranks per job a switch tracks.
-MAX_RANKS = 64
+MAX_RANKS = 128
 #: Step window W of the ``step_count`` register; W > MAX_RANKS (docs/DESIGN.md section 4).
-STEP_WINDOW = 128
+STEP_WINDOW = 256
 
 #: ECN codepoints, low two bits of the IPv4 TOS byte (RFC 3168 section 5).
 ECN_NOT_ECT = 0b00

@@ -28,14 +28,14 @@ const bit<2>  ECN_CE          = 3;
  * slots never alias: a ring bounds the lead between ranks by N-1. */
 #define MAX_JOBS          16
 #define MAX_JOBS_LOG2     4
-#define MAX_RANKS         64
-#define MAX_RANKS_LOG2    6
-#define STEP_WINDOW       128
-#define STEP_WINDOW_LOG2  7
-#define FLOW_SLOTS        1024   /* MAX_JOBS * MAX_RANKS */
-#define STEP_SLOTS        2048   /* MAX_JOBS * STEP_WINDOW */
+#define MAX_RANKS         128
+#define MAX_RANKS_LOG2    7
+#define STEP_WINDOW       256
+#define STEP_WINDOW_LOG2  8
+#define FLOW_SLOTS        2048   /* MAX_JOBS * MAX_RANKS */
+#define STEP_SLOTS        4096   /* MAX_JOBS * STEP_WINDOW */
 #define MAX_PORTS         512    /* bit<9> port numbers */
-#define MARKING_ENTRIES   1024   /* symphony_marking: MAX_JOBS * MAX_RANKS (job, lead) pairs */
+#define MARKING_ENTRIES   2048   /* symphony_marking: MAX_JOBS * MAX_RANKS (job, lead) pairs */
 #define QUEUE_ECN_ENTRIES 2048   /* queue_ecn: ports * depth ranges of the RED-like ramp */
 
 /* Serial arithmetic on 16-bit step ids (RFC 1982): newer(a, b) iff 0 < a - b < 2^15. */

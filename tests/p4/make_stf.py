@@ -30,7 +30,7 @@ from scapy.packet import Raw
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from hostapps.wire import CTH_UDP_PORT, STEP_WINDOW, Cth, CthType, encode  # noqa: E402
+from hostapps.wire import CTH_UDP_PORT, MAX_RANKS, STEP_WINDOW, Cth, CthType, encode  # noqa: E402
 
 OUT = REPO / "tests" / "p4" / "stf"
 
@@ -239,11 +239,11 @@ register_read MyIngress.frontier 0 1
 register_read MyIngress.step_count 3 {slot(3, 1)}
 check_counter MyEgress.symphony_marks(0) packets == 2
 
-# job 1 in baseline mode: tracked (flow_step[1 * 64 + 0]) but never marked by Symphony
+# job 1 in baseline mode: tracked (flow_step[1 * MAX_RANKS + 0]) but never marked by Symphony
 packet 1 {hexs(bytes(b0s1))}
 expect 2 {to_h2(b0s1)}
 wait
-register_read MyIngress.flow_step 64 1
+register_read MyIngress.flow_step {MAX_RANKS} 1
 register_read MyIngress.step_count {1 * STEP_WINDOW + 1} {slot(1, 1)}
 register_read MyIngress.frontier 1 0
 check_counter MyEgress.symphony_marks(1) packets == 0
@@ -318,8 +318,8 @@ register_read MyIngress.step_count 5 {slot(5 + w, 2)}
 register_read MyIngress.frontier 0 {5 + w}
 
 # -- 16-bit step wrap (job 1): steps 65535 -> 0 ---------------------------------------
-register_write MyIngress.flow_step 64 65535
-register_write MyIngress.flow_step 65 65535
+register_write MyIngress.flow_step {MAX_RANKS} 65535
+register_write MyIngress.flow_step {MAX_RANKS + 1} 65535
 register_write MyIngress.frontier 1 65535
 register_write MyIngress.step_count {w + 0xFFFF % w} {slot(0xFFFF, 2)}
 # rank 0 enters step 0, newer than 65535: lead 0 - 65535 = 1 (mod 2^16), marked
@@ -335,8 +335,8 @@ expect 2 {to_h2(wrap[(1, 0)])}
 packet 1 {wk(0, 0xFFFE)}
 expect 2 {to_h2(wrap[(0, 0xFFFE)])}
 wait
-register_read MyIngress.flow_step 64 0
-register_read MyIngress.flow_step 65 0
+register_read MyIngress.flow_step {MAX_RANKS} 0
+register_read MyIngress.flow_step {MAX_RANKS + 1} 0
 register_read MyIngress.step_count {w} {slot(0, 2)}
 register_read MyIngress.frontier 1 0
 check_counter MyEgress.symphony_marks(0) packets == 5
@@ -384,7 +384,7 @@ check_counter MyEgress.symphony_marks(0) packets == {n}
 # job 1 in baseline mode with the same entry: never a Symphony mark
 {rep(base)}
 wait
-register_read MyIngress.flow_step 64 1
+register_read MyIngress.flow_step {MAX_RANKS} 1
 check_counter MyEgress.symphony_marks(1) packets == 0
 
 # job 2, lead 1: Not-ECT is never marked; ECT(1) is ECN-capable and marked; a packet already
@@ -402,7 +402,7 @@ check_counter MyEgress.symphony_marks(2) packets == 1
 packet 1 {hexs(bytes(gated))}
 expect 2 {to_h2(gated)}
 wait
-register_read MyIngress.flow_step {3 * 64} 1
+register_read MyIngress.flow_step {3 * MAX_RANKS} 1
 check_counter MyEgress.symphony_marks(3) packets == 0
 """
 

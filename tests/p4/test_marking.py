@@ -17,7 +17,7 @@ from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline
 from emu.routing import TABLE_MARKING, TABLE_QUEUE_ECN, TABLE_SYMPHONY, switch_programs
 from emu.topology import parse_topology
-from hostapps.wire import CTH, ECN_CE, ECN_ECT0
+from hostapps.wire import CTH, ECN_CE, ECN_ECT0, MAX_RANKS
 
 ROOT = Path(__file__).resolve().parents[2]
 TOS_BYTE = 14 + 1  # IPv4 TOS (DSCP, ECN) after the Ethernet header
@@ -91,5 +91,5 @@ def test_entries_install_on_the_pipeline() -> None:
     """Every entry the controller makes is accepted by the P4 program (names, widths, ranges)."""
     pl = pipeline("symphony")
     assert len(pl.table(TABLE_QUEUE_ECN).dump()) == 2 * 4  # 2 ports: depths 5, 6, 7 and [8, max]
-    assert len(pl.table(TABLE_MARKING).dump()) == 62  # leads 2..63
+    assert len(pl.table(TABLE_MARKING).dump()) == MAX_RANKS - 2  # leads 2..MAX_RANKS-1
     assert len(pl.table(TABLE_SYMPHONY).dump()) == 1

@@ -30,6 +30,7 @@ from emu.routing import (
     symphony_threshold,
 )
 from emu.topology import Topology, load_topology, parse_topology
+from hostapps.wire import MAX_RANKS, STEP_WINDOW
 
 REPO = Path(__file__).resolve().parents[2]
 TOPOLOGIES = sorted((REPO / "topologies").glob("*.yaml"))
@@ -146,12 +147,17 @@ def test_entries_well_formed(path: Path, scheme: str) -> None:
             assert e.params["dstAddr"] == macs[str(net.network_address)]
             assert port_macs[e.params["port"]] == e.params["srcAddr"]
         ecn = [e for e in prog.entries if e.table == TABLE_QUEUE_ECN]
-        assert topo.ecn.kmin_packets == topo.ecn.kmax_packets == topo.ecn.threshold_packets  # shorthand
-        assert sorted(e.match["meta.egress_port"] for e in ecn) == sorted(port_macs)  # a step: one per port
-        assert all(
-            e.action == ACTION_ECN and e.priority == 1 and e.params == {"threshold": PROB_ONE}
-            and e.match["meta.enq_qdepth"] == [topo.ecn.threshold_packets, MAX_QDEPTH] for e in ecn
-        )
+        if topo.ecn.kmin_packets == topo.ecn.kmax_packets:  # the shorthand K: a step, one entry per port
+            assert topo.ecn.kmin_packets == topo.ecn.threshold_packets
+            assert sorted(e.match["meta.egress_port"] for e in ecn) == sorted(port_macs)
+            assert all(
+                e.action == ACTION_ECN and e.priority == 1 and e.params == {"threshold": PROB_ONE}
+                and e.match["meta.enq_qdepth"] == [topo.ecn.threshold_packets, MAX_QDEPTH] for e in ecn
+            )
+        else:  # a ramp (a DCQCN preset's): every port has entries from kmin up to the full-mark range
+            assert {e.match["meta.egress_port"] for e in ecn} == set(port_macs)
+            assert topo.ecn.kmin_packets <= min(e.match["meta.enq_qdepth"][0] for e in ecn) < topo.ecn.kmax_packets
+            assert all(e.action == ACTION_ECN for e in ecn)
         sym = [e for e in prog.entries if e.table == TABLE_SYMPHONY]
         assert len(sym) == len(prog.expected_flows) >= 1
         for e in sym:
@@ -163,7 +169,7 @@ def test_entries_well_formed(path: Path, scheme: str) -> None:
         assert {e.match["hdr.cth.job_id"] for e in marking} == set(prog.expected_flows)
         for e in marking:  # the same in both schemes: only the mode differs
             params = topo.symphony_for(e.match["hdr.cth.job_id"])
-            assert e.action == ACTION_MARKING and 1 <= e.match["meta.lead"] <= 63
+            assert e.action == ACTION_MARKING and 1 <= e.match["meta.lead"] <= MAX_RANKS - 1
             assert e.params == {"threshold": symphony_threshold(e.match["meta.lead"], params.lead_threshold,
                                                                 params.slope)}
         assert [(q.port, q.rate_bps, q.depth_pkts, q.delay_us) for q in prog.queues] == [
@@ -200,7 +206,7 @@ def test_default_symphony_entry_values() -> None:
     }
     # T = 0, slope 0.25: leads 1, 2, 3 mark with 1/4, 1/2, 3/4; lead 4 and beyond always
     marking = {e.match["meta.lead"]: e.params["threshold"] for e in prog.entries if e.table == TABLE_MARKING}
-    assert marking == {1: 16384, 2: 32768, 3: 49152, **{lead: 65536 for lead in range(4, 64)}}
+    assert marking == {1: 16384, 2: 32768, 3: 49152, **{lead: 65536 for lead in range(4, MAX_RANKS)}}
 
 
 def test_tofino_build_counts_queue_depth_in_cells() -> None:
@@ -282,6 +288,6 @@ def test_unknown_scheme() -> None:
 
 def test_register_resets() -> None:
     resets = job_register_resets(2)
-    assert resets["MyIngress.flow_step"] == range(128, 192)
-    assert resets["MyIngress.step_count"] == range(256, 384)
+    assert resets["MyIngress.flow_step"] == range(2 * MAX_RANKS, 3 * MAX_RANKS)
+    assert resets["MyIngress.step_count"] == range(2 * STEP_WINDOW, 3 * STEP_WINDOW)
     assert resets["MyIngress.frontier"] == range(2, 3)
