@@ -240,8 +240,8 @@ class Topology(_Model):
     #: periods in s or with a unit, ``5ms``; converted to numbers when loaded).
     dcqcn: dict[str, float | int | bool | str] = {}
     #: A named DCQCN, transport and ECN setting (hostapps.ratecontrol.DCQCN_PRESETS, e.g.
-    #: ``hpcc-dcqcn-100g``); ``dcqcn`` overrides its rate parameters, an explicit
-    #: ``ecn.threshold_packets`` its threshold (else derived from the preset's Kmin and the MTU).
+    #: ``hpcc-dcqcn-100g``); ``dcqcn`` overrides its rate parameters, an ``ecn`` ramp or
+    #: threshold given in the file its ECN ramp (else the preset's Kmin/Kmax/Pmax in packets of the MTU).
     dcqcn_preset: str | None = None
     #: IP MTU of every host (bytes); RoCE's 4096 needs ``--mode sim`` (the Mininet hosts use 1500).
     mtu: int = Field(1500, ge=576, le=9000)
@@ -866,6 +866,20 @@ def _resolve_and_check(topo: Topology, fail: Any) -> None:
             topo.hosts[i] = h.model_copy(update={"ip": ip})
     topo.__dict__.pop("_hosts", None)
 
+    # A DCQCN preset brings its source's ECN ramp, in packets of this MTU, unless the file
+    # sets the ramp itself.
+    if topo.dcqcn_preset is not None:
+        from hostapps.ratecontrol import DCQCN_PRESETS, ecn_ramp_packets
+
+        preset = DCQCN_PRESETS.get(topo.dcqcn_preset)
+        if preset is None:
+            raise fail(("dcqcn_preset",), f"unknown preset {topo.dcqcn_preset!r}",
+                       f"use one of: {', '.join(sorted(DCQCN_PRESETS))}")
+        if not {"threshold_packets", "kmin_packets", "kmax_packets", "pmax"} & topo.ecn.model_fields_set:
+            kmin, kmax = ecn_ramp_packets(preset, topo.mtu + 14)  # Ethernet header + IP MTU
+            topo.ecn = topo.ecn.model_copy(update={"kmin_packets": kmin, "kmax_packets": kmax,
+                                                   "pmax": preset.ecn_pmax})
+
     # ECN ramp: threshold_packets is the shorthand for kmin = kmax. The resolved values
     # keep the set of fields the file gave (model_fields_set), which errors name.
     ecn = topo.ecn
@@ -947,17 +961,6 @@ def _resolve_and_check(topo: Topology, fail: Any) -> None:
             _check_dcqcn(job.dcqcn, ("jobs", j, "dcqcn"), fail)
     if topo.dcqcn:
         _check_dcqcn(topo.dcqcn, ("dcqcn",), fail)
-    if topo.dcqcn_preset is not None:
-        from hostapps.ratecontrol import DCQCN_PRESETS, ecn_threshold_packets
-
-        preset = DCQCN_PRESETS.get(topo.dcqcn_preset)
-        if preset is None:
-            raise fail(("dcqcn_preset",), f"unknown preset {topo.dcqcn_preset!r}",
-                       f"use one of: {', '.join(sorted(DCQCN_PRESETS))}")
-        if "threshold_packets" not in topo.ecn.model_fields_set:
-            # Ethernet header + IP MTU: the frames the preset's Kmin is counted in
-            topo.ecn.threshold_packets = ecn_threshold_packets(preset, topo.mtu + 14)
-
     # Background flows.
     for f, flow in enumerate(topo.background):
         for end in ("src", "dst"):

@@ -328,8 +328,9 @@ class DcqcnPreset:
     """A named set of DCQCN, transport and ECN settings taken from a published source.
 
     rate_params: :class:`DcqcnParams` fields; transport: ``hostapps.transport.TransportConfig``
-    fields (times in s); ecn_kmin_bytes: the queue depth (bytes) at which the source's switches
-    start ECN marking, turned into a threshold in packets by :func:`ecn_threshold_packets`.
+    fields (times in s); ecn_kmin_bytes / ecn_kmax_bytes / ecn_pmax: the source's RED-like ECN
+    ramp (queue bytes where marking starts, where it reaches ``ecn_pmax``), turned into
+    packets by :func:`ecn_ramp_packets`.
     """
 
     name: str
@@ -337,14 +338,16 @@ class DcqcnPreset:
     rate_params: dict[str, Any]
     transport: dict[str, Any]
     ecn_kmin_bytes: int
+    ecn_kmax_bytes: int
+    ecn_pmax: float
 
 
 #: DCQCN at 100 Gbit/s as HPCC's ns-3 simulator runs it (Li et al., SIGCOMM 2019; the
 #: public simulator's ``run.py --cc dcqcn --bw 100``): ALPHA_RESUME_INTERVAL 1 us,
 #: RATE_DECREASE_INTERVAL 4 us, RP_TIMER 300 us, EWMA_GAIN 1/256, FAST_RECOVERY_TIMES 1,
 #: RATE_AI 5 * bw / 25 = 20 Mbit/s, RATE_HAI 50 * bw / 25 = 200 Mbit/s, MIN_RATE 1000 Mbit/s,
-#: CLAMP_TARGET_RATE 0, KMIN 100 * bw / 25 = 400 KB (KMAX 1600 KB, PMAX 0.2: a RED ramp; the step marking here uses
-#: KMIN), NACK generation interval 500 us. The simulator has no byte counter in its DCQCN
+#: CLAMP_TARGET_RATE 0, the ECN ramp KMIN 100 * bw / 25 = 400 KB, KMAX 400 * bw / 25 = 1600 KB,
+#: PMAX 0.2, NACK generation interval 500 us. The simulator has no byte counter in its DCQCN
 #: config; B is the DCQCN paper's 10 MB (Zhu et al. 2015, table 2). Its rate-decrease interval
 #: (at most one cut per 4 us) becomes the CNP interval of the notification point here. ACK
 #: timing and RTO bounds are ours (the simulator ACKs every packet and has no RTO): one ACK
@@ -374,12 +377,14 @@ HPCC_DCQCN_100G = DcqcnPreset(
         "max_rto": 0.1,
     },
     ecn_kmin_bytes=400_000,
+    ecn_kmax_bytes=1_600_000,
+    ecn_pmax=0.2,
 )
 
 #: Presets by name (the topology's ``dcqcn_preset``).
 DCQCN_PRESETS: dict[str, DcqcnPreset] = {HPCC_DCQCN_100G.name: HPCC_DCQCN_100G}
 
 
-def ecn_threshold_packets(preset: DcqcnPreset, frame_bytes: int) -> int:
-    """The preset's ECN threshold K in packets of ``frame_bytes``: ``round(Kmin / frame)``, >= 1."""
-    return max(1, round(preset.ecn_kmin_bytes / frame_bytes))
+def ecn_ramp_packets(preset: DcqcnPreset, frame_bytes: int) -> tuple[int, int]:
+    """The preset's ECN ramp (Kmin, Kmax) in packets of ``frame_bytes``: ``round(K / frame)``, >= 1."""
+    return (max(1, round(preset.ecn_kmin_bytes / frame_bytes)), max(1, round(preset.ecn_kmax_bytes / frame_bytes)))

@@ -196,7 +196,7 @@ def test_dc_scenario_uses_the_hpcc_preset() -> None:
     topo = load_topology(DC16)
     assert topo.mtu == 4096 and topo.dcqcn_preset == "hpcc-dcqcn-100g"
     assert {lk.bandwidth_bps for lk in topo.plan.links} == {100e9} and {lk.delay_us for lk in topo.plan.links} == {1}
-    assert topo.ecn.threshold_packets == round(400_000 / 4110) == 97
+    assert (topo.ecn.kmin_packets, topo.ecn.kmax_packets, topo.ecn.pmax) == (97, 389, 0.2)  # 400 KB, 1600 KB
     params = topo.dcqcn_for(0)
     assert params["rate_increase_period"] == 300e-6 and params["g"] == 1 / 256 and not params["clamp_target_rate"]
     assert topo.transport_for(0) == HPCC_DCQCN_100G.transport
