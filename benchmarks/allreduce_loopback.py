@@ -18,6 +18,13 @@ Definitions (nccl-tests, doc/PERFORMANCE.md):
 - the figure printed last is ``busbw / line rate`` using the **median** CCT over the
   iterations (robust to a slow first iteration).
 
+Pacing follows the line rate at any timer resolution (the transport's token bucket covers
+the event loop's 1 ms wake-ups), so the figure holds from 10 Mbit/s up to what the CPU
+serves: with 4 ranks on 2 cores, about 100 Mbit/s; at 1 Gbit/s the ratio reports the CPU
+limit. The line before the last gives the timer lag: when many wake-ups are late, other
+processes took the CPU and the figure is disturbed (pin with ``taskset`` and run on a quiet
+machine).
+
 The line rate counts wire bytes (Ethernet + IPv4 + UDP + CTH headers, 58 bytes per
 1456-byte payload at MTU 1500), so the ceiling of the ratio is about 1456/1514 = 0.96.
 Loopback never ECN-marks, so ``dcqcn`` behaves like ``none`` here.
@@ -90,6 +97,19 @@ def read_iterations(out: Path, nranks: int) -> dict[int, list[dict]]:
             if rec["kind"] == "iteration":
                 by_iter.setdefault(rec["iteration"], []).append(rec)
     return by_iter
+
+
+def read_lag(out: Path, nranks: int) -> dict[str, float]:
+    """Wake-up lateness over all ranks (the transport records' ``timer_*`` fields)."""
+    lag = {"wakeups": 0, "late_wakeups": 0, "lag_max_s": 0.0}
+    for r in range(nranks):
+        for line in (out / f"job0-rank{r}.jsonl").read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            if rec["kind"] == "transport":
+                lag["wakeups"] += rec.get("timer_wakeups", 0)
+                lag["late_wakeups"] += rec.get("timer_late_wakeups", 0)
+                lag["lag_max_s"] = max(lag["lag_max_s"], rec.get("timer_lag_max_s", 0.0))
+    return lag
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,6 +197,13 @@ def run(args: argparse.Namespace, out: Path) -> int:
     cct = statistics.median(ccts)
     busbw = args.size * 8 / cct / 1e6 * 2 * (args.ranks - 1) / args.ranks
     print(f"median CCT {cct * 1e3:.1f} ms (CCT/bound {cct / bound_s:.3f}), busbw {busbw:.2f} Mbit/s")
+    lag = read_lag(out, args.ranks)
+    if lag["wakeups"]:
+        late = lag["late_wakeups"] / lag["wakeups"]
+        note = " (CPU contention: other processes or more ranks than cores; the figure is disturbed)" \
+            if late > 0.05 else ""
+        print(f"timer lag: max {lag['lag_max_s'] * 1e3:.1f} ms, {late:.0%} of {lag['wakeups']} wake-ups "
+              f"later than 2 ms{note}")
     print(f"busbw/line_rate = {busbw / args.rate:.3f}")
     return 0
 
