@@ -85,11 +85,11 @@ def _size_option(ctx: click.Context, param: click.Parameter, value: str | None) 
 ALLREDUCE_USAGE = "allreduce [SIZE] [ITERATIONS]"
 
 
-def parse_allreduce_args(line: str) -> tuple[int | None, int]:
-    """(size in bytes or None for the topology's, iterations) of ``allreduce [SIZE] [ITERATIONS]``.
+def parse_allreduce_args(line: str) -> tuple[int | None, int | None]:
+    """(size in bytes, iterations) of ``allreduce [SIZE] [ITERATIONS]``; None = the topology's.
 
     SIZE as for :func:`parse_size` and a multiple of 4 (float32 elements); ITERATIONS an
-    integer >= 1, default 1. Raises ValueError with a one-line message naming the argument.
+    integer >= 1. Raises ValueError with a one-line message naming the argument.
     """
     args = line.split()
     if len(args) > 2:
@@ -102,7 +102,7 @@ def parse_allreduce_args(line: str) -> tuple[int | None, int]:
             raise ValueError(f"SIZE {exc.message}") from None
         if size is not None and size % 4:
             raise ValueError(f"SIZE {args[0]!r} is {size} bytes: give a positive multiple of 4 (float32 elements)")
-    iterations = 1
+    iterations: int | None = None
     if len(args) > 1:
         try:
             iterations = int(args[1])

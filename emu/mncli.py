@@ -3,11 +3,16 @@
 Besides Mininet's own commands (``h1 ping h2``, ``net``, ``dump``, ``xterm`` ...):
 
 - ``allreduce [SIZE] [ITERATIONS]``: run the topology's jobs once in the current mode
-  (SIZE bytes per rank, a multiple of 4, e.g. 65536 or 64K, default the topology's;
-  ITERATIONS >= 1, default 1) and print the CCT of each iteration, whether the results were verified and the marks;
-- ``switch NAME``: a switch's port counters, queue maxima, mark counters and Symphony
-  registers (frontier and flow_step of each job it tracks);
-- ``mode [baseline|symphony]``: show or set the mode of every switch.
+  (SIZE bytes per rank, a multiple of 4, e.g. 65536 or 64K; ITERATIONS >= 1; both default
+  to the topology's) and print the CCT of each iteration, whether the results were
+  verified and the marks of that run; the results folder is a normal one
+  (``symphony-emu report`` works on it);
+- ``switch NAME``: a switch's port counters, queue maxima, the marks of the last
+  ``allreduce`` (as that command printed them) and since the network started, and the
+  Symphony registers (frontier and flow_step of each job it tracks);
+- ``mode [baseline|symphony]``: show or set the mode of every switch;
+- ``iperf [SRC DST [SECONDS]]`` and ``iperfudp BW SRC DST [SECONDS]``: Mininet's, bounded in
+  time and working with iperf >= 2.1 (see :func:`iperf`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import logging
 from typing import Any
 
 from mininet.cli import CLI
-from mininet.log import output
+from mininet.log import error, output
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +35,12 @@ class SymphonyCLI(CLI):
     def __init__(self, experiment: Any, **kwargs: Any) -> None:
         self.experiment = experiment
         self.runs = 0
+        #: (results folder name, mode, emu.runner.SchemeRun) of the last ``allreduce``.
+        self.last_run: tuple[str, str, Any] | None = None
         output(f"*** {experiment.topology.name}: {len(experiment.topology.hosts)} hosts, "
                f"{len(experiment.topology.switches)} {experiment.target} switches, mode "
                f"{experiment.network.mode}\n*** extra commands: allreduce [SIZE] [ITERATIONS], switch NAME, "
-               f"mode [baseline|symphony]\n")
+               f"mode [baseline|symphony]; iperf [SRC DST [SECONDS]]\n")
         super().__init__(experiment.network.net, **kwargs)
 
     # -- allreduce ------------------------------------------------------------------------
@@ -62,16 +69,22 @@ class SymphonyCLI(CLI):
             output("*** interrupted; workers stopped\n")
             return
         infos = {
-            j: dataclasses.replace(info, size_bytes=size or info.size_bytes, iterations=iterations)
+            j: dataclasses.replace(info, size_bytes=size or info.size_bytes,
+                                   iterations=iterations if iterations is not None else info.iterations)
             for j, info in metrics.job_infos(exp.topology).items()
         }
+        self.last_run = (results.name, scheme, run)
         m = metrics.compute_metrics(results, scheme=scheme, jobs=infos)
         for cct in m.ccts:
             ratio = f" ({cct.over_bound:.2f} x bound)" if cct.over_bound is not None else ""
             output(f"job {cct.job} iteration {cct.iteration}: CCT {cct.cct_s * 1000:.1f} ms{ratio}\n")
         totals = counter_totals(run.counter_delta())
-        output(f"verified: {'yes' if m.verified else 'no'}; Symphony marks {totals['symphony_marks']}, "
+        output(f"verified: {'yes' if m.verified else 'no'}; this run: Symphony marks {totals['symphony_marks']}, "
                f"queue marks {totals['queue_marks']}, drops {totals['drops']}\n")
+        try:
+            _write_cli_report(results, m, totals)
+        except OSError as exc:
+            output(f"*** report not written: {exc}\n")
         for err in m.errors[:5]:
             output(f"  {err}\n")
 
@@ -80,8 +93,13 @@ class SymphonyCLI(CLI):
         """switch NAME: counters, queues and Symphony registers of switch NAME."""
         exp = self.experiment
         name = line.strip()
+        names = ", ".join(exp.network.switch_names)
+        if not name:
+            output(f"usage: switch NAME (one of {names})\n")
+            return
         if name not in exp.network.switch_names:
-            output(f"usage: switch NAME (one of {', '.join(exp.network.switch_names)})\n")
+            what = "a host" if exp.topology.is_host(name) else "not in this topology"
+            error(f"*** no switch {name!r} ({what}); the switches are: {names}\n")
             return
         try:
             counters = exp.network.read_counters()[name]
@@ -102,12 +120,19 @@ class SymphonyCLI(CLI):
         from emu import routing
 
         expected = routing.compute_routes(exp.topology).expected_flows().get(name, {})
+        last = self.last_run[2].counter_delta().get(name, {}) if self.last_run else None
+        if self.last_run:
+            output(f"marks: last allreduce ({self.last_run[0]}, mode {self.last_run[1]}) / since the network "
+                   f"started\n")
+        else:
+            output("marks: since the network started (no allreduce run yet)\n")
         for job in exp.topology.jobs:
-            marks = counters.get("symphony_marks", [])
-            qmarks = counters.get("queue_marks", [])
-            sym = marks[job.id] if job.id < len(marks) else 0
-            qm = qmarks[job.id] if job.id < len(qmarks) else 0
-            line_out = f"job {job.id}: expected_flows {expected.get(job.id, 0)}, Symphony marks {sym}, queue marks {qm}"
+            sym, qm = _job_marks(counters, job.id)
+            marks = f"Symphony marks {sym}, queue marks {qm}"
+            if last is not None:
+                lsym, lqm = _job_marks(last, job.id)
+                marks = f"Symphony marks {lsym} / {sym}, queue marks {lqm} / {qm}"
+            line_out = f"job {job.id}: expected_flows {expected.get(job.id, 0)}, {marks}"
             if job.id in expected:
                 try:
                     regs = exp.network.read_registers(name, job.id)
@@ -129,6 +154,121 @@ class SymphonyCLI(CLI):
             output(f"*** {exc}\n")
             return
         output(f"mode {scheme}\n")
+
+
+    # -- iperf ----------------------------------------------------------------------------
+    def do_iperf(self, line: str) -> None:
+        """iperf [SRC DST [SECONDS]]: TCP bandwidth from SRC to DST (default 5 s), bounded in time."""
+        self._iperf(line, "TCP")
+
+    def do_iperfudp(self, line: str) -> None:
+        """iperfudp BW SRC DST [SECONDS]: UDP at BW (e.g. 5M) from SRC to DST, bounded in time."""
+        self._iperf(line, "UDP")
+
+    def _iperf(self, line: str, l4_type: str) -> None:
+        args = line.split()
+        udp_bw = "10M"
+        if l4_type == "UDP":
+            if not args:
+                error("usage: iperfudp BW SRC DST [SECONDS] (bw e.g. 10M)\n")
+                return
+            udp_bw = args.pop(0)
+        hosts = None
+        seconds = 5.0
+        if args:
+            if len(args) not in (2, 3):
+                error(f"usage: {'iperfudp BW' if l4_type == 'UDP' else 'iperf'} SRC DST [SECONDS]\n")
+                return
+            missing = [a for a in args[:2] if a not in self.mn]
+            if missing:
+                error(f"*** node {missing[0]!r} not in the network\n")
+                return
+            hosts = [self.mn[a] for a in args[:2]]
+            if len(args) == 3:
+                try:
+                    seconds = float(args[2])
+                except ValueError:
+                    seconds = -1
+                if not 0 < seconds <= 600:
+                    error(f"*** SECONDS {args[2]!r}: give a duration from 0 to 600 s\n")
+                    return
+        try:
+            iperf(self.mn, hosts, l4_type=l4_type, udp_bw=udp_bw, seconds=seconds)
+        except IperfError as exc:
+            error(f"*** iperf: {exc}\n")
+
+
+class IperfError(RuntimeError):
+    """iperf could not run (no server listening, no report within the deadline)."""
+
+
+def iperf(net: Any, hosts: list[Any] | None = None, *, l4_type: str = "TCP", udp_bw: str = "10M",
+          seconds: float = 5.0, port: int = 5001, report_timeout_s: float = 5.0) -> list[str]:
+    """Mininet's ``Mininet.iperf``, bounded in time and working with iperf >= 2.1.
+
+    Why Mininet's hangs here: for TCP it waits for two ``/sec`` lines from the server, one
+    for the ``telnet`` probe of ``waitListening`` and one for the test, with no deadline.
+    iperf 2.1 (Debian 12 ships 2.1.8) prints no report for the probe, only ``read tcp flags
+    (peer close) failed``, so the second line never comes. Here the server's output is
+    read until the client's connection has reported (or ``report_timeout_s`` after the
+    client ended), the server is interrupted either way, and no ``killall iperf`` touches
+    other namespaces' iperf (Mininet hosts share the PID namespace).
+
+    Returns ``[server rate, client rate]`` (plus the UDP bandwidth first for UDP), like Mininet's.
+    Raises :class:`IperfError` when the server never listens.
+    """
+    import re
+    import time
+
+    from mininet.util import waitListening
+
+    client, server = hosts or [net.hosts[0], net.hosts[-1]]
+    output(f"*** Iperf: testing {l4_type} bandwidth between {client} and {server} ({seconds:g} s)\n")
+    args = f"iperf -p {port} " + ("-u " if l4_type == "UDP" else "")
+    server.sendCmd(args + "-s")
+    try:
+        if l4_type == "TCP" and not waitListening(client, server.IP(), port, timeout=5):
+            raise IperfError(f"no iperf server listening on {server}:{port} within 5 s")
+        bw = f"-b {udp_bw} " if l4_type == "UDP" else ""
+        cliout = client.cmd(f"timeout {seconds + 10:g} {args}-t {seconds:g} -c {server.IP()} {bw}")
+        servout = ""
+        deadline = time.monotonic() + report_timeout_s
+        # The server's report of the client's connection follows the line naming its port.
+        local = re.search(r"local \S+ port (\d+) connected", cliout)
+        marker = f"port {local.group(1)}" if local else ""
+        while time.monotonic() < deadline:
+            servout += server.monitor(timeoutms=200)
+            if marker in servout and "/sec" in servout.split(marker, 1)[1]:
+                break
+    finally:
+        server.sendInt()
+        servout_end = server.waitOutput()
+    servout += servout_end
+    result = [net._parseIperf(servout), net._parseIperf(cliout)]
+    if l4_type == "UDP":
+        result.insert(0, udp_bw)
+    output(f"*** Results: {result}\n")
+    return result
+
+
+def _job_marks(counters: dict[str, Any], job: int) -> tuple[int, int]:
+    """(Symphony marks, queue marks) of ``job`` in a switch's counters."""
+    marks = counters.get("symphony_marks", [])
+    qmarks = counters.get("queue_marks", [])
+    return (marks[job] if job < len(marks) else 0, qmarks[job] if job < len(qmarks) else 0)
+
+
+def _write_cli_report(results: Any, m: Any, totals: dict[str, int]) -> None:
+    """summary.json, CSVs and plots of one ``allreduce`` in its folder, so ``symphony-emu
+    report`` works on it like on a ``run`` folder."""
+    import json
+
+    from emu import report
+
+    report.write_report(results, {m.scheme: m}, {m.scheme: totals}, title=results.name)
+    (results / report.RUN_FILE).write_text(json.dumps(
+        {"status": "finished", "run_id": results.name, "topology_name": results.parent.name,
+         "schemes": [m.scheme], "summary": report.SUMMARY_FILE}, indent=2) + "\n", encoding="utf-8")
 
 
 def _get(stats: dict[str, Any], key: str, port: int) -> Any:

@@ -243,6 +243,14 @@ def render_report(results_dir: str | Path, *, plots: bool = True) -> RenderableT
     path = d / SUMMARY_FILE
     run_info = read_run_file(d)
     status = run_info.get("status")
+    cli_runs = sorted((p.parent for p in d.glob("cli-*/" + SUMMARY_FILE)), key=_cli_order)
+    if not path.is_file() and cli_runs:
+        # A `symphony-emu cli` folder: one report per `allreduce` it ran.
+        parts: list[RenderableType] = []
+        for sub in cli_runs:
+            parts.append(Text(f"{sub.name}:", style="bold"))
+            parts.append(render_report(sub, plots=plots))
+        return Group(*parts)
     if status == "interrupted":
         raise ReportError(f"{d}: run was interrupted before its summary was written; run it again")
     if not path.is_file():
@@ -259,12 +267,41 @@ def render_report(results_dir: str | Path, *, plots: bool = True) -> RenderableT
         raise ReportError(f"{path}: unreadable ({exc}); re-run the experiment") from None
     if not isinstance(summary, dict):
         raise ReportError(f"{path}: not a JSON object; re-run the experiment")
+    note: Text | None = None
     if plots:
-        try:
-            _replot(d, title=run_title(run_info), summary=summary)
-        except (OSError, KeyError, ValueError) as exc:
-            log.warning("plots not redrawn from %s: %s", d, exc)
-    return report_table(summary)
+        unwritable = not_writable(d)
+        if unwritable is not None:
+            note = Text(f"plots not redrawn: {unwritable}; the PNGs there are kept "
+                        "(run `sudo symphony-emu report DIR` to redraw them)", style="yellow")
+        else:
+            try:
+                _replot(d, title=run_title(run_info), summary=summary)
+            except (OSError, KeyError, ValueError) as exc:
+                note = Text(f"plots not redrawn from {d}: {exc}", style="yellow")
+    table = report_table(summary)
+    return Group(table, note) if note is not None else table
+
+
+def not_writable(d: Path) -> str | None:
+    """Why the plots of folder ``d`` cannot be rewritten by this user (None when they can)."""
+    import os
+    import pwd
+
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    for target in (d, d / CDF_PLOT, d / LEAD_PLOT):
+        if target.exists() and not os.access(target, os.W_OK):
+            try:
+                owner = pwd.getpwuid(target.stat().st_uid).pw_name
+            except (KeyError, OSError):
+                owner = "another user"
+            return f"{target} is not writable by {me} (it belongs to {owner})"
+    return None
+
+
+def _cli_order(path: Path) -> tuple[int, str]:
+    """``cli-<n>-<mode>`` folders in run order."""
+    parts = path.name.split("-")
+    return (int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0, path.name)
 
 
 def read_run_file(results_dir: str | Path) -> dict[str, Any]:

@@ -119,17 +119,21 @@ class Bmv2Switch(SwitchTarget):
     def available(cls) -> tuple[bool, str]:
         """Whether bmv2 can run here, and if not, why and how to get it (one line)."""
         missing = missing_binaries()
+        if shutil.which(CLI_BINARY) is None and CLI_BINARY not in missing:
+            missing.append(CLI_BINARY)
+        no_shell = importlib.util.find_spec("p4runtime_sh") is None
+        if not missing and not no_shell:
+            return True, ""
+        parts = []
         if missing:
-            what = " and ".join(missing)
-            whence = "; ".join(f"{name}: {REQUIRED_BINARIES[name]}" for name in missing)
-            return False, (f"bmv2 target: {what} {'is' if len(missing) == 1 else 'are'} not on PATH ({whence}); "
-                           f"install p4lang's packages or use the Vagrant VM ({INSTALL_DOC}), or use --target embedded")
-        if shutil.which(CLI_BINARY) is None:
-            return False, (f"bmv2 target: {CLI_BINARY} is not on PATH (it ships with behavioral-model; "
-                           f"{INSTALL_DOC}), or use --target embedded")
-        if importlib.util.find_spec("p4runtime_sh") is None:
-            return False, f"bmv2 target: p4runtime-shell is not installed: pip install -e '.[bmv2]' ({INSTALL_DOC})"
-        return True, ""
+            whence = "; ".join(f"{name}: {REQUIRED_BINARIES.get(name, 'ships with behavioral-model')}"
+                               for name in missing)
+            parts.append(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not on PATH ({whence})")
+        if no_shell:
+            parts.append("the Python package p4runtime-shell is not installed (pip install -e '.[bmv2]')")
+        how = ("install them with sudo ./scripts/install-bmv2.sh, or use the Vagrant VM built with "
+               "BMV2=1 vagrant up" if missing else "install it into .venv")
+        return False, f"bmv2 target: {', and '.join(parts)}; {how} ({INSTALL_DOC}), or use --target embedded"
 
     @classmethod
     def requirements(cls) -> list[Requirement]:
@@ -138,7 +142,8 @@ class Bmv2Switch(SwitchTarget):
         for name, whence in {**REQUIRED_BINARIES, CLI_BINARY: "ships with behavioral-model"}.items():
             path = shutil.which(name)
             out.append(Requirement(name, path is not None, path or "not on PATH",
-                                   f"{whence}: p4lang packages or the Vagrant VM ({INSTALL_DOC})"))
+                                   f"{whence}: sudo ./scripts/install-bmv2.sh, or the Vagrant VM built with "
+                                   f"BMV2=1 vagrant up ({INSTALL_DOC})"))
         found = importlib.util.find_spec("p4runtime_sh") is not None
         out.append(Requirement("p4runtime-shell", found, "importable" if found else "not importable",
                                "pip install -e '.[test]'"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -167,6 +168,7 @@ def test_bmv2_target_says_what_is_missing() -> None:
     assert proc.returncode == 2, (out, err)
     assert err.strip().splitlines() == [err.strip()]
     assert "bmv2 target: " in err and "not on PATH" in err and "docs/bmv2.md" in err
+    assert "BMV2=1 vagrant up" in err  # issue 9: the VM needs BMV2=1
 
 
 @pytest.mark.timeout(240)
@@ -174,13 +176,33 @@ def test_mininet_cli_runs_allreduce_and_shows_switch_state(mininet_env: None, tm
     """`symphony-emu cli` driven through stdin: an all-reduce verifies, `switch` shows the
     tracker of the 4 flows crossing s1, and exit leaves nothing behind."""
     proc = cli("cli", str(SINGLE), "--out", str(tmp_path), "--pcap", stdin=subprocess.PIPE)
-    out, err = proc.communicate("allreduce\nswitch s1\nexit\n", timeout=200)
+    commands = ["allreduce", "switch s1", "mode baseline", "allreduce 64K 1", "switch s1", "switch s9",
+                "switch h1", "iperf h1 h2 1", "exit"]
+    out, err = proc.communicate("\n".join(commands) + "\n", timeout=200)
     assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{err}"
     text = out + err  # Mininet's CLI writes command output through its logger (stderr)
     assert "verified: yes" in text
+    # Issue 9: no arguments runs the topology's 3 iterations (it ran 1).
+    assert "job 0 iteration 2: CCT" in text.split("switch s1")[0]
     assert "job 0: expected_flows 4" in text
-    # 2(N-1) = 6 steps of one all-reduce: every flow at s1 reached step 5 and so did the frontier.
-    assert "frontier 5, flow_step [5, 5, 5, 5]" in text
+    # 3 x 2(N-1) = 18 steps of three all-reduces: every flow at s1 reached step 17, so did the frontier.
+    assert "frontier 17, flow_step [17, 17, 17, 17]" in text
+    # Issue 9: in baseline, `switch` shows the last run's marks (0) as `allreduce` printed them,
+    # beside the total since the network started, never a cumulative count passed for this run.
+    baseline_part = text.split("mode baseline", 1)[1]
+    assert "this run: Symphony marks 0" in baseline_part
+    assert "marks: last allreduce (cli-2-baseline, mode baseline) / since the network started" in baseline_part
+    assert "job 0: expected_flows 4, Symphony marks 0 / " in baseline_part
+    # Issue 9: an unknown switch says so; a host is named as one.
+    assert "no switch 's9' (not in this topology); the switches are: s1" in text
+    assert "no switch 'h1' (a host)" in text
+    # Issue 9: stock iperf hung forever (iperf 2.1 prints no report for Mininet's telnet probe).
+    assert re.search(r"\*\*\* Results: \['[\d.]+ [KMG]?bits/sec', '[\d.]+ [KMG]?bits/sec'\]", text), text
+    # Issue 9: `report` on a cli results folder shows each allreduce's table.
+    report = cli("report", str(tmp_path))
+    rep_out, rep_err = report.communicate(timeout=60)
+    assert report.returncode == 0, (rep_out, rep_err)
+    assert "cli-1-symphony:" in rep_out and "cli-2-baseline:" in rep_out and "symphony-emu results" in rep_out
     # --pcap: the switch wrote one capture per port, with the all-reduce's frames in it
     assert sorted(f.name for f in (tmp_path / "pcap").glob("*.pcap")) == [f"s1-eth{p}.pcap" for p in (1, 2, 3, 4)]
     assert all(f.stat().st_size > 24 for f in (tmp_path / "pcap").glob("*.pcap"))

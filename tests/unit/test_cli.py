@@ -97,13 +97,13 @@ def test_library_warning_prints_once_with_newline(pre: str) -> None:
 @pytest.mark.parametrize(
     "line,expected",
     [
-        ("", (None, 1)),
-        ("65536", (65536, 1)),
+        ("", (None, None)),  # issue 9: no arguments = the topology's iterations, not 1
+        ("65536", (65536, None)),
         ("64K 3", (65536, 3)),
         ("  4   2 ", (4, 2)),
     ],
 )
-def test_allreduce_args(line: str, expected: tuple[int | None, int]) -> None:
+def test_allreduce_args(line: str, expected: tuple[int | None, int | None]) -> None:
     assert parse_allreduce_args(line) == expected
 
 

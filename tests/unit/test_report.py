@@ -287,3 +287,49 @@ def test_report_on_old_summary_without_jobs(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text(json.dumps(old))
     text = _text(render_report(tmp_path, plots=False))
     assert "100.0" in text and "needs both schemes" in text
+
+
+def test_report_on_a_cli_folder(run: tuple[Path, dict], tmp_path: Path) -> None:
+    """Issue 9: `report` on a `symphony-emu cli` results folder said there was no summary."""
+    _, metrics = run
+    top = tmp_path / "cli-out"
+    for n, scheme in ((1, "symphony"), (2, "baseline")):
+        write_report(top / f"cli-{n}-{scheme}", {scheme: metrics[scheme]}, {scheme: COUNTERS[scheme]})
+    (top / "run.json").write_text(json.dumps({"status": "finished", "run_id": "r9"}))
+    text = _text(render_report(top, plots=False))
+    assert text.index("cli-1-symphony:") < text.index("cli-2-baseline:")
+    assert text.count("symphony-emu results") == 2
+
+
+def test_report_as_another_user_says_why_plots_are_not_redrawn(run: tuple[Path, dict]) -> None:
+    """Issue 9: `report` as non-root skipped redrawing the plots silently."""
+    import os
+    import pwd
+    import shutil
+    import subprocess
+    import tempfile
+
+    out, metrics = run
+    write_report(out, metrics, COUNTERS)
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the command as another user")
+    nobody = pwd.getpwnam("nobody")
+    shared = Path(tempfile.mkdtemp(prefix="report-perm-"))
+    try:
+        shutil.copytree(out, shared / "run")
+        shared.chmod(0o755)
+        for p in [shared / "run", *(shared / "run").rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        before = (shared / "run" / "cct_cdf.png").read_bytes()
+        proc = subprocess.run(
+            ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
+             sys.executable, "-m", "emu.cli", "report", str(shared / "run")],
+            cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "HOME": str(shared), "MPLCONFIGDIR": str(shared)},
+        )
+        assert proc.returncode == 0, proc.stderr
+        text = " ".join(proc.stdout.split())
+        assert f"plots not redrawn: {shared / 'run'} is not writable by nobody (it belongs to root)" in text, text
+        assert (shared / "run" / "cct_cdf.png").read_bytes() == before
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
