@@ -37,6 +37,8 @@ class PipelineLike(Protocol):
     """What SwitchCore needs of ``runtime.Pipeline`` (docs/interfaces.md section 3)."""
 
     stats: dict[str, int]
+    #: None: enq_qdepth in packets; else units per queued packet (T2NA: cells). Optional.
+    qdepth_unit: Any
 
     def ingress(self, frame: bytes, ingress_port: int, now_us: int) -> Any | None: ...
 
@@ -100,7 +102,8 @@ class SwitchCore:
         self.ticks_per_us = int(ticks_per_us)
         self.max_frame_bytes = int(max_frame_bytes)
         self.tm = TrafficManager(port_list, service=self._run_egress, ticks_per_us=self.ticks_per_us,
-                                 wire_overhead_bytes=wire_overhead_bytes)
+                                 wire_overhead_bytes=wire_overhead_bytes,
+                                 qdepth_unit=getattr(pipeline, "qdepth_unit", None))
         self._ports = frozenset(port_list)
         self._rx = dict.fromkeys(port_list, 0)
         self._tx = dict.fromkeys(port_list, 0)

@@ -9,7 +9,8 @@ Model (docs/DESIGN.md sections 2 and 6, bmv2 ``simple_switch`` queueing semantic
 
 - a packet is enqueued after ingress; ``enq_qdepth`` is the number of packets waiting
   in the port's queue ahead of it (bmv2 reads ``egress_buffers.size(port)`` before the
-  push). A packet that finds ``depth_pkts`` packets waiting is tail-dropped and counted;
+  push), or with ``qdepth_unit`` the units they occupy (T2NA: 176-byte buffer cells). A
+  packet that finds ``depth_pkts`` packets waiting is tail-dropped and counted;
 - the packet in service has left the queue (bmv2 runs egress after the dequeue), so a
   port holds at most ``depth_pkts`` waiting packets plus the one being serialised;
 - a packet starts service as soon as the port is free; the egress callback runs at
@@ -76,14 +77,15 @@ class _Port:
     """State of one egress port (queue, shaping, counters)."""
 
     __slots__ = ("config", "us_per_byte", "delay", "direct", "queue", "free_at", "tail_drops", "max_qdepth",
-                 "enqueued", "serviced", "pending", "ticks_per_us")
+                 "enqueued", "serviced", "pending", "ticks_per_us", "units")
 
     def __init__(self, config: QueueConfig, ticks_per_us: int = 1) -> None:
         self.config = config
         self.ticks_per_us = ticks_per_us
         self.us_per_byte = 0.0  # ticks per byte
         self.delay = 0
-        self.queue: deque[tuple[Any, int, int]] = deque()  # (item, enq_us, enq_qdepth)
+        self.queue: deque[tuple[Any, int, int, int]] = deque()  # (item, enq_us, enq_qdepth, units)
+        self.units = 0  # queue-depth units of the waiting packets (qdepth_unit; else packets)
         self.free_at = -math.inf  # time (us, float) at which the port ends its current service
         self.tail_drops = 0
         self.max_qdepth = 0
@@ -114,7 +116,7 @@ class TrafficManager:
 
     def __init__(self, ports: Iterable[int], service: ServiceFn | None = None,
                  default: QueueConfig | None = None, *, ticks_per_us: int = 1,
-                 wire_overhead_bytes: int = 0) -> None:
+                 wire_overhead_bytes: int = 0, qdepth_unit: Callable[[Any], int] | None = None) -> None:
         cfg = default or QueueConfig()
         if ticks_per_us < 1:
             raise ValueError(f"ticks_per_us must be >= 1, got {ticks_per_us!r}")
@@ -123,6 +125,9 @@ class TrafficManager:
         self.ticks_per_us = ticks_per_us
         #: bytes each frame costs on the wire beyond its own (0: the frame only, as on a veth)
         self.wire_overhead_bytes = wire_overhead_bytes
+        #: units a queued item counts for in enq_qdepth/deq_qdepth (None: 1, packets); the
+        #: depth limit stays in packets. T2NA counts 176-byte buffer cells (t2na.qdepth_cells).
+        self.qdepth_unit = qdepth_unit
         self._ports: dict[int, _Port] = {int(p): _Port(cfg, ticks_per_us) for p in ports}
         self._service = service
         self._active: set[int] = set()  # ports with waiting packets
@@ -160,8 +165,8 @@ class TrafficManager:
     def enqueue(self, port: int, item: Any, now_us: int) -> int | None:
         """Queue ``item`` on ``port`` at ``now_us``.
 
-        Returns the enq_qdepth (packets waiting ahead of it), or None when the queue is
-        full and the packet is tail-dropped (counted per port). Call
+        Returns the enq_qdepth (packets, or ``qdepth_unit`` units, waiting ahead of it), or
+        None when the queue is full and the packet is tail-dropped (counted per port). Call
         :meth:`service_until` first so that packets due to leave the queue have left it.
         On an idle port with unlimited rate and no delay the packet is serviced at once
         (egress runs inside this call) and its frame is due at ``now_us``.
@@ -184,14 +189,19 @@ class TrafficManager:
         if depth >= p.config.depth_pkts:
             p.tail_drops += 1
             return None
-        q.append((item, now_us, depth))
+        if self.qdepth_unit is None:
+            units, ahead = 1, depth
+        else:
+            units, ahead = self.qdepth_unit(item), p.units
+        p.units += units
+        q.append((item, now_us, ahead, units))
         p.enqueued += 1
         if depth + 1 > p.max_qdepth:
             p.max_qdepth = depth + 1
         self._active.add(port)
         if p.free_at < self._next_service:
             self._next_service = p.free_at
-        return depth
+        return ahead
 
     def service_until(self, now_us: int) -> None:
         """Start service of every packet whose port becomes free at or before ``now_us``.
@@ -218,12 +228,13 @@ class TrafficManager:
             p = self._ports[port]
             q = p.queue
             while q and p.free_at <= now_us:
-                item, enq_us, enq_qdepth = q.popleft()
+                item, enq_us, enq_qdepth, units = q.popleft()
+                p.units -= units
                 start = p.free_at if p.free_at > enq_us else float(enq_us)
                 # packets still waiting that had arrived by the (virtual) start time
-                deq_qdepth = len(q)
+                deq_qdepth = len(q) if self.qdepth_unit is None else p.units
                 if deq_qdepth and q[-1][1] > start:
-                    deq_qdepth = sum(1 for e in q if e[1] <= start)
+                    deq_qdepth = sum(e[3] for e in q if e[1] <= start)
                 p.serviced += 1
                 p.free_at = start  # port free until a frame is produced
                 start_us = math.ceil(start)

@@ -226,3 +226,27 @@ def test_fast_path_keeps_port_order_after_rate_change() -> None:
     tm.enqueue(1, frame(100, 3), 3000)        # idle now: direct, due at once
     assert tm.next_deadline_us() == 3000
     assert tm.due(3000) == [(1, frame(100, 3))]
+
+
+def test_queue_depth_in_cells_when_the_pipeline_counts_cells() -> None:
+    """T2NA's enq_qdepth/deq_qdepth are in 176-byte cells; the depth limit stays in packets."""
+    from emu.embedded.t2na import qdepth_cells
+
+    @dataclass
+    class Item:
+        packet_length: int
+
+    seen: list[tuple[int, int]] = []
+
+    def service(port, item, enq_qdepth, deq_qdepth, *rest):
+        seen.append((enq_qdepth, deq_qdepth))
+        return bytes(item.packet_length)
+
+    tm = TrafficManager([1], service=service, qdepth_unit=qdepth_cells)
+    tm.set_queue(1, QueueConfig(rate_bps=10e6, depth_pkts=3))
+    sizes = [1514, 64, 1514, 1000]  # 9, 1, 9 and 6 cells; the fourth finds 3 waiting: dropped
+    assert [tm.enqueue(1, Item(n), 0) for n in sizes] == [0, 9, 10, None]
+    drain(tm, 100_000)
+    # at each service start: cells ahead on arrival, cells still waiting behind
+    assert seen == [(0, 10), (9, 9), (10, 0)]
+    assert qdepth_cells(Item(176)) == 1 and qdepth_cells(Item(177)) == 2 and qdepth_cells(Item(0)) == 1

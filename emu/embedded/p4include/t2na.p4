@@ -199,6 +199,17 @@ extern RegisterAction<T, I, U> {
     @synchronous(execute) abstract void apply(inout T value, @optional out U rv);
 }
 
+/* Declared so that programs using them get a clear "unsupported extern" error. */
+extern Meter<I> {
+    Meter(bit<32> size, CounterType_t type);
+    bit<8> execute(in I index);
+}
+
+extern DirectCounter<W> {
+    DirectCounter(CounterType_t type);
+    void count();
+}
+
 /* ------------------------------------------------------------------ blocks, package */
 
 parser IngressParserT<H, M>(
