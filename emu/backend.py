@@ -125,13 +125,15 @@ class Backend(abc.ABC):
     wall_clock: bool = True
 
     def __init__(self, topology: Any, *, out_dir: Path, run_dir: Path, run_id: str, seed: int,
-                 target: str, pcap: bool = False) -> None:
+                 target: str, pcap: bool = False, p4: str = "v1model") -> None:
         self.topology = topology
         self.out_dir = out_dir
         self.run_dir = run_dir
         self.run_id = run_id
         self.seed = seed
         self.target = target
+        #: the P4 build the switches run (a key of emu.targets.P4_BUILDS)
+        self.p4 = p4
         #: write one pcap per switch port to ``<out_dir>/pcap/`` (Mininet back end, embedded target)
         self.pcap = pcap
         #: the programmed network (an :class:`emu.network.ProgrammedNetwork`); None before build

@@ -332,8 +332,11 @@ def cli(verbose: int) -> None:
                    "docs/virtual-time.md).")
 @click.option("--pcap", is_flag=True, help="Switches write one pcap per port to <out>/pcap/ "
               "(dissect the CTH with tools/wireshark/cth.lua).")
+@click.option("--p4", "p4", type=click.Choice(["v1model", "tofino"]), default="v1model", show_default=True,
+              help="P4 build the switches run: p4/symphony.p4 (v1model) or p4/tofino/symphony.p4 (T2NA, "
+                   "embedded target; docs/tofino.md).")
 def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
-        out: Path | None, seed: int, mode: str, pcap: bool) -> None:
+        out: Path | None, seed: int, mode: str, pcap: bool, p4: str) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
 
@@ -344,7 +347,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
         with RichProgress(console) as progress:
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
                                 size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode,
-                                pcap=pcap)
+                                pcap=pcap, p4=p4)
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:
@@ -366,13 +369,16 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None)
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--pcap", is_flag=True, help="Switches write one pcap per port to <out>/pcap/.")
-def cli_command(topology: str | None, target: str, scheme: str, out: Path | None, seed: int, pcap: bool) -> None:
+@click.option("--p4", "p4", type=click.Choice(["v1model", "tofino"]), default="v1model", show_default=True,
+              help="P4 build the switches run (tofino: T2NA on the embedded target).")
+def cli_command(topology: str | None, target: str, scheme: str, out: Path | None, seed: int, pcap: bool,
+                p4: str) -> None:
     """Mininet CLI on TOPOLOGY's programmed network, with allreduce/switch/mode commands."""
     from emu import runner
 
     try:
         with runner.Experiment.open(resolve_topology(topology), target=target, out=out, seed=seed,
-                                    pcap=pcap) as exp:
+                                    pcap=pcap, p4=p4) as exp:
             exp.set_mode(scheme)
             from mininet.log import lg, setLogLevel
 

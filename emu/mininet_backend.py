@@ -26,7 +26,7 @@ from typing import Any
 
 from emu import cleanup as cleanup_mod
 from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError, WorkerResult, Workload
-from emu.targets import SwitchOptions, SwitchStartError, target_class
+from emu.targets import P4_BUILDS, SwitchOptions, SwitchStartError, target_class
 
 log = logging.getLogger(__name__)
 
@@ -207,12 +207,13 @@ class MininetBackend(Backend):
 
         target_cls = target_class(self.target)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        options = SwitchOptions(control_dir=self.run_dir, log_dir=self.out_dir / "logs", seed=self.seed,
-                                pcap_dir=self.out_dir / "pcap" if self.pcap else None)
+        options = SwitchOptions(program=P4_BUILDS[self.p4], control_dir=self.run_dir, log_dir=self.out_dir / "logs",
+                                seed=self.seed, pcap_dir=self.out_dir / "pcap" if self.pcap else None)
         progress(ProgressEvent("network", message=f"starting {len(self.topology.switches)} switches"))
         t0 = time.monotonic()
         try:
             self.network = build_network(self.topology, target_cls=target_cls, options=options, target=self.target)
+            self.network.p4 = self.p4
             progress(ProgressEvent("network", message="programming switches"))
             self.network.program("baseline")
         except (SwitchStartError, NetworkError) as exc:

@@ -102,6 +102,8 @@ class ProgrammedNetwork:
     topology: Topology
     plan: NetworkPlan
     mode: str | None
+    #: the P4 build the switches run (emu.targets.P4_BUILDS): entries use its queue-depth unit
+    p4: str = "v1model"
 
     def control(self, name: str) -> SwitchControl:
         """The control object of switch ``name`` (:class:`emu.control.SwitchControl`)."""
@@ -132,7 +134,7 @@ class ProgrammedNetwork:
         """
         from emu import routing
 
-        programs = routing.switch_programs(self.topology, scheme)  # type: ignore[arg-type]
+        programs = routing.switch_programs(self.topology, scheme, p4=self.p4)  # type: ignore[arg-type]
         for sw in self.plan.switches:
             prog = programs[sw.name]
             ctl = self.control(sw.name)
@@ -159,7 +161,7 @@ class ProgrammedNetwork:
             raise NetworkError(f"unknown scheme {scheme!r}: use baseline or symphony")
         if scheme == self.mode:
             return
-        programs = routing.switch_programs(self.topology, scheme)  # type: ignore[arg-type]
+        programs = routing.switch_programs(self.topology, scheme, p4=self.p4)  # type: ignore[arg-type]
         for sw in self.plan.switches:
             ctl = self.control(sw.name)
             try:

@@ -310,7 +310,7 @@ class Experiment:
     """
 
     def __init__(self, topology: Any, topology_path: Path, *, target: str, out_dir: Path, seed: int,
-                 run_id: str, mode: str = "mininet", pcap: bool = False) -> None:
+                 run_id: str, mode: str = "mininet", pcap: bool = False, p4: str = "v1model") -> None:
         self.topology = topology
         self.topology_path = topology_path
         self.target = target
@@ -319,9 +319,10 @@ class Experiment:
         self.run_id = run_id
         self.mode = mode
         self.run_dir = RUN_ROOT / run_id
+        self.p4 = p4
         kwargs: dict[str, Any] = {"pcap": True} if pcap else {}
         self.backend: Backend = backend_class(mode)(topology, out_dir=out_dir, run_dir=self.run_dir, run_id=run_id,
-                                                    seed=seed, target=target, **kwargs)
+                                                    seed=seed, target=target, p4=p4, **kwargs)
 
     @property
     def network(self) -> Any:
@@ -332,8 +333,12 @@ class Experiment:
     @contextlib.contextmanager
     def open(cls, topology_path: str | os.PathLike[str], *, target: str = "embedded", out: Path | None = None,
              seed: int = 1, progress: ProgressFn | None = None, run_id: str | None = None,
-             mode: str = "mininet", topology: Any = None, pcap: bool = False) -> Iterator[Experiment]:
+             mode: str = "mininet", topology: Any = None, pcap: bool = False,
+             p4: str = "v1model") -> Iterator[Experiment]:
         """Validate, check the machine, build and program the network; tear it down on exit.
+
+        ``p4``: the P4 build the switches run, ``v1model`` (p4/symphony.p4) or ``tofino``
+        (p4/tofino/symphony.p4, T2NA: embedded target only, else UsageError).
 
         ``pcap``: every switch writes one capture per port to ``<out>/pcap/`` (Mininet back
         end and a target that supports it, else UsageError).
@@ -346,6 +351,13 @@ class Experiment:
             from emu.topology import load_topology
 
             topology = load_topology(topology_path)
+        from emu.targets import P4_BUILDS
+
+        if p4 not in P4_BUILDS:
+            raise UsageError(f"unknown --p4 {p4!r}: use {' or '.join(P4_BUILDS)}")
+        if p4 != "v1model" and target != "embedded":
+            raise UsageError(f"--p4 {p4}: the T2NA build runs on the embedded target only (docs/tofino.md); "
+                             "use --target embedded")
         klass = backend_class(mode)
         klass.check(topology, target=target)
         if pcap:
@@ -359,9 +371,9 @@ class Experiment:
         run_id = run_id or new_run_id()
         out_dir = make_out_dir((out or default_out_dir(run_id)).resolve(), given=out is not None)
         exp = cls(topology, Path(topology_path), target=target, out_dir=out_dir, seed=seed, run_id=run_id, mode=mode,
-                  pcap=pcap)
+                  pcap=pcap, p4=p4)
         exp.update_run_file(run_id=run_id, topology=str(topology_path), topology_name=topology.name, target=target,
-                            mode=mode, seed=seed, started=datetime.now().isoformat(timespec="seconds"),
+                            p4=p4, mode=mode, seed=seed, started=datetime.now().isoformat(timespec="seconds"),
                             status="starting")
         previous = os.environ.get(cleanup_mod.RUN_ENV)
         os.environ[cleanup_mod.RUN_ENV] = run_id  # inherited by switches, workers, traffic: cleanup finds them
@@ -476,9 +488,11 @@ def _monotonic() -> float:
 
 def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES, iterations: int | None = None,
         size: int | None = None, target: str = "embedded", out: str | os.PathLike[str] | None = None, seed: int = 1,
-        progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False) -> RunResult:
+        progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False,
+        p4: str = "v1model") -> RunResult:
     """Run the topology's jobs once per scheme on one network; write the results folder.
 
+    ``p4``: the P4 build, "v1model" or "tofino" (T2NA on the embedded target; see Experiment.open).
     ``mode``: the back end, "mininet" (real time, root) or "sim" (virtual time).
     ``pcap``: the switches write one capture per port to ``<out>/pcap/`` (see Experiment.open).
     Returns a RunResult (``ok`` False when a result was not verified). Raises TopologyError,
@@ -500,7 +514,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
     check_memory(topology, size=size, per_process=mode == "mininet")
     runs: dict[str, SchemeRun] = {}
     with Experiment.open(topology_path, topology=topology, target=target, out=Path(out) if out else None, seed=seed,
-                         progress=progress, mode=mode, pcap=pcap) as exp:
+                         progress=progress, mode=mode, pcap=pcap, p4=p4) as exp:
         exp.update_run_file(schemes=list(schemes), **resolved_workload(exp.topology, iterations=iterations, size=size))
         for scheme in schemes:
             runs[scheme] = exp.run_scheme(scheme, iterations=iterations, size=size, progress=progress)

@@ -29,11 +29,14 @@ if TYPE_CHECKING:
 
 from emu.targets.registry import TARGETS, target_names
 
-__all__ = ["DEFAULT_PROGRAM", "Requirement", "SwitchOptions", "SwitchStartError", "SwitchTarget", "TARGETS",
+__all__ = ["DEFAULT_PROGRAM", "P4_BUILDS", "Requirement", "SwitchOptions", "SwitchStartError", "SwitchTarget", "TARGETS",
            "TargetUnavailable", "load_target", "target_class", "target_names"]
 
 #: The repository's P4 program, loaded by every target.
 DEFAULT_PROGRAM = Path(__file__).resolve().parent.parent.parent / "p4" / "symphony.p4"
+#: The builds of the one Symphony program (``--p4``): v1model (every target) and Tofino2
+#: (T2NA; the embedded target runs it, docs/tofino.md). Keys are emu.routing.QDEPTH_UNITS'.
+P4_BUILDS: dict[str, Path] = {"v1model": DEFAULT_PROGRAM, "tofino": DEFAULT_PROGRAM.parent / "tofino" / "symphony.p4"}
 
 
 class TargetUnavailable(Exception):

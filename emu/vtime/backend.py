@@ -51,10 +51,13 @@ class SimBackend(Backend):
         from emu.network import NetworkError
 
         mtu = int(getattr(self.topology, "mtu", 1500) or 1500)
-        progress(ProgressEvent("network", message=f"compiling p4/symphony.p4 for {len(self.topology.switches)} switches"))
+        progress(ProgressEvent("network", message=f"compiling the {self.p4} build for {len(self.topology.switches)} switches"))
         t0 = time.monotonic()
         try:
-            self.network = SimNetwork(self.topology, seed=self.seed, mtu=mtu)
+            from emu.targets import P4_BUILDS
+
+            self.network = SimNetwork(self.topology, seed=self.seed, mtu=mtu, program=P4_BUILDS[self.p4])
+            self.network.p4 = self.p4
             progress(ProgressEvent("network", message="programming switches"))
             self.network.program("baseline")
         except NetworkError as exc:
