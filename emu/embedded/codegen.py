@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from . import ir
 from .errors import P4FrontendError
-from .externs import Objects, csum, hash_value
+from .externs import DirectCounter, DirectMeter, Objects, csum, hash_value
 from .tables import ActionSpec, KeySpec, Table
 
 __all__ = ["ActionRef", "Architecture", "CodeGen", "Ctx", "DeparseSite", "ExternRef", "ExternType",
@@ -242,6 +242,8 @@ class CodeGen:
         self.structs: dict[str, _struct.Struct] = {}
         #: the context of the statement being generated (function calls inside expressions need it)
         self.cur_ctx: Ctx | None = None
+        #: id(direct_meter) -> var holding the colour of the table entry being applied (None: miss)
+        self.direct_colour: dict[int, str] = {}
 
     # ---------------------------------------------------------------- helpers
     def fresh(self, base: str) -> str:
@@ -996,6 +998,14 @@ class CodeGen:
             else:
                 meth = "lookup_lpm" if table.mode == "lpm" and self.optimize else "lookup"
                 self.pre_or_emit(f"{ent} = {tname}.{meth}({key})", want_hit)
+        if table.direct_counter is not None:  # counted on a hit, per entry (bmv2)
+            d = self.fresh("d")
+            self.pre_or_emit(f"if {ent}[2]: {d} = {ent}[3]; {d}.packets += 1; {d}.bytes += _plen", want_hit)
+        if table.direct_meter is not None:  # run on a hit; read() in the action gets the colour
+            col = self.fresh("colour")
+            units = "_plen" if table.direct_meter.kind == "bytes" else "1"
+            self.pre_or_emit(f"{col} = {ent}[3].meter.execute(_now, {units}) if {ent}[2] else None", want_hit)
+            self.direct_colour[id(table.direct_meter)] = col
         if want_hit:
             # hit/miss in a condition: run the actions before the condition is tested
             lines_before = self.lines
@@ -1340,6 +1350,16 @@ class CodeGen:
             spec_name = f"{owner}.{act.name}" if owner else act.name
             specs.append(ActionSpec(spec_name, aid, params, act.name))
         table = Table(fq, keys, specs, t.size, t.const_default)
+        for prop, inst_name in t.direct.items():  # counters = c; meters = m;
+            b = next((sc[inst_name] for sc in reversed(scopes) if inst_name in sc), None)
+            want = DirectCounter if prop == "counters" else DirectMeter
+            if not isinstance(b, ExternRef) or not isinstance(b.obj, want):
+                self.fail(t.loc, f"table {t.name}: {prop} = {inst_name} is not a "
+                                 f"{'direct_counter' if prop == 'counters' else 'direct_meter'} declared before it")
+            if prop == "counters":
+                table.direct_counter = b.obj
+            else:
+                table.direct_meter = b.obj
         if t.default_action is not None:
             ref = t.default_action
             names = [a.name for a in actions]
@@ -1357,7 +1377,7 @@ class CodeGen:
             if "NoAction" in names:
                 table.set_default("NoAction", force=True)
             else:
-                table.default = (-1, (), False)  # no action at all on a miss
+                table.default = (-1, (), False, None)  # no action at all on a miss
         self.objects.tables[fq] = table
         return TableRef(table, t, actions, ctx)
 

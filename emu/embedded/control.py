@@ -39,7 +39,8 @@ __all__ = ["ControlAPI", "ControlClient", "ControlError", "ControlServer", "METH
 logger = logging.getLogger(__name__)
 
 #: v1model packet replication (multicast groups, clone sessions) of the embedded switch.
-REPLICATION_METHODS = ("mcast_group_delete", "mcast_group_set", "mirroring_add", "mirroring_delete")
+REPLICATION_METHODS = ("mcast_group_delete", "mcast_group_set", "mirroring_add", "mirroring_delete",
+                       "meter_set_rates", "direct_meter_set_rates", "direct_counter_read")
 #: Methods served over the socket: the SwitchControl contract, plus replication.
 METHODS = CONTRACT_METHODS + REPLICATION_METHODS
 
@@ -157,6 +158,19 @@ class ControlAPI(SwitchControl):
     def mirroring_delete(self, session: int) -> None:
         """Delete clone session ``session``."""
         self._pipe("mirroring_delete", session)
+
+    def meter_set_rates(self, name: str, index: int | None, rates: list) -> None:
+        """Meter cell (None: all) rates ``[[CIR, CBS], [PIR, PBS]]`` in units per microsecond, bursts in units."""
+        self._pipe("meter_set_rates", name, index, rates)
+
+    def direct_meter_set_rates(self, table: str, match: dict[str, Any], rates: list,
+                               priority: int | None = None) -> None:
+        """Rates of one table entry's direct meter."""
+        self._pipe("direct_meter_set_rates", table, match, rates, priority)
+
+    def direct_counter_read(self, table: str, match: dict[str, Any], priority: int | None = None) -> tuple[int, int]:
+        """``(packets, bytes)`` of one table entry's direct counter."""
+        return tuple(self._pipe("direct_counter_read", table, match, priority))  # type: ignore[return-value]
 
     def ping(self) -> str:
         """Liveness check: returns ``"pong"``."""
@@ -454,6 +468,20 @@ class ControlClient(SwitchControl):
     def mirroring_delete(self, session: int) -> None:
         """See :meth:`ControlAPI.mirroring_delete`."""
         self.call("mirroring_delete", session=session)
+
+    def meter_set_rates(self, name: str, index: int | None, rates: list) -> None:
+        """See :meth:`ControlAPI.meter_set_rates`."""
+        self.call("meter_set_rates", name=name, index=index, rates=[list(r) for r in rates])
+
+    def direct_meter_set_rates(self, table: str, match: dict[str, Any], rates: list,
+                               priority: int | None = None) -> None:
+        """See :meth:`ControlAPI.direct_meter_set_rates`."""
+        self.call("direct_meter_set_rates", table=table, match=match, rates=[list(r) for r in rates],
+                  priority=priority)
+
+    def direct_counter_read(self, table: str, match: dict[str, Any], priority: int | None = None) -> tuple[int, int]:
+        """See :meth:`ControlAPI.direct_counter_read`."""
+        return tuple(self.call("direct_counter_read", table=table, match=match, priority=priority))  # type: ignore[return-value]
 
 
 def _remote(name: str) -> Callable[..., Any]:

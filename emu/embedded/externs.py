@@ -11,7 +11,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Counter", "Objects", "Register", "crc16", "csum", "csum16", "hash_value"]
+__all__ = ["Counter", "DirectCounter", "DirectMeter", "DirectState", "Meter", "MeterCell", "Objects", "Register",
+           "crc16", "csum", "csum16", "hash_value"]
 
 
 def csum16(x: int, bits: int) -> int:
@@ -100,6 +101,81 @@ class Counter:
 
 
 
+class MeterCell:
+    """One two-rate three-colour meter (RFC 2698, colour-blind) as bmv2 computes it.
+
+    ``set_rates([(cir, cbs), (pir, pbs)])``: rates in units (packets or bytes) per
+    microsecond, bursts in units (bmv2 ``meter_set_rates``; CIR <= PIR). Buckets start
+    full. :meth:`execute` refills each bucket with ``floor(now_us * rate)`` tokens counted
+    from time 0 (bmv2 counts from the meter's creation), checks the peak bucket first (short
+    of tokens: RED = 2), then the committed one (YELLOW = 1), else GREEN = 0, taking the
+    packet's units from every bucket it passed. An unconfigured meter gives GREEN.
+    Source: bmv2 src/bm_sim/meters.cpp (Meter::set_rates, Meter::execute).
+    """
+
+    __slots__ = ("rates",)
+
+    def __init__(self) -> None:
+        self.rates: list[list] = []  # [info_rate, burst, tokens, tokens_last, colour], peak first
+
+    def set_rates(self, rates: list[tuple[float, int]]) -> None:
+        """Configure ``[(cir, cbs), (pir, pbs)]`` (raises ValueError when CIR > PIR or a value is negative)."""
+        if len(rates) != 2:
+            raise ValueError("a meter takes two rates: [[CIR, CBS], [PIR, PBS]] (units per microsecond, units)")
+        (cir, cbs), (pir, pbs) = rates
+        if min(cir, cbs, pir, pbs) < 0:
+            raise ValueError("meter rates and bursts must not be negative")
+        if cir > pir:
+            raise ValueError(f"committed rate {cir} above peak rate {pir}")
+        self.rates = [[float(pir), int(pbs), int(pbs), 0, 2], [float(cir), int(cbs), int(cbs), 0, 1]]
+
+    def execute(self, now_us: int, units: int) -> int:
+        """Colour of a packet of ``units`` (1 packet, or its bytes) at ``now_us``: 0 green, 1 yellow, 2 red."""
+        colour = 0
+        for r in self.rates:
+            since = int(now_us * r[0])
+            r[2] = min(r[2] + since - r[3], r[1])
+            r[3] = since
+            if r[2] < units:
+                colour = r[4]
+                break
+            r[2] -= units
+        return colour
+
+
+class Meter:
+    """``meter(N, MeterType)``: N :class:`MeterCell` (``kind`` "packets" or "bytes")."""
+
+    def __init__(self, name: str, size: int, kind: str) -> None:
+        self.name, self.size, self.kind = name, size, kind
+        self.cells = [MeterCell() for _ in range(size)]
+
+
+class DirectCounter:
+    """``direct_counter(CounterType)`` of a table: packets and bytes per entry, counted on hits."""
+
+    def __init__(self, name: str, kind: str) -> None:
+        self.name, self.kind = name, kind
+
+
+class DirectMeter:
+    """``direct_meter<T>(MeterType)`` of a table: one :class:`MeterCell` per entry, run on hits."""
+
+    def __init__(self, name: str, kind: str) -> None:
+        self.name, self.kind = name, kind
+
+
+class DirectState:
+    """What a table entry carries for its table's direct counter and meter."""
+
+    __slots__ = ("bytes", "meter", "packets")
+
+    def __init__(self, meter: bool) -> None:
+        self.packets = 0
+        self.bytes = 0
+        self.meter = MeterCell() if meter else None
+
+
 @dataclass
 class Objects:
     """The control-plane visible state of a compiled program, by fully qualified P4 name."""
@@ -107,3 +183,4 @@ class Objects:
     tables: dict[str, Any] = field(default_factory=dict)
     registers: dict[str, Register] = field(default_factory=dict)
     counters: dict[str, Counter] = field(default_factory=dict)
+    meters: dict[str, Meter] = field(default_factory=dict)

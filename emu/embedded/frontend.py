@@ -49,7 +49,7 @@ _UNSUPPORTED_METHODS = {
 }
 #: Extern object types a control or parser may instantiate (v1model; T2NA). Which of them
 #: an architecture implements is checked when the program is compiled.
-_SUPPORTED_EXTERN_INSTANCES = {"register", "counter",
+_SUPPORTED_EXTERN_INSTANCES = {"register", "counter", "meter", "direct_counter", "direct_meter",
                                "Register", "RegisterAction", "Random", "Hash", "Checksum", "Counter"}
 #: Package types a program may instantiate at top level (``main`` and the pipes it takes).
 _PACKAGES = {"V1Switch", "Pipeline", "Switch"}
@@ -710,7 +710,9 @@ class _Builder(Transformer):
             elif pname == "size":
                 t.size = self.const_eval(value)
             elif pname in ("counters", "meters"):
-                self._fail(pmeta, "unsupported direct counter/meter")
+                if not isinstance(value, ir.Name):
+                    self._fail(pmeta, f"table property {pname} must name a direct_counter/direct_meter instance")
+                t.direct[pname] = value.name
             elif pname in ("support_timeout", "max_group_size", "psa_empty_group_action"):
                 logger.debug("ignoring table property %s", pname)
             else:

@@ -380,6 +380,8 @@ class Table:
     default_action: ActionRef | None
     const_default: bool
     size: int | None
+    #: ``counters = c;`` / ``meters = m;``: property -> the direct_counter/direct_meter instance name
+    direct: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

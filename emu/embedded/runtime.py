@@ -109,6 +109,7 @@ class Pipeline:
         self.tables: dict[str, Table] = compiled.objects.tables
         self.registers: dict[str, Register] = compiled.objects.registers
         self.counters: dict[str, Counter] = compiled.objects.counters
+        self.meters: dict[str, Any] = compiled.objects.meters
         self._field_lists = compiled.field_lists
         #: packet replication engine: multicast group -> [(egress port, egress_rid)]
         self.mcast_groups: dict[int, list[tuple[int, int]]] = {}
@@ -248,6 +249,63 @@ class Pipeline:
                 self.last_recirculated = True
                 self.pending.append(("ingress", frame, st.port, RECIRC, self._preserved(values, index), depth + 1))
         return out
+
+    # ------------------------------------------------------------ meters and direct counters
+    def _meter(self, name: str) -> Any:
+        m = self.meters.get(name)
+        if m is None:
+            matches = [v for k, v in self.meters.items() if k.split(".")[-1] == name]
+            if len(matches) != 1:
+                raise ControlError(f"unknown meter {name}{closest(name, self.meters)}")
+            m = matches[0]
+        return m
+
+    @staticmethod
+    def _rates(what: str, rates: Any) -> list[tuple[float, int]]:
+        try:
+            out = [(float(r), int(b)) for r, b in rates]
+        except (TypeError, ValueError):
+            raise ControlError(f"{what}: rates must be [[CIR, CBS], [PIR, PBS]]") from None
+        return out
+
+    def meter_set_rates(self, name: str, index: int | None, rates: list) -> None:
+        """Configure meter cell ``index`` (every cell when None) with ``[[CIR, CBS], [PIR, PBS]]``.
+
+        Rates in packets or bytes (the meter's MeterType) per microsecond, bursts in
+        packets or bytes: bmv2's ``meter_set_rates NAME INDEX CIR:CBS PIR:PBS``.
+        """
+        m = self._meter(name)
+        cells = m.cells if index is None else None
+        if cells is None:
+            if not 0 <= index < m.size:
+                raise ControlError(f"{m.name}: index {index} out of range 0..{m.size - 1}")
+            cells = [m.cells[index]]
+        parsed = self._rates(m.name, rates)
+        try:
+            for c in cells:
+                c.set_rates(parsed)
+        except ValueError as e:
+            raise ControlError(f"{m.name}: {e}") from None
+
+    def direct_meter_set_rates(self, table: str, match: dict[str, Any], rates: list,
+                               priority: int | None = None) -> None:
+        """Configure the direct meter of one table entry (rates as :meth:`meter_set_rates`)."""
+        t = self.table(table)
+        state = t.entry_state(match, priority)
+        if state.meter is None:
+            raise ControlError(f"{t.name}: the table has no direct meter")
+        try:
+            state.meter.set_rates(self._rates(t.name, rates))
+        except ValueError as e:
+            raise ControlError(f"{t.name}: {e}") from None
+
+    def direct_counter_read(self, table: str, match: dict[str, Any], priority: int | None = None) -> tuple[int, int]:
+        """``(packets, bytes)`` that the table's direct counter counted for one entry's hits."""
+        t = self.table(table)
+        if t.direct_counter is None:
+            raise ControlError(f"{t.name}: the table has no direct counter")
+        state = t.entry_state(match, priority)
+        return (state.packets, state.bytes)
 
     # ------------------------------------------------------------ replication (control plane)
     def mcast_group_set(self, group: int, replicas: list) -> None:

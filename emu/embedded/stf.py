@@ -18,6 +18,7 @@ access)::
     register_write NAME INDEX VALUE
     register_read NAME INDEX VALUE    expectation on a register cell
     check_counter NAME(INDEX) [packets|bytes] [==|!=|<|<=|>|>=] VALUE
+    meter_set_rates NAME INDEX CIR:CBS PIR:PBS   bmv2 units: per microsecond, units
     mirroring_add SESSION PORT        clone session -> egress port
     mc_mgrp_create GROUP              multicast group (p4c STF / bmv2 CLI names);
     mc_node_create RID PORT...        node handles are 0, 1, ... in creation order
@@ -369,6 +370,16 @@ class _Runner:
             got = nbytes if kind == "bytes" else pkts
             ok = _OPS[op](got, want)
             self._record(lineno, f"counter {name}({index}) {kind} {op} {want}", ok, "" if ok else f"got {got}")
+        elif cmd == "meter_set_rates":
+            parts = rest.split()
+            if len(parts) != 4 or not all(":" in p for p in parts[2:]):
+                raise StfError(f"{where}: expected 'meter_set_rates NAME INDEX CIR:CBS PIR:PBS'")
+            name = _resolve("meter", parts[0], _names(getattr(self.pipe, "meters", None)), where)
+            try:
+                rates = [(float(r), int(b)) for r, b in (p.split(":") for p in parts[2:])]
+            except ValueError:
+                raise StfError(f"{where}: rates are RATE:BURST numbers (units per microsecond, units)") from None
+            self._control(where, self.api.meter_set_rates, name, _int(parts[1]), rates)
         elif cmd in ("mirroring_add", "mc_mgrp_create", "mc_node_create", "mc_node_associate"):
             self._replication(where, cmd, rest.split())
         else:

@@ -16,6 +16,7 @@ from emu import encoding
 from emu.control import EntryExistsError, EntryNotFoundError, TableFullError
 
 from .errors import ControlError
+from .externs import DirectState
 
 __all__ = ["ActionSpec", "KeySpec", "Table", "closest", "to_int"]
 
@@ -63,7 +64,10 @@ class Table:
         self.by_short = {a.short: a for a in actions}
         self.size = size
         self.const_default = const_default
-        self.default: tuple = (0, (), False)
+        self.default: tuple = (0, (), False, None)
+        #: the table's ``counters = ...`` / ``meters = ...`` (DirectCounter / DirectMeter), if any
+        self.direct_counter: Any = None
+        self.direct_meter: Any = None
         self.default_desc: tuple[str, dict[str, int]] = ("", {})
         self.entries: dict[tuple, tuple[int, tuple, int, str, dict[str, int]]] = {}
         kinds = [k.kind for k in keys]
@@ -108,6 +112,21 @@ class Table:
             else:
                 return entry
         return self.default
+
+    @property
+    def has_direct(self) -> bool:
+        """Whether entries carry a :class:`DirectState` (direct counter or meter)."""
+        return self.direct_counter is not None or self.direct_meter is not None
+
+    def entry_state(self, match: dict[str, Any], priority: int | None = None) -> DirectState:
+        """The direct counter/meter state of the entry with ``match`` (ControlError if none)."""
+        key, _ = self._canon(match, priority)
+        e = self.entries.get(key)
+        if e is None:
+            raise ControlError(f"{self.name}: no entry with match {match}")
+        if e[0][3] is None:
+            raise ControlError(f"{self.name}: the table has no direct counter or meter")
+        return e[0][3]
 
     # -- control plane
     def _action(self, action: str) -> ActionSpec:
@@ -161,7 +180,10 @@ class Table:
                 raise EntryExistsError(f"{self.name}: duplicate entry for match {match}")
             if self.size is not None and len(self.entries) >= self.size:
                 raise TableFullError(f"{self.name}: table full ({self.size} entries)")
-        self.entries[key] = ((a.aid, args, True), args, prio, a.name, desc)
+        state = DirectState(self.direct_meter is not None) if self.has_direct else None
+        if modify:  # a modified entry keeps its direct counter and meter
+            state = self.entries[key][0][3]
+        self.entries[key] = ((a.aid, args, True, state), args, prio, a.name, desc)
         self._rebuild()
 
     def delete(self, match, priority=None) -> None:
@@ -182,7 +204,7 @@ class Table:
             raise ControlError(f"{self.name}: default action is const")
         a = self._action(action)
         args, desc = self._args(a, params)
-        self.default = (a.aid, args, False)
+        self.default = (a.aid, args, False, None)
         self.default_desc = (a.name, desc)
 
     def _rebuild(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from . import ir
 from .codegen import CodeGen, Ctx, Leaf, Line, PacketRef, Scopes, StructRef, mask, render
 from .errors import P4FrontendError
-from .externs import Counter, Objects, Register
+from .externs import Counter, DirectCounter, DirectMeter, Meter, Objects, Register
 from .optimize import names, optimize
 
 __all__ = ["DROP_PORT", "SM_FIELDS", "V1MODEL", "Compiled", "V1Model", "compile_v1model"]
@@ -108,6 +108,63 @@ class CounterExtern:
         gen.emit(f"if {iv} < {c.size}:")
         gen.emit(f"    {pv}[{iv}] += 1")
         gen.emit(f"    {bv}[{iv}] += _plen")
+
+
+def _meter_kind(gen: CodeGen, inst: ir.Instance, arg: int, scope: dict[str, Any]) -> str:
+    v = gen.expr(inst.args[arg], [scope]) if len(inst.args) > arg else None
+    enum_t = gen.prog.types.get("MeterType")
+    if v is None or not isinstance(enum_t, ir.EnumT) or v.const is None:
+        gen.fail(inst.loc, f"{inst.type.name} needs a MeterType")
+    return enum_t.members[v.const]
+
+
+class MeterExtern:
+    """``meter(N, MeterType)`` with ``execute_meter(index, out colour)``: colours as bmv2 (externs.MeterCell)."""
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> Meter:
+        m = Meter(fq, gen.const_of(inst.args[0], [scope]), _meter_kind(gen, inst, 1, scope))
+        gen.objects.meters[fq] = m
+        return m
+
+    def call(self, gen: CodeGen, m: Meter, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+        if meth != "execute_meter" or len(e.args) != 2:
+            gen.fail(e.loc, f"unsupported method call {meth}() on meter {m.name} (execute_meter(index, out colour))")
+        cells = gen.glob("MC_" + m.name, m.cells)
+        idx = gen.clean(gen.expr(e.args[0], scopes))
+        out = gen.out_target(e.args[1], scopes, e.loc)
+        iv = gen.fresh("i")
+        units = "_plen" if m.kind == "bytes" else "1"
+        gen.flush_pre()
+        gen.emit(f"{iv} = {idx}")
+        gen.emit(f"{out.var} = {cells}[{iv}].execute(_now, {units}) if {iv} < {m.size} else 0")
+
+
+class DirectCounterExtern:
+    """``direct_counter(CounterType)``: counts the hits of each entry of the table naming it in ``counters``."""
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> DirectCounter:
+        return DirectCounter(fq, "packets_and_bytes")
+
+    def call(self, gen: CodeGen, c: DirectCounter, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+        if meth != "count":
+            gen.fail(e.loc, f"unsupported method call {meth}() on direct_counter {c.name}")
+        # count() is optional in v1model: the table counts every hit itself (bmv2)
+
+
+class DirectMeterExtern:
+    """``direct_meter<T>(MeterType)`` with ``read(out colour)`` in an action of its table."""
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> DirectMeter:
+        return DirectMeter(fq, _meter_kind(gen, inst, 0, scope))
+
+    def call(self, gen: CodeGen, m: DirectMeter, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+        if meth != "read" or len(e.args) != 1:
+            gen.fail(e.loc, f"unsupported method call {meth}() on direct_meter {m.name} (read(out colour))")
+        col = gen.direct_colour.get(id(m))
+        if col is None:
+            gen.fail(e.loc, f"{m.name}.read() outside an action of the table that names it in meters")
+        out = gen.out_target(e.args[0], scopes, e.loc)
+        gen.emit(f"if {col} is not None: {out.var} = {col}")  # a miss leaves the target unchanged
 
 
 # ----------------------------------------------------------------------- extern functions
@@ -266,7 +323,8 @@ class V1Model:
 
 
 V1MODEL = V1Model(
-    externs={"register": RegisterExtern(), "counter": CounterExtern()},
+    externs={"register": RegisterExtern(), "counter": CounterExtern(), "meter": MeterExtern(),
+             "direct_counter": DirectCounterExtern(), "direct_meter": DirectMeterExtern()},
     functions={"mark_to_drop": gen_mark_to_drop, "random": gen_random, "hash": gen_hash,
                "verify_checksum": gen_verify_checksum, "update_checksum": gen_update_checksum,
                "clone": gen_clone, "clone_preserving_field_list": gen_clone,

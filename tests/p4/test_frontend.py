@@ -77,7 +77,6 @@ UNSUPPORTED = [
     ("varbit", "varbit<32> v;\napply { }", "varbit"),
     ("extern action_selector",
      "action_selector(HashAlgorithm.crc16, 32w128, 32w10) sel;\napply { }", "action_selector("),
-    ("extern meter", "meter(32w16, MeterType.packets) mt;\napply { }", "meter("),
     ("const entries",
      "action a() {}\ntable t { key = { hdr.h.a: exact; } actions = { a; }\n const entries = { 1 : a(); } }\napply { }",
      "entries"),

@@ -524,3 +524,34 @@ def test_hash_algorithms_give_their_check_values() -> None:
     assert hash_value("identity", 0x1234, 16) == 0x1234
     # a 12-bit value is left-aligned in 2 bytes (zero-padded at the end), as bmv2 packs field lists
     assert hash_value("crc16", 0xABC, 12) == crc16(bytes([0xAB, 0xC0]))
+
+
+def test_direct_meter_and_direct_counter_per_entry() -> None:
+    """meters.p4: a bytes direct meter (CIR 0, CBS 100; PIR 0, PBS 150) on one entry of by_key
+    colours 18-byte packets as bmv2 would: 5 green (100 // 18), then yellow until the peak
+    bucket (150) runs short at the 9th packet: red. A miss leaves the read target unchanged;
+    the direct counter counts the hits of its entry only."""
+    from emu.embedded.core import SwitchCore
+
+    pipe = Pipeline(load_program(ROOT / "tests" / "p4" / "programs" / "meters.p4"))
+    core = SwitchCore(pipe, [1, 2])
+    pipe.table_add("by_key", {"hdr.m.key": 5}, "metered")
+    pipe.table_add("count_key", {"hdr.m.key": 5}, "counted")
+    pipe.direct_meter_set_rates("by_key", {"hdr.m.key": 5}, [[0.0, 100], [0.0, 150]])
+
+    def send(key: int, t: int) -> int:
+        frame = bytes.fromhex("000000000002" "000000000001" "0900") + bytes([0, key, 0, 0xEE])
+        core.receive(1, frame, t)
+        (port, out), = core.poll(t)
+        return out[17]
+
+    colours = [send(5, t) for t in range(1, 10)]
+    assert colours == [0, 0, 0, 0, 0, 1, 1, 1, 2]
+    assert send(6, 20) == 0xEE  # miss: the direct meter does not run, read() writes nothing
+    assert pipe.direct_counter_read("count_key", {"hdr.m.key": 5}) == (9, 9 * 18)
+    with pytest.raises(ControlError, match="no entry"):
+        pipe.direct_counter_read("count_key", {"hdr.m.key": 6})
+    with pytest.raises(ControlError, match="no direct counter"):
+        pipe.direct_counter_read("by_key", {"hdr.m.key": 5})
+    with pytest.raises(ControlError, match="committed rate 2.0 above peak rate 1.0"):
+        pipe.meter_set_rates("pmeter", 0, [[2, 1], [1, 1]])

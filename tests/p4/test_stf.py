@@ -165,7 +165,7 @@ packet 1 0000 0000 0000 0000 0000 0000 0007
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("meter_set_rates m 0 1:1\n", "t.stf:1: unsupported STF command 'meter_set_rates'"),
+    ("digest 1\n", "t.stf:1: unsupported STF command 'digest'"),
     ("mc_node_associate 1 0\n", "t.stf:1: expected 'mc_node_associate GROUP NODE' of a created group and node"),
     ("\n\npacket 1 00zz\n", "t.stf:3: bad character 'z'"),
     ("add fwd dst:5\n", "t.stf:1: expected 'add TABLE"),
