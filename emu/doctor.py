@@ -76,6 +76,12 @@ def run_checks() -> list[Check]:
                          ("pytest_asyncio", "pytest-asyncio")):
         ok, detail = _module(module, dist)
         checks.append(Check(module, ok, "tests", detail, "pip install -e '.[test]'"))
+    # compile checks of tests/p4/test_compile.py (optional: they skip without these)
+    ok, detail = _binary("p4test")
+    checks.append(Check("p4test", ok, "tests", detail, "optional: p4lang's p4c package (type-checks the T2NA build)"))
+    tofino = shutil.which("bf-p4c") or shutil.which("p4c-barefoot")
+    checks.append(Check("bf-p4c / p4c-barefoot", tofino is not None, "tests", tofino or "not on PATH",
+                        "optional: Intel's open-p4studio (compiles the T2NA build; docs/tofino.md)"))
     checks += target_checks()
     return checks
 

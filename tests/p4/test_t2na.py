@@ -133,3 +133,38 @@ def test_cth_header_in_scapy_is_what_the_t2na_parser_reads() -> None:
     assert port == 2 and Ether(out)[IP].tos & 3 == 3  # lead 3 > T = 1: marked with probability 1
     assert pl.register_read("MyIngress.flow_step", 0) == 3
     assert pl.register_read("MyIngress.step_count", 3) == (3 << 16) | 1
+
+
+def test_both_builds_expose_the_same_control_plane() -> None:
+    """Tables, keys, actions, parameters, registers and counters: the same names, widths and
+    P4Runtime ids (P4Info from the front end), so one controller programs both builds."""
+    from emu.embedded.p4info import build_p4info
+
+    infos = [build_p4info(Pipeline(prog)) for prog in (V1MODEL, T2NA)]
+    for part in ("tables", "actions", "registers", "counters"):
+        a, b = (sorted(getattr(i, part), key=lambda x: x.preamble.name) for i in infos)
+        assert [x.SerializeToString(deterministic=True) for x in a] == \
+               [x.SerializeToString(deterministic=True) for x in b], part
+    assert {t.preamble.name for t in infos[0].tables} == {
+        "MyIngress.ipv4_lpm", "MyIngress.symphony_config", "MyEgress.queue_ecn", "MyEgress.symphony_marking"}
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ("    RegisterAction<bit<16>, job_index_t, bit<16>>(frontier) advance_frontier = {\n        void apply(",
+     "    RegisterAction<bit<16>, job_index_t, bit<16>>(frontier) advance_frontier = {\n        void other(",
+     "RegisterAction advance_frontier does not implement apply"),
+    ("void apply(inout bit<16> value, out bit<1> entered)", "void apply(in bit<16> value, out bit<1> entered)",
+     "apply must be (inout T value[, out U rv])"),
+    ("RegisterAction<bit<16>, flow_index_t, bit<1>>(flow_step)", "RegisterAction<bit<16>, flow_index_t, bit<1>>(drops)",
+     "drops is not a Register of this control"),
+    ("Hash<flow_index_t>(HashAlgorithm_t.IDENTITY) flow_index_hash;",
+     "Hash<flow_index_t>(HashAlgorithm_t.CRC64) flow_index_hash;", "unsupported hash algorithm CRC64"),
+])
+def test_t2na_mistakes_name_file_and_line(tmp_path: Path, old: str, new: str, words: str) -> None:
+    text = (ROOT / "p4" / "tofino" / "symphony.p4").read_text()
+    assert old in text
+    bad = tmp_path / "bad.p4"
+    bad.write_text(text.replace(old, new, 1).replace('"../include/', f'"{ROOT}/p4/include/'))
+    with pytest.raises(P4FrontendError, match=r"bad.p4:\d+: " + words.replace("(", r"\(").replace(")", r"\)")
+                       .replace("[", r"\[").replace("]", r"\]")):
+        Pipeline(load_program(bad))
