@@ -1,4 +1,4 @@
-"""Tune DCQCN for the emulated link rates in virtual time (hostapps/sim.py).
+"""Tune DCQCN for the emulated link rates in virtual time (emu.vtime).
 
 Usage::
 
@@ -6,14 +6,19 @@ Usage::
         [--search] [--rounds 1] [--params JSON] [--symphony]
 
 Each run uses the real :class:`hostapps.transport.Transport` with the real
-:class:`hostapps.ratecontrol.Dcqcn` in :class:`hostapps.sim.Sim`. Topology (dumbbell):
-sender ``i`` (rank ``i+1``) -> its access link at the host line rate -> one shared
-bottleneck link with ECN marking at queue depth ``K`` and a tail-drop limit of 100
-packets -> the receiver (rank 0). ACKs/NACKs/CNPs come back over two uncongested hops.
-Every hop has 0.2 ms propagation delay. Senders are always backlogged (an app tops the
-transport up), start at a random offset in [0, 20 ms] drawn from the seed (the links
-have no randomness, so the seed only moves the start times), and the first
-``--warmup`` seconds are not measured.
+:class:`hostapps.ratecontrol.Dcqcn` on the virtual-time network of :mod:`emu.vtime`: two
+embedded switch cores running ``p4/symphony.p4``, programmed by the controller
+(emu.routing) from a dumbbell topology, so the ECN marks come from the P4 program's
+queue-depth marking (``MyEgress.queue_ecn``, a step at K) and nowhere else. Topology:
+sender ``i`` (rank ``i+1``, host ``s<i+1>``) -> its access link at the host line rate ->
+switch ``sw1`` -> the bottleneck link -> ``sw2`` -> the receiver (rank 0, host ``r0``) on
+a link at the line rate. Every link has 0.2 ms propagation delay and 100-packet queues;
+ACKs/NACKs/CNPs come back the same way, uncongested. Senders are always backlogged (an app
+tops the transport up), start at a random offset in [0, 20 ms] drawn from the seed (the
+links have no randomness, so the seed only moves the start times), and the first
+``--warmup`` seconds are not measured. (Before the virtual-time network existed, this
+benchmark ran on hostapps/sim.py's own link and marker models, with one hop less; the
+figures in docs/host-runtime.md come from that model.)
 
 Scenarios (each at K = 3 and K = 10 packets; ``--scale`` multiplies every rate):
 
@@ -38,11 +43,9 @@ passes. The score favours the worst and the mean utilisation of the 2- and 4-flo
 scenarios and penalises unfairness, drops and queues beyond the marking threshold (see
 :func:`score`). The table shows the defaults' row and the best row per scenario.
 
-``--symphony`` (optional model, for later comparison): a ring all-reduce of 8 ranks over
-two leaves with the Symphony marker of docs/DESIGN.md section 4 installed on the inter-leaf
-links through ``Sim``'s marker hook, against the baseline (queue marking only); prints
-mean CCT over its bound (4 flows share each inter-leaf direction) and symphony/baseline.
-The ``before`` row uses :data:`PRE_TUNING` (the defaults before this tuning).
+Symphony itself is measured with the runner on whole scenarios (``symphony-emu run
+TOPOLOGY --mode sim``): the tracker exists only in the P4 program. The ``before`` row uses
+:data:`PRE_TUNING` (the defaults before this tuning).
 """
 
 from __future__ import annotations
@@ -66,11 +69,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from hostapps.collectives import RingCollective, SendRequest  # noqa: E402
+from emu.topology import parse_topology  # noqa: E402
+from emu.vtime.frames import WIRE_OVERHEAD_BYTES  # noqa: E402
+from emu.vtime.hosts import AppEndpoint, SimHost  # noqa: E402
+from emu.vtime.network import SimNetwork, s_to_ns  # noqa: E402
+from hostapps.collectives import SendRequest  # noqa: E402
 from hostapps.ratecontrol import DcqcnParams  # noqa: E402
-from hostapps.sim import Link, LinkConfig, Sim, SimPacket  # noqa: E402
 from hostapps.transport import Delivery, Transport, TransportConfig  # noqa: E402
-from hostapps.wire import CTH_LEN, CthType, decode  # noqa: E402
+from hostapps.wire import CTH_LEN, CTH_UDP_PORT  # noqa: E402
 
 JOB = 0
 #: Propagation delay of every hop (s).
@@ -154,12 +160,6 @@ class Sink:
         return None
 
 
-def served_bits(link: Link, now: float) -> float:
-    """Bits the link has finished serialising by ``now`` (entered minus backlog)."""
-    backlog = max(0.0, link._busy_until - now) * link.config.rate_bps
-    return link.stats["bytes"] * 8 - backlog
-
-
 def jain(xs: Iterable[float]) -> float:
     xs = list(xs)
     if not xs or sum(xs) == 0:
@@ -167,54 +167,85 @@ def jain(xs: Iterable[float]) -> float:
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
+def dumbbell_yaml(scn: Scenario, k: int) -> str:
+    """The dumbbell as a topology file: senders s1..sN on sw1, the bottleneck sw1-sw2, r0 on sw2."""
+    senders = [f"s{i + 1}" for i in range(scn.flows)]
+    lines = [
+        "name: dcqcn-dumbbell",
+        f"defaults: {{bandwidth_mbps: {scn.line_bps / 1e6!r}, delay_ms: {HOP_DELAY_S * 1e3!r}, "
+        f"queue_packets: {QUEUE_LIMIT}}}",
+        "hosts:", "  - {name: r0}", *[f"  - {{name: {h}}}" for h in senders],
+        "switches: [{name: sw1}, {name: sw2}]",
+        "links:", "  - {a: r0, b: sw2}", *[f"  - {{a: {h}, b: sw1}}" for h in senders],
+        f"  - {{a: sw1, b: sw2, bandwidth_mbps: {scn.bottleneck_bps / 1e6!r}}}",
+        f"ecn: {{threshold_packets: {k}}}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def run_one(scn: Scenario, k: int, params: dict[str, Any], cnp_interval: float, seed: int,
             duration: float, warmup: float) -> dict[str, float]:
     """One dumbbell run; returns the metrics of the measured window."""
-    sim = Sim(seed=seed)
+    topo = parse_topology(dumbbell_yaml(scn, k), "<dcqcn dumbbell>")
+    net = SimNetwork(topo, seed=seed)
+    net.program("baseline")
+    plan = topo.plan
+    macs = {h.ip: h.mac for h in plan.hosts}
+    hosts = {}
+    for h in plan.hosts:
+        host = SimHost(h.name, h.ip, h.mac, macs, net.loop)
+        host.link = net.attach_host(h.name, host.receive)
+        hosts[h.name] = host
+    addrs = {0: (plan.host("r0").ip, CTH_UDP_PORT)}
+    addrs.update({i + 1: (plan.host(f"s{i + 1}").ip, CTH_UDP_PORT) for i in range(scn.flows)})
     rng = random.Random(seed)
     cfg_send = TransportConfig(line_rate_bps=scn.line_bps, cnp_interval=cnp_interval)
     recv_tr = Transport(JOB, 0, cfg_send, "dcqcn", params)
     sink = Sink(warmup, cfg_send.wire_overhead_bytes)
-    bn = sim.add_link("bottleneck", LinkConfig(
-        rate_bps=scn.bottleneck_bps, delay=HOP_DELAY_S, queue_packets=QUEUE_LIMIT,
-        ecn_threshold_packets=k))
-    rev_bn = sim.add_link("rev-bottleneck", LinkConfig(rate_bps=scn.bottleneck_bps, delay=HOP_DELAY_S))
-    sim.add_node(recv_tr, sink)
+    AppEndpoint(recv_tr, sink, hosts["r0"], addrs)
+    senders = []
     for i in range(scn.flows):
-        rank = i + 1
-        tr = Transport(JOB, rank, cfg_send, "dcqcn", params)
-        app = BulkSender(tr, 0, rng.uniform(0.0, START_JITTER_S))
-        acc = sim.add_link(f"acc{rank}", LinkConfig(rate_bps=scn.line_bps, delay=HOP_DELAY_S,
-                                                    queue_packets=QUEUE_LIMIT))
-        rev = sim.add_link(f"rev{rank}", LinkConfig(rate_bps=scn.line_bps, delay=HOP_DELAY_S))
-        sim.set_route((JOB, rank), (JOB, 0), [acc, bn])
-        sim.set_route((JOB, 0), (JOB, rank), [rev_bn, rev])
-        sim.add_node(tr, app)
-    t = 0.0
+        tr = Transport(JOB, i + 1, cfg_send, "dcqcn", params)
+        AppEndpoint(tr, BulkSender(tr, 0, rng.uniform(0.0, START_JITTER_S)), hosts[f"s{i + 1}"], addrs)
+        senders.append(tr)
+    # the bottleneck: sw1's port towards sw2; count the bits it serves as they reach sw2
+    bn_port = plan.switch("sw1").port_to("sw2").port
+    core = net.switches["sw1"].core
+    served = [0]
+    forward = net.switches["sw1"].peers[bn_port]
+
+    def count(frame: bytes) -> None:
+        served[0] += (len(frame) + WIRE_OVERHEAD_BYTES) * 8
+        forward(frame)
+
+    net.switches["sw1"].peers[bn_port] = count
     qs: list[int] = []
-    bits0 = drops0 = retx0 = 0.0
-    senders = [sim.nodes[(JOB, i + 1)].transport for i in range(scn.flows)]
+    start: dict[str, float] = {}
+
+    def sample(_: Any) -> None:
+        if not start:
+            start.update(bits=served[0], drops=core.tm.tail_drops()[bn_port],
+                         retx=sum(s.stats()["retransmissions"] for s in senders))
+        qs.append(core.tm.qdepth(bn_port))
+
     nsteps = int(round(duration / SAMPLE_DT))
     for n in range(1, nsteps + 1):
         t = n * SAMPLE_DT
-        sim.run(until=t)
         if t >= warmup - 1e-12:
-            if not qs:
-                bits0, drops0 = served_bits(bn, t), bn.stats["tail_drops"]
-                retx0 = sum(s.stats()["retransmissions"] for s in senders)
-            qs.append(bn.queue_len(t))
+            net.loop.at(s_to_ns(t), sample)
+    net.loop.run(until=s_to_ns(duration))
     window = duration - warmup
     cap = scn.bottleneck_bps * window
     recv_stats = recv_tr.stats()
     per_flow = [sink.bytes_by_src.get(i + 1, 0) * 8 for i in range(scn.flows)]
     return {
-        "util": (served_bits(bn, t) - bits0) / cap,
+        "util": (served[0] - start["bits"]) / cap,
         "qmean": statistics.fmean(qs),
         "qmax": max(qs),
         "jain": jain(per_flow) if scn.flows > 1 else 1.0,
         "cnps": recv_stats["cnps_sent"] / duration,
-        "drops": bn.stats["tail_drops"] - drops0,
-        "retx": sum(s.stats()["retransmissions"] for s in senders) - retx0,
+        "drops": core.tm.tail_drops()[bn_port] - start["drops"],
+        "retx": sum(s.stats()["retransmissions"] for s in senders) - start["retx"],
         "timeouts": sum(s.stats()["timeouts"] for s in senders),
     }
 
@@ -354,150 +385,7 @@ def print_table(console: Console, rows: list[tuple[str, dict]], title: str) -> N
     console.print(table)
 
 
-# --- optional: Symphony marking model (docs/DESIGN.md section 4) -------------------------
-
-
-class SymphonyMarker:
-    """Symphony switch logic for one link, as a ``Sim`` marker.
-
-    The link's own ``ecn_threshold_packets`` must be None: this marker does both the
-    regular queue marking (``q >= k``) and Symphony's, so that every DATA packet updates
-    the step registers (Sim calls the marker only for ECT packets, i.e. DATA).
-
-    Per job: ``flow_step[rank]``, ``step_count[step]``, ``frontier`` (the newest step every
-    expected flow has entered). Per packet of step s: register a newer step; advance the
-    frontier by at most one; ``lead = s - frontier``; if symphony and ``lead > T`` and the
-    queue is at or above ``gate``, mark with probability ``min(1, (lead - T) * slope)``.
-    """
-
-    def __init__(self, expected_flows: dict[int, int], k: int | None, *, symphony: bool,
-                 threshold: int = 1, slope: float = 0.5, gate: int = 1, seed: int = 0) -> None:
-        self.expected = expected_flows
-        self.k = k
-        self.symphony = symphony
-        self.threshold = threshold
-        self.slope = slope
-        self.gate = gate
-        self.rng = random.Random(seed)
-        self.flow_step: dict[tuple[int, int], int] = {}
-        self.step_count: dict[tuple[int, int], int] = {}
-        self.frontier: dict[int, int] = {}
-        self.queue_marks = 0
-        self.symphony_marks = 0
-
-    def __call__(self, pkt: SimPacket, q: int, now: float) -> bool:
-        hdr, _ = decode(pkt.datagram)
-        if hdr.type != CthType.DATA:
-            return False
-        j, r, s = hdr.job_id, hdr.src_rank, hdr.step  # steps stay < 2**16 here
-        old = self.flow_step.get((j, r))
-        if old is None or s > old:
-            self.flow_step[(j, r)] = s
-            self.step_count[(j, s)] = self.step_count.get((j, s), 0) + 1
-        f = self.frontier.get(j, 0)
-        if self.step_count.get((j, f + 1), 0) >= self.expected.get(j, 1):
-            self.step_count.pop((j, f), None)
-            f += 1
-            self.frontier[j] = f
-        if self.k is not None and q >= self.k:
-            self.queue_marks += 1
-            return True
-        lead = s - f
-        if self.symphony and lead > self.threshold and q >= self.gate:
-            if self.rng.random() < min(1.0, (lead - self.threshold) * self.slope):
-                self.symphony_marks += 1
-                return True
-        return False
-
-
-def run_ring(nranks: int, size: int, iterations: int, k: int, symphony: bool, seed: int,
-             params: dict[str, Any], cnp_interval: float) -> list[float]:
-    """Ring all-reduce over two leaves joined by one link per direction; CCT per iteration.
-
-    Even ranks sit on leaf A, odd ranks on leaf B, so every ring flow crosses the
-    inter-leaf link; uplinks and downlinks are private 10 Mbit/s hops. Ranks start each
-    iteration with a random compute delay in [0, 5 ms] (seeded) so steps misalign.
-    """
-    sim = Sim(seed=seed)
-    rng = random.Random(seed)
-    cfg = TransportConfig(line_rate_bps=10e6, cnp_interval=cnp_interval)
-    # flows crossing each inter-leaf direction: ranks r whose next rank is on the other leaf
-    flows_ab = sum(1 for r in range(nranks) if r % 2 == 0 and (r + 1) % nranks % 2 == 1)
-    flows_ba = sum(1 for r in range(nranks) if r % 2 == 1 and (r + 1) % nranks % 2 == 0)
-    markers = {d: SymphonyMarker({JOB: n}, k, symphony=symphony, seed=seed)
-               for d, n in (("ab", flows_ab), ("ba", flows_ba))}
-    spine = {d: sim.add_link(f"spine-{d}", LinkConfig(rate_bps=10e6, delay=HOP_DELAY_S,
-                                                      queue_packets=QUEUE_LIMIT), markers[d])
-             for d in ("ab", "ba")}
-    up = {r: sim.add_link(f"up{r}", LinkConfig(rate_bps=10e6, delay=HOP_DELAY_S,
-                                               queue_packets=QUEUE_LIMIT, ecn_threshold_packets=k))
-          for r in range(nranks)}
-    down = {r: sim.add_link(f"down{r}", LinkConfig(rate_bps=10e6, delay=HOP_DELAY_S,
-                                                   queue_packets=QUEUE_LIMIT, ecn_threshold_packets=k))
-            for r in range(nranks)}
-    for a in range(nranks):
-        for b in range(nranks):
-            if a != b:
-                mid = [] if a % 2 == b % 2 else [spine["ab" if a % 2 == 0 else "ba"]]
-                sim.set_route((JOB, a), (JOB, b), [up[a], *mid, down[b]])
-    nodes = [sim.add_node(Transport(JOB, r, cfg, "dcqcn", params)) for r in range(nranks)]
-    import numpy as np
-
-    ccts = []
-    steps = 2 * (nranks - 1)
-    for it in range(iterations):
-        t0 = sim.now
-        colls = []
-        for r in range(nranks):
-            c = RingCollective("allreduce", r, nranks, np.ones(size // 4, np.float32),
-                               step_base=it * steps, step_timeout=30.0)
-            colls.append(c)
-        starts = [t0 + rng.uniform(0, 0.005) for _ in range(nranks)]
-        for r, (node, c) in enumerate(zip(nodes, colls, strict=True)):
-            node.app = _Delayed(c, starts[r])
-            sim.kick(node)
-        sim.run(until=t0 + 120, stop=lambda s, cs=colls: all(c.done for c in cs))
-        ccts.append(max(e for c in colls for _, _, e in c.step_log) - min(starts))
-    return ccts
-
-
-class _Delayed:
-    """Starts a collective at ``start_at``."""
-
-    def __init__(self, coll: RingCollective, start_at: float) -> None:
-        self.coll = coll
-        self.start_at = start_at
-
-    def on_delivery(self, d: Delivery, now: float) -> None:
-        self.coll.on_delivery(d, now)
-
-    def poll(self, now: float) -> list[SendRequest]:
-        if not self.coll._started and now >= self.start_at:
-            self.coll.start(now)
-        return self.coll.poll(now) if self.coll._started else []
-
-    def next_timer(self) -> float | None:
-        return self.start_at if not self.coll._started else self.coll.next_timer()
-
-
-def symphony_compare(console: Console, seeds: int, params: dict[str, Any], cnp: float) -> None:
-    table = Table(title="Symphony model (T=1, slope 0.5, gate 1): 8-rank all-reduce over two leaves, mean CCT")
-    for col in ("K", "baseline CCT / bound", "symphony / baseline"):
-        table.add_column(col, justify="right")
-    nranks, size, iters = 8, 8 * 1456 * 16, 4
-    # nranks/2 ring flows share each 10 Mbit/s inter-leaf direction
-    bound = 2 * (nranks - 1) / nranks * size * 8 / (10e6 / (nranks // 2)) * (1456 + 16 + 42) / 1456
-    for k in THRESHOLDS:
-        base, sym = [], []
-        for seed in range(seeds):
-            base += run_ring(nranks, size, iters, k, False, seed, params, cnp)
-            sym += run_ring(nranks, size, iters, k, True, seed, params, cnp)
-        mb, ms = statistics.fmean(base), statistics.fmean(sym)
-        table.add_row(str(k), f"{mb / bound:.2f}", f"{ms / mb:.3f}")
-    console.print(table)
-
-
-#: DcqcnParams and cnp_interval before tuning (for the "before" row of the table).
+#: The defaults before the tuning (the ``before`` row).
 PRE_TUNING = {"g": 1 / 16, "alpha_update_period": 0.005, "rate_increase_period": 0.005,
               "byte_counter_bytes": 65_536, "fast_recovery_stages": 5,
               "rate_ai_fraction": 0.02, "rate_hai_fraction": 0.2, "min_rate_fraction": 0.01,
@@ -525,7 +413,6 @@ def main(argv: list[str] | None = None) -> int:
                          '"cnp_interval": 0.004}\'')
     ap.add_argument("--no-before", action="store_true",
                     help="skip the row of the pre-tuning defaults")
-    ap.add_argument("--symphony", action="store_true", help="also run the Symphony marking model")
     ap.add_argument("--scale", type=float, default=1.0,
                     help="multiply every line and link rate (0.5: 5 Mbit/s hosts, 2: 20 Mbit/s)")
     args = ap.parse_args(argv)
@@ -569,8 +456,6 @@ def main(argv: list[str] | None = None) -> int:
                                    f"({args.warmup:g} s warm-up), {args.seeds} seeds")
         for name, res in rows:
             console.print(f"{name}: score {score(res):.3f}  {labels[name]}", soft_wrap=True)
-        if args.symphony:
-            symphony_compare(console, args.seeds, best.params, best.cnp_interval)
         console.print(f"wall time {time.monotonic() - t0:.0f} s")
     finally:
         if pool:

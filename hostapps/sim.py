@@ -1,18 +1,19 @@
-"""Virtual-time discrete-event network for :class:`hostapps.transport.Transport` cores.
+"""A lossy test channel for :class:`hostapps.transport.Transport` cores (no switch model).
 
-docs/DESIGN.md section 6: the cores take ``now`` and own no socket, so a whole ring runs in
-one process in virtual time. A :class:`Sim` holds nodes (one transport each, optionally
-with an application such as :class:`hostapps.collectives.RingCollective`) and links.
+The cores take ``now`` and own no socket, so tests run transports and collectives over
+faulty links in one process: loss, duplication, reordering, tail drop. A :class:`Sim` holds
+nodes (one transport each, optionally with an application such as
+:class:`hostapps.collectives.RingCollective`) and links. It has no ECN marking and no
+Symphony logic: the virtual-time mode of the emulator (:mod:`emu.vtime`, docs/DESIGN.md
+section 6) runs the P4 switches themselves, so marking exists only in ``p4/symphony.p4``.
 
 A packet from node A to node B crosses the links of the route (A, B) in order (by
 default one private link per ordered pair, built from ``default_link``). At each link:
 
 1. it is lost with probability ``loss``;
 2. it is dropped when ``queue_packets`` packets are already queued or in service;
-3. an ECN-capable packet is marked CE when the queue holds at least
-   ``ecn_threshold_packets`` (and/or when the link's ``marker`` callback says so);
-4. it is duplicated with probability ``duplicate`` (the copy queues right behind it);
-5. it is served FIFO at ``rate_bps`` (``len(datagram) + wire_overhead_bytes`` bytes),
+3. it is duplicated with probability ``duplicate`` (the copy queues right behind it);
+4. it is served FIFO at ``rate_bps`` (``len(datagram) + wire_overhead_bytes`` bytes),
    then propagates for ``delay`` s, plus, with probability ``reorder``, an extra delay
    uniform in [0, ``reorder_delay``] that lets later packets overtake it.
 
@@ -38,7 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hostapps.transport import Delivery, Outgoing, Transport
-from hostapps.wire import ECN_CE, ECN_ECT0, ECN_ECT1
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +67,6 @@ class LinkConfig:
     reorder_delay: float = 0.002
     #: Tail-drop limit: packets queued or in service (None: unbounded).
     queue_packets: int | None = None
-    #: Mark ECT packets CE when this many packets are queued or in service (None: off).
-    ecn_threshold_packets: int | None = None
     #: Bytes added to each UDP payload on the wire: Ethernet 14 + IPv4 20 + UDP 8.
     wire_overhead_bytes: int = 42
 
@@ -93,23 +91,17 @@ class SimPacket:
     ecn: int
 
 
-#: ``marker(packet, queue_packets, now) -> bool``: True marks an ECT packet CE.
-Marker = Callable[[SimPacket, int, float], bool]
-
-
 class Link:
     """A FIFO queue with a server at ``config.rate_bps`` and a propagation delay."""
 
-    def __init__(self, name: str, config: LinkConfig, seed: int, marker: Marker | None = None) -> None:
+    def __init__(self, name: str, config: LinkConfig, seed: int) -> None:
         self.name = name
         self.config = config
-        self.marker = marker
         self.rng = random.Random(f"{seed}:{name}")
         self._busy_until = 0.0
         self._departures: deque[float] = deque()
         self.stats: dict[str, int] = dict.fromkeys(
-            ("packets", "bytes", "lost", "tail_drops", "duplicated", "reordered", "ce_marked",
-             "max_queue"), 0
+            ("packets", "bytes", "lost", "tail_drops", "duplicated", "reordered", "max_queue"), 0
         )
 
     def queue_len(self, now: float) -> int:
@@ -135,12 +127,6 @@ class Link:
             if cfg.queue_packets is not None and q >= cfg.queue_packets:
                 st["tail_drops"] += 1
                 continue
-            if p.ecn in (ECN_ECT0, ECN_ECT1) and (
-                (cfg.ecn_threshold_packets is not None and q >= cfg.ecn_threshold_packets)
-                or (self.marker is not None and self.marker(p, q, now))
-            ):
-                p.ecn = ECN_CE
-                st["ce_marked"] += 1
             size = len(p.datagram) + cfg.wire_overhead_bytes
             depart = max(now, self._busy_until) + size * 8 / cfg.rate_bps
             self._busy_until = depart
@@ -226,11 +212,11 @@ class Sim:
         """The node of (job_id, rank); KeyError if absent."""
         return self.nodes[(job_id, rank)]
 
-    def add_link(self, name: str, config: LinkConfig | None = None, marker: Marker | None = None) -> Link:
+    def add_link(self, name: str, config: LinkConfig | None = None) -> Link:
         """Create a named link (shareable between routes)."""
         if name in self.links:
             raise SimError(f"link {name!r} added twice")
-        link = Link(name, config or self.default_link, self.seed, marker)
+        link = Link(name, config or self.default_link, self.seed)
         self.links[name] = link
         return link
 

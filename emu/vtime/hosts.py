@@ -383,3 +383,60 @@ class OnOffSource:
         self.host.send(self.dst_ip, TRAFFIC_PORT, TRAFFIC_PORT, self.payload, ECN_NOT_ECT)
         self.sent += 1
         self._next()
+
+
+class AppEndpoint:
+    """A transport driven by an application object, attached to a :class:`SimHost` like a rank.
+
+    The application has ``on_delivery(d, now)``, ``poll(now) -> [request]`` (requests with
+    ``dst_rank, step, offset, payload, last``, as :class:`hostapps.collectives.SendRequest`)
+    and ``next_timer() -> float | None``; :class:`hostapps.collectives.RingCollective` fits.
+    For benchmarks and tests that need a traffic pattern other than the worker's (e.g.
+    always-backlogged senders, benchmarks/dcqcn_tuning.py). ``addrs`` maps rank -> (ip, port).
+    """
+
+    def __init__(self, transport: Transport, app: Any, host: SimHost, addrs: dict[int, tuple[str, int]]) -> None:
+        self.transport = transport
+        self.app = app
+        self.host = host
+        self.loop = host.loop
+        self.addrs = addrs
+        self.port = addrs[transport.rank][1]
+        self.rank_of = {frames.ip_bytes(ip): r for r, (ip, _) in addrs.items()}
+        self.wake_at: int | None = None
+        host.ranks[transport.job_id] = self  # type: ignore[assignment]
+        self.loop.at(self.loop.now, self._wake, self.loop.now)
+        self.wake_at = self.loop.now
+
+    def on_datagram(self, src_ip: bytes, datagram: memoryview, ecn: int) -> None:
+        """A datagram for this endpoint arrived now."""
+        src = self.rank_of.get(bytes(src_ip))
+        if src is not None:
+            self.transport.on_datagram(src, datagram, ecn, self.loop.now * 1e-9)
+            self._service()
+
+    def _wake(self, t: int) -> None:
+        if t == self.wake_at:
+            self.wake_at = None
+            self._service()
+
+    def _service(self) -> None:
+        now = self.loop.now * 1e-9
+        tr, app = self.transport, self.app
+        for d in tr.deliveries():
+            app.on_delivery(d, now)
+        for req in app.poll(now):
+            tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last)
+        for o in tr.poll(now):
+            ip, port = self.addrs[o.dst_rank]
+            self.host.send(ip, self.port, port, o.datagram, o.ecn)
+        t = tr.next_timer()
+        ta = app.next_timer()
+        if ta is not None and (t is None or ta < t):
+            t = ta
+        if t is None:
+            return
+        ns = max(s_to_ns(t), self.loop.now + 1)
+        if self.wake_at is None or ns < self.wake_at:
+            self.wake_at = ns
+            self.loop.at(ns, self._wake, ns)

@@ -223,3 +223,65 @@ def test_dc_scenario_4096_byte_frames_pass_the_switch(tmp_path: Path) -> None:
 def test_mininet_mode_refuses_a_4096_byte_mtu(tmp_path: Path) -> None:
     with pytest.raises(runner.UsageError, match="mtu 4096: the Mininet hosts run a 1500-byte MTU"):
         runner.run(DC16, out=tmp_path)
+
+
+def test_p4_queue_marks_drive_dcqcn() -> None:
+    """One 10 Mbit/s sender into a 5 Mbit/s bottleneck: the P4 program's queue marks (and
+    nothing else) become CNPs and DCQCN rate cuts; every byte arrives."""
+    from emu.topology import parse_topology
+    from emu.vtime.hosts import AppEndpoint, SimHost
+    from emu.vtime.network import SimNetwork
+    from hostapps.collectives import SendRequest
+    from hostapps.transport import Transport, TransportConfig
+    from hostapps.wire import CTH_UDP_PORT
+
+    topo = parse_topology("""
+name: t
+defaults: {bandwidth_mbps: 10, delay_ms: 0.1, queue_packets: 64}
+hosts: [{name: a}, {name: b}]
+switches: [{name: sw1}, {name: sw2}]
+links: [{a: a, b: sw1}, {a: sw1, b: sw2, bandwidth_mbps: 5}, {a: b, b: sw2}]
+jobs: [{id: 0, ranks: [a, b]}]
+ecn: {threshold_packets: 5}
+""")
+    net = SimNetwork(topo, seed=1)
+    net.program("baseline")
+    plan = topo.plan
+    macs = {h.ip: h.mac for h in plan.hosts}
+    hosts = {}
+    for h in plan.hosts:
+        hosts[h.name] = SimHost(h.name, h.ip, h.mac, macs, net.loop)
+        hosts[h.name].link = net.attach_host(h.name, hosts[h.name].receive)
+    addrs = {0: (plan.host("a").ip, CTH_UDP_PORT), 1: (plan.host("b").ip, CTH_UDP_PORT)}
+    cfg = TransportConfig(line_rate_bps=10e6)
+
+    class Once:
+        def __init__(self) -> None:
+            self.sent = False
+            self.got = 0
+
+        def on_delivery(self, d: object, now: float) -> None:
+            self.got += len(d.payload)  # type: ignore[attr-defined]
+
+        def poll(self, now: float) -> list[SendRequest]:
+            if self.sent:
+                return []
+            self.sent = True
+            return [SendRequest(1, 1, 0, bytes(500_000), True)]
+
+        def next_timer(self) -> None:
+            return None
+
+    sender, receiver = Once(), Once()
+    receiver.sent = True
+    ta, tb = Transport(0, 0, cfg, "dcqcn"), Transport(0, 1, cfg, "dcqcn")
+    AppEndpoint(ta, sender, hosts["a"], addrs)
+    AppEndpoint(tb, receiver, hosts["b"], addrs)
+    net.loop.run(until=30 * 10**9, stop=lambda: receiver.got == 500_000 and ta.idle(), check_every=64)
+    assert receiver.got == 500_000
+    marks = net.control("sw1").counter_read("MyEgress.queue_marks", 0)[0]
+    sa, sb = ta.stats(), tb.stats()
+    assert marks > 0 and sb["ce_received"] == marks
+    assert 0 < sb["cnps_sent"] <= sb["ce_received"] and sa["cnps_received"] == sb["cnps_sent"]
+    rates = [r for _, r in sa["rate_samples"]]
+    assert rates[0] == 10e6 and min(rates) < 5e6
