@@ -12,7 +12,13 @@ Besides Mininet's own commands (``h1 ping h2``, ``net``, ``dump``, ``xterm`` ...
   Symphony registers (frontier and flow_step of each job it tracks);
 - ``mode [baseline|symphony]``: show or set the mode of every switch;
 - ``iperf [SRC DST [SECONDS]]`` and ``iperfudp BW SRC DST [SECONDS]``: Mininet's, bounded in
-  time and working with iperf >= 2.1 (see :func:`iperf`).
+  time and working with iperf >= 2.1 (see :func:`iperf`);
+- ``p4runtime``: how to connect p4runtime-shell to each switch (also printed at the start).
+
+Every switch serves P4Runtime on loopback: a student's p4runtime-shell reads and writes the
+Symphony tables there. The controller holds election id (0, 1); a client with a higher one
+becomes primary, and once it disconnects the controller takes the switch back on its next
+write (``mode``, ``allreduce``).
 """
 
 from __future__ import annotations
@@ -40,8 +46,18 @@ class SymphonyCLI(CLI):
         output(f"*** {experiment.topology.name}: {len(experiment.topology.hosts)} hosts, "
                f"{len(experiment.topology.switches)} {experiment.target} switches, mode "
                f"{experiment.network.mode}\n*** extra commands: allreduce [SIZE] [ITERATIONS], switch NAME, "
-               f"mode [baseline|symphony]; iperf [SRC DST [SECONDS]]\n")
+               f"mode [baseline|symphony], p4runtime; iperf [SRC DST [SECONDS]]\n")
+        self.do_p4runtime("")
         super().__init__(experiment.network.net, **kwargs)
+
+    # -- p4runtime --------------------------------------------------------------------------
+    def do_p4runtime(self, line: str) -> None:  # noqa: ARG002 - cmd.Cmd's signature
+        """How to connect p4runtime-shell to each switch."""
+        endpoints = self.experiment.network.p4runtime_endpoints()
+        if not endpoints:
+            output("*** no switch serves P4Runtime\n")
+            return
+        output(p4runtime_help(endpoints))
 
     # -- allreduce ------------------------------------------------------------------------
     def do_allreduce(self, line: str) -> None:
@@ -269,6 +285,27 @@ def _write_cli_report(results: Any, m: Any, totals: dict[str, int]) -> None:
     (results / report.RUN_FILE).write_text(json.dumps(
         {"status": "finished", "run_id": results.name, "topology_name": results.parent.name,
          "schemes": [m.scheme], "summary": report.SUMMARY_FILE}, indent=2) + "\n", encoding="utf-8")
+
+
+def p4runtime_help(endpoints: dict[str, tuple[str, int]]) -> str:
+    """The lines that tell a student how to program each switch with p4runtime-shell."""
+    import sys
+
+    from emu.targets.p4runtime_control import controller_election_id
+
+    high, low = controller_election_id()
+    lines = ["*** P4Runtime: one p4runtime-shell per switch; the P4Info comes from the switch; its default "
+             f"election id (1, 0) is above the controller's ({high}, {low}), so you are primary (if it says you "
+             "are not, use a higher one):"]
+    for name, (addr, device_id) in endpoints.items():
+        lines.append(f"***   {name} (device {device_id}, {addr}): {sys.executable} -m p4runtime_sh --grpc-addr {addr} "
+                     f"--device-id {device_id} --election-id 1,0")
+    name, (addr, device_id) = next(iter(endpoints.items()))
+    lines.append(f"***   in Python: import p4runtime_sh.shell as sh; sh.setup(device_id={device_id}, "
+                 f"grpc_addr=\"{addr}\", election_id=(1, 0))")
+    lines.append("***   then e.g. TableEntry(\"MyIngress.ipv4_lpm\").read(lambda e: print(e)); "
+                 "CounterEntry(\"MyEgress.symphony_marks\").read(lambda c: print(c))")
+    return "\n".join(lines) + "\n"
 
 
 def _get(stats: dict[str, Any], key: str, port: int) -> Any:

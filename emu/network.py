@@ -112,6 +112,10 @@ class ProgrammedNetwork:
     def check_switches(self) -> None:
         """Raise NetworkError if a switch died."""
 
+    def p4runtime_endpoints(self) -> dict[str, tuple[str, int]]:
+        """Switch name -> (P4Runtime ``host:port``, device id) of every switch that serves one."""
+        return {}
+
     def stop(self) -> None:
         """Stop the network (idempotent)."""
 
@@ -240,6 +244,16 @@ class EmuNetwork(ProgrammedNetwork):
     def switch(self, name: str) -> SwitchTarget:
         """The Mininet switch ``name`` (a target's :class:`~emu.targets.SwitchTarget`)."""
         return self.net.get(name)
+
+    def p4runtime_endpoints(self) -> dict[str, tuple[str, int]]:
+        """Switch name -> (P4Runtime ``host:port``, device id), in file order."""
+        out = {}
+        for name in self.switch_names:
+            sw = self.switch(name)
+            addr = sw.p4runtime_address()
+            if addr is not None:
+                out[name] = (addr, sw.device_id)
+        return out
 
     def control(self, name: str) -> SwitchControl:
         """The control object of switch ``name``."""

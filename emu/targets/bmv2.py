@@ -8,8 +8,9 @@ Lifecycle of a :class:`Bmv2Switch`:
   ``--thrift-port`` and ``-- --grpc-server-addr 127.0.0.1:PORT``;
 - ``wait_ready``: wait (bounded) until the Thrift and gRPC ports accept, connect a
   p4runtime-shell client, push the pipeline (P4Info + bmv2 JSON) and build a
-  :class:`~emu.targets.bmv2_control.Bmv2Control` (tables over P4Runtime, registers,
-  counters and queues through ``simple_switch_CLI``);
+  :class:`~emu.targets.p4runtime_control.P4RuntimeControl` (tables and counters over
+  P4Runtime; registers and queues through ``simple_switch_CLI``, which bmv2 does not serve
+  over P4Runtime);
 - ``stop``: tear the client down and terminate the process group.
 
 bmv2 has no per-port propagation delay: link delays are not modelled on this target.
@@ -30,7 +31,7 @@ from emu.cleanup import die_with_parent
 from emu.targets import Requirement, SwitchStartError, SwitchTarget, stop_process_group
 
 if TYPE_CHECKING:
-    from emu.targets.bmv2_control import Bmv2Control
+    from emu.targets.p4runtime_control import P4RuntimeControl
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ class Bmv2Switch(SwitchTarget):
 
     def __init__(self, name: str, *args: Any, **params: Any) -> None:
         super().__init__(name, *args, **params)
-        self._control: Bmv2Control | None = None
+        self._control: P4RuntimeControl | None = None
         self._p4rt: Any = None
 
     # -- installation check -------------------------------------------------------------
@@ -146,7 +147,7 @@ class Bmv2Switch(SwitchTarget):
                                    f"BMV2=1 vagrant up ({INSTALL_DOC})"))
         found = importlib.util.find_spec("p4runtime_sh") is not None
         out.append(Requirement("p4runtime-shell", found, "importable" if found else "not importable",
-                               "pip install -e '.[test]'"))
+                               "pip install -e ."))
         return out
 
     # -- paths and ports -------------------------------------------------------------------
@@ -209,8 +210,15 @@ class Bmv2Switch(SwitchTarget):
         Polls every 5..200 ms, stops early if the process exits; SwitchStartError names the
         log otherwise.
         """
-        from emu.embedded.errors import ControlError
-        from emu.targets.bmv2_control import Bmv2Control, P4RuntimeTables, ThriftCli, open_p4runtime
+        from emu.control import ControlError
+        from emu.targets.bmv2_control import (
+            Bmv2Control,
+            P4RuntimeTables,
+            ProgramSchema,
+            ThriftCli,
+            open_p4runtime,
+        )
+        from emu.targets.p4runtime_control import P4RuntimeControl, controller_election_id
 
         timeout = self.options.ready_timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout
@@ -227,12 +235,16 @@ class Bmv2Switch(SwitchTarget):
             interval = min(interval * 1.5, 0.2)
         json_path, p4info = build_paths(self.options.program, self.build_dir)
         try:
-            client, schema = open_p4runtime(self.device_id, self.grpc_addr, p4info_path=p4info, json_path=json_path)
+            client, info = open_p4runtime(self.device_id, self.grpc_addr, p4info_path=p4info, json_path=json_path,
+                                          election_id=controller_election_id())
         except ControlError as exc:
             raise self._fail(str(exc)) from None
         self._p4rt = client
-        self._control = Bmv2Control(schema, P4RuntimeTables(client), ThriftCli(self.thrift_port, binary=CLI_BINARY),
-                                    on_close=self._close_p4rt, on_shutdown=self.stop_process, alive=self.running)
+        thrift = Bmv2Control(ProgramSchema.from_p4info(info), P4RuntimeTables(client),
+                             ThriftCli(self.thrift_port, binary=CLI_BINARY), on_shutdown=self.stop_process,
+                             alive=self.running)
+        self._control = P4RuntimeControl(info, client, thrift, registers_over_p4runtime=False,
+                                         on_close=self._close_p4rt)
 
     def _close_p4rt(self) -> None:
         client, self._p4rt = self._p4rt, None
@@ -242,8 +254,9 @@ class Bmv2Switch(SwitchTarget):
             except Exception as exc:  # noqa: BLE001 - closing a dead connection
                 log.debug("P4Runtime tear down on %s: %s", self.name, exc)
 
-    def control(self) -> Bmv2Control:
-        """The switch's :class:`~emu.targets.bmv2_control.Bmv2Control` (after :meth:`wait_ready`)."""
+    def control(self) -> P4RuntimeControl:
+        """The switch's control (after :meth:`wait_ready`): tables and counters over P4Runtime,
+        registers and queues through the Thrift CLI."""
         if self._control is None:
             raise SwitchStartError(f"switch {self.name}: not ready (call wait_ready first)")
         return self._control

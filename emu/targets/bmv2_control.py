@@ -50,7 +50,7 @@ from emu.p4rt import match_to_proto
 
 __all__ = [
     "ActionInfo", "Bmv2Control", "ControlError", "EntrySpec", "FieldMatch", "KeyField", "P4RuntimeTables",
-    "ProgramSchema", "TableInfo", "ThriftCli", "ThriftTables", "canonical_bytes", "cli_match", "open_p4runtime",
+    "ProgramSchema", "TableInfo", "ThriftCli", "ThriftTables", "build_entry", "canonical_bytes", "cli_match", "open_p4runtime",
 ]
 
 log = logging.getLogger(__name__)
@@ -432,6 +432,24 @@ class P4RuntimeTables:
             self._write("DELETE", te, f"{table.name}: delete")
 
 
+def build_entry(schema: ProgramSchema, table: str, match: dict[str, Any] | None, action: str | None,
+                params: dict[str, Any] | None = None, priority: int | None = None) -> EntrySpec:
+    """A checked entry of ``table`` (``match=None``: the default entry) from the control API's
+    spelling (:mod:`emu.encoding`); ControlError (one line) on a bad name or value."""
+    info = schema.table(table)
+    fields = () if match is None else build_match(info.name, info.keys, match)
+    act = None if action is None else schema.action(info, action)
+    values = () if act is None else build_params(info.name, act, params)
+    params_spec = () if act is None else tuple((n, w, pid, v) for (n, w, pid), v in zip(act.params, values,
+                                                                                       strict=True))
+    if match is not None:
+        # exact/lpm tables: None (bmv2 rejects a priority)
+        priority = check_priority(info.name, info.keys, priority)
+        if priority is not None and priority >= CLI_PRIORITY_BASE:
+            raise ControlError(f"{table}: priority {priority} outside 1..{CLI_PRIORITY_BASE - 1} on bmv2")
+    return EntrySpec(info, fields, act, params_spec, priority, default=match is None)
+
+
 # -- the control object ------------------------------------------------------------------
 
 
@@ -459,18 +477,7 @@ class Bmv2Control(SwitchControl):
     def entry(self, table: str, match: dict[str, Any] | None, action: str | None,
               params: dict[str, Any] | None = None, priority: int | None = None) -> EntrySpec:
         """Check names and values and build the entry (``match=None``: the default entry)."""
-        info = self.schema.table(table)
-        fields = () if match is None else build_match(info.name, info.keys, match)
-        act = None if action is None else self.schema.action(info, action)
-        values = () if act is None else build_params(info.name, act, params)
-        params_spec = () if act is None else tuple((n, w, pid, v) for (n, w, pid), v in zip(act.params, values,
-                                                                                           strict=True))
-        if match is not None:
-            # exact/lpm tables: None (bmv2 rejects a priority)
-            priority = check_priority(info.name, info.keys, priority)
-            if priority is not None and priority >= CLI_PRIORITY_BASE:
-                raise ControlError(f"{table}: priority {priority} outside 1..{CLI_PRIORITY_BASE - 1} on bmv2")
-        return EntrySpec(info, fields, act, params_spec, priority, default=match is None)
+        return build_entry(self.schema, table, match, action, params, priority)
 
     def table_add(self, table: str, match: dict[str, Any], action: str,
                   params: dict[str, Any] | None = None, priority: int | None = None) -> None:
@@ -609,10 +616,10 @@ class Bmv2Control(SwitchControl):
 
 
 def open_p4runtime(device_id: int, grpc_addr: str, *, p4info_path: Path | None = None,
-                   json_path: Path | None = None, election_id: tuple[int, int] = (0, 1)) -> tuple[Any, ProgramSchema]:
+                   json_path: Path | None = None, election_id: tuple[int, int] = (0, 1)) -> tuple[Any, Any]:
     """Connect a p4runtime-shell client, push the pipeline if given, and read the P4Info.
 
-    Returns ``(client, schema)``; the caller calls ``client.tear_down()``. ControlError
+    Returns ``(client, p4info)`` (a ``p4.config.v1.P4Info``); the caller calls ``client.tear_down()``. ControlError
     (one line) when p4runtime-shell is missing or the switch refuses.
     """
     sh_p4runtime, _ = _p4runtime_modules()
@@ -625,9 +632,9 @@ def open_p4runtime(device_id: int, grpc_addr: str, *, p4info_path: Path | None =
     try:
         if p4info_path is not None and json_path is not None:
             client.set_fwd_pipe_config(str(p4info_path), str(json_path))
-        schema = ProgramSchema.from_p4info(client.get_p4info())
+        p4info = client.get_p4info()
     except Exception as e:  # noqa: BLE001 - P4RuntimeException: one line
         client.tear_down()
         raise ControlError(f"P4Runtime {grpc_addr}: pushing/reading the pipeline failed: {_one_line(e)}") from None
-    return client, schema
+    return client, p4info
 

@@ -4,7 +4,8 @@ The process binds an AF_PACKET socket to each of the switch's interfaces (which 
 root namespace, as Mininet's software switches do), serves the control API on a Unix
 socket (docs/interfaces.md section 3) and P4Runtime on a free loopback port (device id =
 switch index + 1; :meth:`EmbeddedSwitch.p4runtime_address` reads where). This class starts it, waits until the control socket
-accepts, hands out a :class:`~emu.embedded.control.ControlClient`, and stops it.
+accepts, hands out a :class:`~emu.targets.p4runtime_control.P4RuntimeControl` (P4Runtime
+plus the control socket for queues and stats), and stops it.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emu.cleanup import die_with_parent
 from emu.embedded.control import ControlClient
 from emu.targets import SwitchStartError, SwitchTarget, stop_process_group
+
+if TYPE_CHECKING:
+    from emu.targets.p4runtime_control import P4RuntimeControl
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +98,8 @@ class EmbeddedSwitch(SwitchTarget):
 
     def __init__(self, name: str, *args: Any, **params: Any) -> None:
         super().__init__(name, *args, **params)
-        self._client: ControlClient | None = None
+        self._control: P4RuntimeControl | None = None
+        self._p4rt: Any = None
 
     # -- installation check -------------------------------------------------------------
     @classmethod
@@ -102,6 +107,13 @@ class EmbeddedSwitch(SwitchTarget):
         """Whether the embedded switch can run here, and if not, why (one line)."""
         if importlib.util.find_spec("emu.embedded.switch") is None:
             return False, "embedded target: module emu.embedded.switch is missing; reinstall with pip install -e ."
+        for module, dist in (("grpc", "grpcio"), ("p4.v1", "p4runtime"), ("p4runtime_sh", "p4runtime-shell")):
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except ModuleNotFoundError:  # the parent package is missing
+                found = False
+            if not found:
+                return False, f"embedded target: {dist} is not installed (P4Runtime): pip install -e . (or ./scripts/setup.sh)"
         return True, ""
 
     # -- paths ----------------------------------------------------------------------------
@@ -174,20 +186,47 @@ class EmbeddedSwitch(SwitchTarget):
             tail = log_tail(self.log_path)
             raise SwitchStartError(f"{exc} (log {self.log_path}{': ' + tail if tail else ''})") from None
 
-    def control(self) -> ControlClient:
-        """A connected ControlClient for this switch (one per switch, reused)."""
-        if self._client is None:
-            self._client = ControlClient(str(self.control_path))
-        return self._client
+    def control(self) -> P4RuntimeControl:
+        """The switch's control, made once: tables, counters and registers over P4Runtime (the
+        same p4runtime-shell client as on bmv2), queues and stats over the control socket."""
+        if self._control is None:
+            from emu.control import ControlError
+            from emu.targets.bmv2_control import open_p4runtime
+            from emu.targets.p4runtime_control import P4RuntimeControl, controller_election_id
+
+            address = self.p4runtime_address()
+            if address is None:
+                raise SwitchStartError(f"switch {self.name}: no P4Runtime address in {self.p4runtime_file} "
+                                       f"(log {self.log_path})")
+            side = ControlClient(str(self.control_path))
+            try:
+                client, info = open_p4runtime(self.device_id, address, election_id=controller_election_id())
+            except ControlError:
+                side.close()
+                raise
+            self._p4rt = client
+            self._control = P4RuntimeControl(info, client, side, registers_over_p4runtime=True,
+                                             on_close=self._close_p4rt)
+        return self._control
+
+    def _close_p4rt(self) -> None:
+        client, self._p4rt = self._p4rt, None
+        if client is not None:
+            try:
+                client.tear_down()
+            except Exception as exc:  # noqa: BLE001 - closing a dead connection
+                log.debug("P4Runtime tear down on %s: %s", self.name, exc)
 
     def stop_process(self, timeout_s: float = 5.0) -> None:
-        """SIGTERM the switch process, SIGKILL it after ``timeout_s`` seconds."""
-        if self._client is not None:
+        """Close the control connections, SIGTERM the switch process, SIGKILL it after
+        ``timeout_s`` seconds."""
+        control, self._control = self._control, None
+        if control is not None:
             try:
-                self._client.close()
+                control.close()
             except Exception:  # noqa: BLE001 - closing a dead connection
                 pass
-            self._client = None
+        self._close_p4rt()
         proc, self.proc = self.proc, None
         stop_process_group(proc, self.name, timeout_s)
 
