@@ -2,7 +2,7 @@
 
 Run as root (creates and deletes its own network namespaces)::
 
-    sudo .venv/bin/python benchmarks/switch_pps.py [--seconds 5] [--warmup 1] [--size 128]
+    sudo .venv/bin/python benchmarks/switch_pps.py [--seconds 5] [--warmup 1] [--size 128] [--p4 tofino]
 
 Topology (three namespaces, two veth pairs)::
 
@@ -169,14 +169,14 @@ def start_bare(lifetime: float) -> subprocess.Popen:
     return fwd
 
 
-def start_embedded(tmp: Path) -> subprocess.Popen:
-    """The embedded switch with a route to the sink; returns once it is programmed."""
+def start_embedded(tmp: Path, program: Path) -> subprocess.Popen:
+    """The embedded switch running ``program`` with a route to the sink; returns once it is programmed."""
     from emu.embedded.control import ControlClient
 
     ctl = tmp / "s1.sock"
     log = (tmp / "s1.log").open("wb")
     sw = subprocess.Popen(["ip", "netns", "exec", NS["sw"], sys.executable, "-m", "emu.embedded.switch",
-                           "--program", str(REPO / "p4" / "symphony.p4"), "--name", "s1",
+                           "--program", str(program), "--name", "s1",
                            "--port", "1=p1", "--port", "2=p2", "--control", str(ctl),
                            "--log-level", "warning", "--stats-file", str(tmp / "s1.stats.json")],
                           cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
@@ -189,12 +189,12 @@ def start_embedded(tmp: Path) -> subprocess.Popen:
 
 
 def run_rounds(frame: bytes, rounds: int, warmup: float, seconds: float,
-               tmp: Path) -> tuple[list[float], list[float], dict]:
+               tmp: Path, program: Path) -> tuple[list[float], list[float], dict]:
     """Alternate bare and embedded measurements; the idle forwarder is SIGSTOPped so that
     both see the same background load on this host."""
     bare_proc = start_bare(rounds * (warmup + seconds + 3.0) + 120.0)
     os.kill(bare_proc.pid, signal.SIGSTOP)
-    sw = start_embedded(tmp)
+    sw = start_embedded(tmp, program)
     os.kill(sw.pid, signal.SIGSTOP)
     bare: list[float] = []
     emb: list[float] = []
@@ -226,7 +226,12 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=1.0, help="warm-up before measuring (s)")
     ap.add_argument("--size", type=int, default=128, help="frame size (bytes)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating bare/embedded rounds")
+    ap.add_argument("--p4", choices=["v1model", "tofino"], default="v1model",
+                    help="P4 build: p4/symphony.p4 or p4/tofino/symphony.p4 (T2NA)")
     args = ap.parse_args()
+    from emu.targets import P4_BUILDS
+
+    program = P4_BUILDS[args.p4]
     if os.geteuid() != 0:
         print("error: switch_pps.py needs root (network namespaces); run with sudo", file=sys.stderr)
         return 1
@@ -239,7 +244,7 @@ def main() -> int:
     try:
         setup()
         with tempfile.TemporaryDirectory(prefix="switch_pps-") as tmp:
-            bare, emb, stats = run_rounds(frame, args.rounds, args.warmup, args.seconds, Path(tmp))
+            bare, emb, stats = run_rounds(frame, args.rounds, args.warmup, args.seconds, Path(tmp), program)
     finally:
         cleanup()
     b, e = statistics.median(bare), statistics.median(emb)
@@ -248,7 +253,7 @@ def main() -> int:
           f"after {args.warmup:.1f} s warm-up; medians")
     print(f"bare AF_PACKET forwarder: {b:10.0f} packets/s  (rounds: {', '.join(f'{x:.0f}' for x in bare)})")
     print(f"embedded switch         : {e:10.0f} packets/s  (rounds: {', '.join(f'{x:.0f}' for x in emb)}; "
-          "symphony.p4, 1 route)")
+          f"{program.relative_to(REPO)}, 1 route)")
     print(f"ratio embedded/bare     : {ratio:10.2f}  (target >= 0.5)")
     print(f"switch drops: {stats.get('drops')}")
     return 0

@@ -56,6 +56,7 @@ from .codegen import (
 )
 from .errors import P4FrontendError
 from .externs import Counter, Register, crc16
+from .optimize import optimize
 from .v1model import Compiled
 
 __all__ = ["CELL_BYTES", "T2NA", "compile_t2na", "qdepth_cells"]
@@ -489,9 +490,15 @@ def compile_t2na(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
     egress_body = c.lines
 
     inits = dict(c.slots)
+    raw_init: list[Line] = []
+    if optimize_code:
+        # the v1model optimizations that apply per block: re-emit untouched headers from their
+        # extracted bytes, skip extracted fields nothing reads (optimize.py)
+        optimize(c, ingress_body, egress_body, [], [], "_plen")
+        raw_init = [Line(1, f"{v} = b''") for v in c.raw.values()]
     ig_prefix = _header_prefix(ig_intr, {"ingress_port": "_port", "ingress_mac_tstamp": "_now * 1000"})
     head = [Line(0, "def _ingress(_frame, _port, _now):")]
-    head += [Line(1, f"{v} = {inits[v]!r}") for v in side_slots[0]]
+    head += [Line(1, f"{v} = {inits[v]!r}") for v in side_slots[0]] + raw_init
     head += [Line(1, "_plen = len(_frame)"),
              Line(1, f"_pkt = {ig_prefix} + {bytes(port_md_bytes)!r} + bytes(_frame)"),
              Line(1, "_n = len(_pkt)"),
@@ -502,7 +509,7 @@ def compile_t2na(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
         "egress_port": "_eport", "enq_qdepth": "_enq_qdepth", "deq_qdepth": "_deq_qdepth",
         "enq_tstamp": "_enq_ts * 1000", "deq_timedelta": "_deq_td * 1000", "pkt_length": "len(_bytes)"})
     ehead = [Line(0, "def _egress(_st, _eport, _enq_qdepth, _deq_qdepth, _deq_td, _enq_ts, _now):")]
-    ehead += [Line(1, f"{v} = {inits[v]!r}") for v in side_slots[1]]
+    ehead += [Line(1, f"{v} = {inits[v]!r}") for v in side_slots[1]] + raw_init
     ehead += [Line(1, "_bytes, _plen = _st"),
               Line(1, f"_pkt = {eg_prefix} + _bytes"),
               Line(1, "_n = len(_pkt)"),
