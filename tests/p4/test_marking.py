@@ -15,13 +15,15 @@ from scapy.layers.l2 import Ether
 
 from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline
-from emu.routing import TABLE_MARKING, TABLE_QUEUE_ECN, TABLE_SYMPHONY, switch_programs
+from emu.routing import T2NA_QDEPTH, TABLE_MARKING, TABLE_QUEUE_ECN, TABLE_SYMPHONY, switch_programs
 from emu.topology import parse_topology
 from hostapps.wire import CTH, ECN_CE, ECN_ECT0, MAX_RANKS
 
 ROOT = Path(__file__).resolve().parents[2]
 TOS_BYTE = 14 + 1  # IPv4 TOS (DSCP, ECN) after the Ethernet header
-PROGRAM = load_program(ROOT / "p4" / "symphony.p4")
+#: build -> (program, queue-depth units per full-size packet: v1model packets, T2NA 176-byte cells)
+BUILDS = {"v1model": (load_program(ROOT / "p4" / "symphony.p4"), 1),
+          "tofino": (load_program(ROOT / "p4" / "tofino" / "symphony.p4"), T2NA_QDEPTH.cells_per_packet)}
 
 TOPO = """
 name: ramp
@@ -39,9 +41,10 @@ def frame(step: int, rank: int = 0) -> bytes:
                  / CTH(type=1, job_id=0, step=step, src_rank=rank, dst_rank=1 - rank, psn=0) / (b"x" * 20))
 
 
-def pipeline(scheme: str) -> Pipeline:
-    pl = Pipeline(PROGRAM, seed=5)
-    for e in switch_programs(parse_topology(TOPO, "ramp.yaml"), scheme)["s1"].entries:  # type: ignore[arg-type]
+def pipeline(scheme: str, build: str = "v1model") -> Pipeline:
+    pl = Pipeline(BUILDS[build][0], seed=5)
+    entries = switch_programs(parse_topology(TOPO, "ramp.yaml"), scheme, p4=build)["s1"].entries  # type: ignore[arg-type]
+    for e in entries:
         pl.table_add(e.table, e.match, e.action, e.params, e.priority)
     return pl
 
@@ -58,13 +61,15 @@ def mark_rate(pl: Pipeline, step: int, depth: int, n: int) -> float:
     return marked / n
 
 
+@pytest.mark.parametrize("build", sorted(BUILDS))
 @pytest.mark.parametrize(("depth", "p"), [(0, 0.0), (3, 0.0), (4, 0.0), (5, 0.125), (6, 0.25), (7, 0.375),
-                                          (8, 1.0), (9, 1.0), (2**19 - 1, 1.0)])
-def test_ecn_ramp_over_queue_depth(depth: int, p: float) -> None:
-    """kmin=4, kmax=8, pmax=0.5: 0 up to kmin, pmax*(d-kmin)/(kmax-kmin) below kmax, 1 from kmax."""
-    pl = pipeline("baseline")
+                                          (8, 1.0), (9, 1.0), (50_000, 1.0)])
+def test_ecn_ramp_over_queue_depth(depth: int, p: float, build: str) -> None:
+    """kmin=4, kmax=8, pmax=0.5: 0 up to kmin, pmax*(d-kmin)/(kmax-kmin) below kmax, 1 from kmax
+    (depth in full-size packets; the T2NA build sees 9 cells each)."""
+    pl = pipeline("baseline", build)
     n = 1600
-    rate = mark_rate(pl, step=0, depth=depth, n=n)
+    rate = mark_rate(pl, step=0, depth=min(depth * BUILDS[build][1], 2**19 - 1), n=n)
     if p in (0.0, 1.0):
         assert rate == p
     else:  # binomial: 4 standard deviations
@@ -73,12 +78,13 @@ def test_ecn_ramp_over_queue_depth(depth: int, p: float) -> None:
     assert pl.counter_read("MyEgress.symphony_marks", 0)[0] == 0
 
 
+@pytest.mark.parametrize("build", sorted(BUILDS))
 @pytest.mark.parametrize(("lead", "p"), [(1, 0.0), (2, 0.25), (3, 0.5), (5, 1.0), (63, 1.0)])
-def test_symphony_curve_over_lead(lead: int, p: float) -> None:
+def test_symphony_curve_over_lead(lead: int, p: float, build: str) -> None:
     """T=1, slope 0.25: min(1, (lead - T) * 0.25) beyond T; in symphony mode only."""
     n = 1600
     for scheme, expected in (("symphony", p), ("baseline", 0.0)):
-        pl = pipeline(scheme)
+        pl = pipeline(scheme, build)
         rate = mark_rate(pl, step=lead, depth=0, n=n)  # rank 1 stays at step 0: lead = step
         if expected in (0.0, 1.0):
             assert rate == expected, scheme
