@@ -198,6 +198,11 @@ class ProgrammedNetwork:
                 values = ctl.counter_read(counter)
                 entry[counter.split(".", 1)[1]] = [int(v[0]) for v in values]
             entry["stats"] = ctl.stats()
+            if entry["stats"].get("kept_up") is False:  # bmv2: its process was CPU-bound since the last read
+                log.warning("switch %s (%s) was busy %.0f%% of a CPU core since the last read: it did not keep "
+                            "up with the links, so queues and drops are the switch's, not the network's "
+                            "(docs/bmv2.md)", name, entry["stats"].get("target", "?"),
+                            100 * float(entry["stats"].get("cpu_share", 0)))
             out[name] = entry
         return out
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,10 +46,6 @@ REQUIRED_BINARIES = {
 INSTALL_DOC = "docs/bmv2.md"
 #: The Thrift CLI (ships with behavioral-model).
 CLI_BINARY = "simple_switch_CLI"
-#: First gRPC port; switch i listens on BASE + i.
-GRPC_PORT_BASE = 9559
-#: First Thrift port; switch i listens on BASE + i.
-THRIFT_PORT_BASE = 9090
 #: Timeout of one p4c run, in seconds.
 COMPILE_TIMEOUT_S = 300.0
 
@@ -93,6 +91,13 @@ def compile_program(program: Path, out_dir: Path) -> tuple[Path, Path]:
     return json_path, p4info
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now (the kernel's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
     """Whether a TCP server accepts on ``host:port``."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -105,7 +110,8 @@ class Bmv2Switch(SwitchTarget):
 
     ``options`` (a :class:`~emu.targets.SwitchOptions`): program, log folder (the build goes
     to ``<log_dir>/bmv2``), ready timeout. ``seed_offset`` (the switch index) picks the
-    device id (index + 1), the Thrift port (9090 + index) and the gRPC port (9559 + index).
+    device id (index + 1); the Thrift and gRPC ports are free ports picked per switch and the
+    notification socket is unique per run, so concurrent runs and tests never collide.
     """
 
     target = "bmv2"
@@ -114,6 +120,7 @@ class Bmv2Switch(SwitchTarget):
         super().__init__(name, *args, **params)
         self._control: P4RuntimeControl | None = None
         self._p4rt: Any = None
+        self._started = 0.0
 
     # -- installation check -------------------------------------------------------------
     @classmethod
@@ -124,6 +131,11 @@ class Bmv2Switch(SwitchTarget):
             missing.append(CLI_BINARY)
         no_shell = importlib.util.find_spec("p4runtime_sh") is None
         if not missing and not no_shell:
+            from emu.targets.bmv2_control import cli_argv
+
+            prefix, reason = cli_argv(CLI_BINARY)
+            if not prefix:
+                return False, f"bmv2 target: {reason}, or use --target embedded"
             return True, ""
         parts = []
         if missing:
@@ -145,6 +157,12 @@ class Bmv2Switch(SwitchTarget):
             out.append(Requirement(name, path is not None, path or "not on PATH",
                                    f"{whence}: sudo ./scripts/install-bmv2.sh, or the Vagrant VM built with "
                                    f"BMV2=1 vagrant up ({INSTALL_DOC})"))
+        if shutil.which(CLI_BINARY) is not None:
+            from emu.targets.bmv2_control import CLI_PYTHON_MODULE, cli_argv
+
+            prefix, reason = cli_argv(CLI_BINARY)
+            out.append(Requirement(f"{CLI_BINARY}'s Python ({CLI_PYTHON_MODULE})", bool(prefix),
+                                   prefix[0] if prefix else reason, "apt-get install python3-thrift"))
         found = importlib.util.find_spec("p4runtime_sh") is not None
         out.append(Requirement("p4runtime-shell", found, "importable" if found else "not importable",
                                "pip install -e ."))
@@ -162,13 +180,35 @@ class Bmv2Switch(SwitchTarget):
         """The switch's index in the topology (picks its ports and device id)."""
         return self.seed_offset
 
+    def _chosen_ports(self) -> tuple[int, int]:
+        """(Thrift, gRPC) ports, picked once per switch from the free loopback ports, so that
+        runs and tests on one machine never collide (bmv2's defaults 9090/9559 would)."""
+        ports = self.__dict__.get("_ports")
+        if ports is None:
+            ports = (free_port(), free_port())
+            self.__dict__["_ports"] = ports
+        return ports
+
     @property
     def thrift_port(self) -> int:
-        return THRIFT_PORT_BASE + self.index
+        """simple_switch_grpc's Thrift port (the CLI's)."""
+        return self._chosen_ports()[0]
 
     @property
     def grpc_addr(self) -> str:
-        return f"127.0.0.1:{GRPC_PORT_BASE + self.index}"
+        """simple_switch_grpc's P4Runtime address."""
+        return f"127.0.0.1:{self._chosen_ports()[1]}"
+
+    @property
+    def notifications_addr(self) -> str:
+        """bmv2's nanomsg notification socket, unique to this run and switch (bmv2's default
+        ``/tmp/bmv2-<device id>-notifications.ipc`` collides between runs)."""
+        return f"ipc://{self.notifications_path}"
+
+    @property
+    def notifications_path(self) -> Path:
+        """The file behind :attr:`notifications_addr` (short: a Unix socket path has <= 107 bytes)."""
+        return Path(tempfile.gettempdir()) / f"symphony-bmv2-{os.getpid()}-{self.name}.ipc"
 
     def p4runtime_address(self) -> str | None:
         """``127.0.0.1:PORT`` of simple_switch_grpc's P4Runtime server."""
@@ -176,7 +216,8 @@ class Bmv2Switch(SwitchTarget):
 
     def command(self) -> list[str]:
         """The simple_switch_grpc command line (the pipeline is pushed over P4Runtime)."""
-        cmd = ["simple_switch_grpc", "--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port)]
+        cmd = ["simple_switch_grpc", "--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port),
+               "--notifications-addr", self.notifications_addr]
         for port, intf in sorted(self.port_map().items()):
             cmd += ["-i", f"{port}@{intf}"]
         cmd += ["--no-p4", *self.options.extra_args, "--", "--grpc-server-addr", self.grpc_addr]
@@ -197,6 +238,7 @@ class Bmv2Switch(SwitchTarget):
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
                                          start_new_session=True, preexec_fn=die_with_parent())
+        self._started = time.monotonic()
 
     def _fail(self, message: str) -> SwitchStartError:
         from emu.targets.embedded import log_tail
@@ -217,12 +259,13 @@ class Bmv2Switch(SwitchTarget):
             ProgramSchema,
             ThriftCli,
             open_p4runtime,
+            process_usage,
         )
         from emu.targets.p4runtime_control import P4RuntimeControl, controller_election_id
 
         timeout = self.options.ready_timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout
-        grpc_port = GRPC_PORT_BASE + self.index
+        grpc_port = self._chosen_ports()[1]
         interval = 0.005
         while not (port_open(self.thrift_port) and port_open(grpc_port)):
             if self.proc is None or self.proc.poll() is not None:
@@ -240,9 +283,11 @@ class Bmv2Switch(SwitchTarget):
         except ControlError as exc:
             raise self._fail(str(exc)) from None
         self._p4rt = client
+        proc, started = self.proc, self._started
         thrift = Bmv2Control(ProgramSchema.from_p4info(info), P4RuntimeTables(client),
                              ThriftCli(self.thrift_port, binary=CLI_BINARY), on_shutdown=self.stop_process,
-                             alive=self.running)
+                             alive=self.running,
+                             usage=lambda: None if proc is None else process_usage(proc.pid, started))
         self._control = P4RuntimeControl(info, client, thrift, registers_over_p4runtime=False,
                                          on_close=self._close_p4rt)
 
@@ -269,5 +314,6 @@ class Bmv2Switch(SwitchTarget):
         self._close_p4rt()
         proc, self.proc = self.proc, None
         stop_process_group(proc, self.name, timeout_s)
+        self.notifications_path.unlink(missing_ok=True)
 
 

@@ -26,9 +26,12 @@ no per-port rx/tx counts (read the P4 counters instead).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import os
 import re
+import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +61,10 @@ log = logging.getLogger(__name__)
 #: Frame size (bytes, Ethernet header + 1500-byte MTU) used to turn a queue rate in bit/s
 #: into bmv2's packets per second (``set_queue_rate`` counts packets, not bits).
 QUEUE_RATE_PACKET_BYTES = 1514
+#: CPU share (cores) at or above which a bmv2 process is taken as saturated: simple_switch
+#: forwards in one pipeline thread per direction, so near one busy core it falls behind
+#: (the issue's measurement: about 7 kpps per process on this machine, docs/bmv2.md).
+SATURATED_CPU_SHARE = 0.9
 #: bmv2's CLI ranks the *lowest* priority first; P4Runtime and ControlAPI rank the highest
 #: first. CLI priority = BASE - priority (p4c's bmv2 STF runner does the same flip).
 CLI_PRIORITY_BASE = 1 << 24
@@ -66,7 +73,22 @@ CLI_PROMPT = "RuntimeCmd: "
 #: Lines of CLI output that mean the command failed (runtime_CLI.handle_bad_input, cmd.Cmd).
 _CLI_ERROR_RE = re.compile(r"^(Error:|Invalid |\*\*\* |Could not connect|Traceback)", re.M)
 _CLI_HANDLE_RE = re.compile(r"Entry has been added with handle (\d+)")
-_CLI_COUNTER_RE = re.compile(r"BmCounterValue\(packets=(\d+), bytes=(\d+)\)")
+#: counter_read output: older bmv2 prints ``BmCounterValue(packets=1, bytes=66)``; bmv2 1.15.5
+#: prints ``MyEgress.symphony_marks[0]= (66 bytes, 1 packets)``.
+_CLI_COUNTER_RES = (
+    (re.compile(r"BmCounterValue\(packets=(\d+), bytes=(\d+)\)"), ("packets", "bytes")),
+    (re.compile(r"\((\d+) bytes, (\d+) packets\)"), ("bytes", "packets")),
+)
+
+
+def parse_counter_value(output: str) -> tuple[int, int] | None:
+    """``(packets, bytes)`` from one ``counter_read`` output of either bmv2 format, or None."""
+    for regex, order in _CLI_COUNTER_RES:
+        m = regex.search(output)
+        if m is not None:
+            got = dict(zip(order, (int(m.group(1)), int(m.group(2))), strict=True))
+            return got["packets"], got["bytes"]
+    return None
 
 
 # -- program schema ------------------------------------------------------------------------
@@ -233,11 +255,56 @@ def cli_error(output: str) -> str | None:
     return output[m.start():].splitlines()[0].strip()
 
 
+#: The module simple_switch_CLI imports first (Apache Thrift's Python library).
+CLI_PYTHON_MODULE = "thrift"
+
+
+def _interpreters(script: str) -> list[str]:
+    """Pythons that may run ``script``: its shebang's, the system's, this one (no duplicates)."""
+    import sys
+
+    found: list[str] = []
+    try:
+        with open(script, "rb") as f:
+            first = f.readline().decode(errors="replace").strip()
+    except OSError:
+        first = ""
+    if first.startswith("#!"):
+        parts = first[2:].split()
+        if parts and parts[0].endswith("/env") and len(parts) > 1:
+            parts = [shutil.which(parts[1]) or parts[1]]
+        if parts:
+            found.append(parts[0])
+    for candidate in ("/usr/bin/python3", sys.executable):
+        if candidate not in found:
+            found.append(candidate)
+    return [c for c in found if c and os.access(c, os.X_OK)]
+
+
+@functools.lru_cache(maxsize=8)
+def cli_argv(binary: str = "simple_switch_CLI", module: str = CLI_PYTHON_MODULE) -> tuple[tuple[str, ...], str]:
+    """How to run ``binary`` (a Python script): ``(argv prefix, "")``, the first interpreter
+    that imports ``module``; or ``((), one-line reason)`` naming the interpreters tried."""
+    script = shutil.which(binary)
+    if script is None:
+        return (), f"{binary} is not on PATH (it ships with behavioral-model; docs/bmv2.md)"
+    tried = _interpreters(script)
+    if tried and not os.path.basename(tried[0]).startswith("python"):
+        return (script,), ""  # not a Python script: run it as it is
+    for python in tried:
+        res = subprocess.run([python, "-c", f"import {module}"], capture_output=True, check=False, timeout=30)
+        if res.returncode == 0:
+            return (python, script), ""
+    return (), (f"{binary} needs a Python with the {module} module, and none of {', '.join(tried) or 'no python'} "
+                f"has it: apt-get install python3-thrift (docs/bmv2.md)")
+
+
 class ThriftCli:
     """``simple_switch_CLI --thrift-port PORT``, one process per batch of commands.
 
     ``timeout_s`` bounds each batch (seconds). Calling it returns one output string per
-    command; ControlError (one line) when the CLI cannot run or reach the switch.
+    command; ControlError (one line) when the CLI cannot run or reach the switch. The CLI
+    runs under a Python that has ``thrift`` (:func:`cli_argv`), not whichever is first on PATH.
     """
 
     def __init__(self, thrift_port: int, *, binary: str = "simple_switch_CLI", timeout_s: float = 30.0) -> None:
@@ -246,7 +313,10 @@ class ThriftCli:
         self.timeout_s = timeout_s
 
     def __call__(self, commands: Sequence[str]) -> list[str]:
-        cmd = [self.binary, "--thrift-port", str(self.thrift_port)]
+        prefix, reason = cli_argv(self.binary)
+        if not prefix:
+            raise ControlError(reason)
+        cmd = [*prefix, "--thrift-port", str(self.thrift_port)]
         try:
             res = subprocess.run(cmd, input="\n".join(commands) + "\n", capture_output=True, text=True,
                                  timeout=self.timeout_s, check=False)
@@ -464,13 +534,16 @@ class Bmv2Control(SwitchControl):
 
     def __init__(self, schema: ProgramSchema, tables: TableBackend, cli: CliRunner, *,
                  on_close: Callable[[], None] | None = None, on_shutdown: Callable[[], None] | None = None,
-                 alive: Callable[[], bool] | None = None) -> None:
+                 alive: Callable[[], bool] | None = None,
+                 usage: Callable[[], tuple[float, float] | None] | None = None) -> None:
         self.schema = schema
         self.tables = tables
         self.cli = cli
         self._on_close = on_close
         self._on_shutdown = on_shutdown
         self._alive = alive
+        self._usage = usage
+        self._last_usage: tuple[float, float] | None = None
         self._delay_warned: set[int] = set()
 
     # -- entries --------------------------------------------------------------------------
@@ -557,10 +630,10 @@ class Bmv2Control(SwitchControl):
         outs = self._cli([f"counter_read {name} {i}" for i in indices], f"counter {name}")
         values = []
         for i, out in zip(indices, outs, strict=True):
-            m = _CLI_COUNTER_RE.search(out)
-            if m is None:
+            value = parse_counter_value(out)
+            if value is None:
                 raise ControlError(f"counter {name}[{i}]: cannot parse counter_read output {out[:120]!r}")
-            values.append((int(m.group(1)), int(m.group(2))))
+            values.append(value)
         return values if index is None else values[0]
 
     # -- switch -------------------------------------------------------------------------------
@@ -588,8 +661,20 @@ class Bmv2Control(SwitchControl):
             self._cli(cmds, f"set_queue port {port}")
 
     def stats(self) -> dict[str, Any]:
-        """What bmv2 can say without the P4 counters: the target and ports with ignored delays."""
-        return {"target": "bmv2", "delay_not_modelled": sorted(self._delay_warned)}
+        """What bmv2 can say without the P4 counters: the target, ports with ignored delays and,
+        with ``usage``, the switch process's CPU: ``cpu_s`` / ``wall_s`` since it started and
+        ``cpu_share`` (cores busy) and ``kept_up`` since the previous ``stats()`` call (a
+        process busy >= :data:`SATURATED_CPU_SHARE` of a core did not keep up: docs/bmv2.md)."""
+        out: dict[str, Any] = {"target": "bmv2", "delay_not_modelled": sorted(self._delay_warned)}
+        sample = self._usage() if self._usage is not None else None
+        if sample is not None:
+            cpu_s, wall_s = sample
+            prev = self._last_usage or (0.0, 0.0)
+            self._last_usage = sample
+            share = (cpu_s - prev[0]) / (wall_s - prev[1]) if wall_s > prev[1] else 0.0
+            out.update(cpu_s=round(cpu_s, 3), wall_s=round(wall_s, 3), cpu_share=round(share, 3),
+                       kept_up=share < SATURATED_CPU_SHARE)
+        return out
 
     def ping(self) -> str:
         """``"pong"`` when the switch is alive; ConnectionError otherwise."""
@@ -613,6 +698,21 @@ class Bmv2Control(SwitchControl):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def process_usage(pid: int, started: float, now: float | None = None) -> tuple[float, float] | None:
+    """``(CPU seconds, wall seconds)`` of process ``pid`` (all threads) since ``started``
+    (``time.monotonic()``), from ``/proc/PID/stat``; None when the process is gone."""
+    import time
+
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()  # after "pid (comm)": state is fields[0]
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+    return cpu, (time.monotonic() if now is None else now) - started
 
 
 def open_p4runtime(device_id: int, grpc_addr: str, *, p4info_path: Path | None = None,

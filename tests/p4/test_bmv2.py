@@ -446,8 +446,25 @@ def test_thrift_cli_runs_the_binary(tmp_path: Path) -> None:
                     "done\nprintf 'RuntimeCmd: '\n")
     fake.chmod(0o755)
     assert ThriftCli(9091, binary=str(fake))(["a 1", "b 2"]) == ["got a 1", "got b 2"]
-    with pytest.raises(ControlError, match="not found: install bmv2"):
+    with pytest.raises(ControlError, match="is not on PATH"):
         ThriftCli(9091, binary=str(tmp_path / "missing"))(["x"])
+
+
+def test_thrift_cli_runs_under_a_python_with_thrift(tmp_path: Path) -> None:
+    """simple_switch_CLI is a Python script: it runs under the first interpreter (shebang,
+    system, ours) that imports its module, or the reason is one line naming those tried."""
+    from emu.targets.bmv2_control import cli_argv
+
+    script = tmp_path / "simple_switch_CLI"
+    script.write_text("#!/usr/bin/env python3\nprint('hi')\n")
+    script.chmod(0o755)
+    cli_argv.cache_clear()
+    prefix, reason = cli_argv(str(script), module="json")
+    assert reason == "" and prefix[-1] == str(script) and "python" in Path(prefix[0]).name
+    prefix, reason = cli_argv(str(script), module="no_such_module_xyz")
+    assert prefix == () and reason.startswith(f"{script} needs a Python with the no_such_module_xyz module, "
+                                              "and none of ") and "python3-thrift" in reason and "\n" not in reason
+    cli_argv.cache_clear()
 
 
 def test_stf_add_lines_become_cli_commands(schema: ProgramSchema) -> None:
@@ -526,8 +543,16 @@ def test_compile_and_switch_command_lines(tmp_path: Path) -> None:
     sw = bmv2.Bmv2Switch.__new__(bmv2.Bmv2Switch)  # no Mininet node: only the command line
     sw.name, sw.seed_offset, sw.options = "s2", 1, SwitchOptions(log_dir=tmp_path)
     sw.ports = {type("I", (), {"name": n})(): p for n, p in (("s2-eth2", 2), ("s2-eth1", 1), ("lo", 0))}
-    assert sw.command() == ["simple_switch_grpc", "--device-id", "2", "--thrift-port", "9091", "-i", "1@s2-eth1",
-                            "-i", "2@s2-eth2", "--no-p4", "--", "--grpc-server-addr", "127.0.0.1:9560"]
+    thrift, grpc_port = sw.thrift_port, int(sw.grpc_addr.rsplit(":", 1)[1])
+    assert thrift != grpc_port and min(thrift, grpc_port) > 1024  # free ports, picked once per switch
+    assert sw.command() == ["simple_switch_grpc", "--device-id", "2", "--thrift-port", str(thrift),
+                            "--notifications-addr", f"ipc://{sw.notifications_path}", "-i", "1@s2-eth1",
+                            "-i", "2@s2-eth2", "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
+    assert sw.command() == sw.command()  # stable
+    other = bmv2.Bmv2Switch.__new__(bmv2.Bmv2Switch)
+    other.name, other.seed_offset, other.options = "s3", 2, SwitchOptions(log_dir=tmp_path)
+    assert other.notifications_path != sw.notifications_path and str(os.getpid()) in sw.notifications_path.name
+    assert len(str(sw.notifications_path)) < 100
 
 
 # -- the STF vectors on a real bmv2 -------------------------------------------------------------
@@ -593,7 +618,8 @@ class Bmv2StfDevice:
                 self.socks[p] = s
             self.thrift_port = _free_port()
             binary = next(b for b in SWITCH_BINARIES if shutil.which(b))
-            cmd = [binary, "--device-id", "0", "--thrift-port", str(self.thrift_port)]
+            cmd = [binary, "--device-id", "0", "--thrift-port", str(self.thrift_port),
+                   "--notifications-addr", f"ipc://{log_path.parent}/bmv2-{os.getpid()}-notifications.ipc"]
             for p, (sw_end, _) in self.veths.items():
                 cmd += ["-i", f"{p}@{sw_end}"]
             cmd.append(str(json_path))
@@ -750,3 +776,40 @@ def test_schema_from_p4info() -> None:
     assert (fwd.id, fwd.params) == (28792405, (("srcAddr", 48, 1), ("dstAddr", 48, 2), ("port", 9, 3)))
     assert schema.registers == {"MyIngress.frontier": (16, 16)}
     assert schema.counters == {"MyIngress.drops": 512}
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    # recorded from bmv2 1.15.5's simple_switch_CLI (the issue's failing STF runs)
+    ("RuntimeCmd: MyEgress.symphony_marks[0]= (66 bytes, 1 packets)", (1, 66)),
+    ("MyIngress.drops[3]=  (0 bytes, 0 packets)", (0, 0)),
+    # older bmv2 (Thrift's BmCounterValue repr)
+    ("MyIngress.drops[3]=  BmCounterValue(packets=6, bytes=300)", (6, 300)),
+    ("Invalid counter operation (INVALID_INDEX)", None),
+])
+def test_counter_read_output_of_both_bmv2_formats(output: str, expected: tuple[int, int] | None) -> None:
+    from emu.targets.bmv2_control import parse_counter_value
+
+    assert parse_counter_value(output) == expected
+
+
+def test_counter_read_on_bmv2_1_15_format(schema: ProgramSchema) -> None:
+    cli = FakeCli({"counter_read MyEgress.symphony_marks 0": "MyEgress.symphony_marks[0]= (66 bytes, 1 packets)"})
+    assert thrift_control(schema, cli).counter_read("MyEgress.symphony_marks", 0) == (1, 66)
+
+
+def test_stats_say_whether_bmv2_kept_up(schema: ProgramSchema) -> None:
+    """CPU share since the previous stats() call: a process near one busy core did not keep up."""
+    from emu.targets.bmv2_control import SATURATED_CPU_SHARE, process_usage
+
+    samples = iter([(1.0, 10.0), (10.5, 20.0), (10.6, 30.0)])  # (cpu s, wall s)
+    ctl = Bmv2Control(schema, ThriftTables(FakeCli()), FakeCli(), usage=lambda: next(samples))
+    first, busy, idle = ctl.stats(), ctl.stats(), ctl.stats()
+    assert (first["cpu_share"], first["kept_up"]) == (0.1, True)
+    assert (busy["cpu_share"], busy["kept_up"]) == (0.95, False) and 0.95 >= SATURATED_CPU_SHARE
+    assert (idle["cpu_share"], idle["kept_up"], idle["cpu_s"], idle["wall_s"]) == (0.01, True, 10.6, 30.0)
+    assert "cpu_share" not in Bmv2Control(schema, ThriftTables(FakeCli()), FakeCli()).stats()
+    t0 = time.monotonic()
+    sum(i * i for i in range(200_000))  # some CPU of our own
+    cpu, wall = process_usage(os.getpid(), t0 - 1.0)
+    assert cpu > 0 and wall >= 1.0
+    assert process_usage(2**22 + 12345, t0) is None  # no such process
