@@ -84,6 +84,8 @@ class CleanupReport:
     links: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     mn_ran: bool = False
+    #: (run id, results folder) of runs killed without cleaning up, whose run.json was marked "killed".
+    killed: list[tuple[str, Path]] = field(default_factory=list)
 
     def empty(self) -> bool:
         """True when nothing was left behind."""
@@ -181,6 +183,82 @@ def find_paths(run_id: str | None = None) -> list[str]:
     return [str(p) for p in sorted(RUN_ROOT.iterdir()) if run_id is None or p.name == run_id]
 
 
+#: File in /run/symphony-emu/<run id> naming the run's results folder (written by emu.runner).
+RESULTS_POINTER = "results"
+
+
+def register_run(run_id: str, out_dir: Path) -> None:
+    """Note where run ``run_id`` writes its results, so a SIGKILLed run can be recognised.
+
+    Writes /run/symphony-emu/<run id>/results; without write access (not root) nothing is
+    noted (a debug log), since such a run builds no network either.
+    """
+    try:
+        (RUN_ROOT / run_id).mkdir(parents=True, exist_ok=True)
+        (RUN_ROOT / run_id / RESULTS_POINTER).write_text(str(Path(out_dir).resolve()) + "\n")
+    except OSError as exc:
+        log.debug("run %s not registered under %s: %s", run_id, RUN_ROOT, exc)
+
+
+def unregister_run(run_id: str) -> None:
+    """Remove what :func:`register_run` wrote (the run ended and cleaned up)."""
+    path = RUN_ROOT / run_id
+    try:
+        (path / RESULTS_POINTER).unlink(missing_ok=True)
+        path.rmdir()
+    except OSError:
+        pass  # not registered, or the back end's files are still there (its cleanup removes them)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def mark_killed_runs(*, dry_run: bool = False) -> list[tuple[str, Path]]:
+    """Runs whose runner died without cleaning up (SIGKILL, OOM killer, a crash): mark them.
+
+    A run directory /run/symphony-emu/<run id> whose runner pid (the id's last part) no
+    longer exists, and whose results folder's run.json still says "starting" or
+    "running", gets ``status: "killed"`` with ``failure`` saying so and ``killed_found``
+    (when this noticed it). Returns (run id, results folder) of each such run.
+    """
+    import json
+    from datetime import datetime
+
+    found = []
+    for path in find_paths():
+        run_id = Path(path).name
+        tail = run_id.rsplit("-", 1)[-1]
+        if not tail.isdigit() or _pid_alive(int(tail)):
+            continue
+        try:
+            out_dir = Path((Path(path) / RESULTS_POINTER).read_text().strip())
+            run_file = out_dir / "run.json"
+            info = json.loads(run_file.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(info, dict) or info.get("run_id") != run_id or info.get("status") not in ("starting",
+                                                                                                   "running"):
+            continue
+        found.append((run_id, out_dir))
+        if dry_run:
+            continue
+        info.update(status="killed", killed_found=datetime.now().isoformat(timespec="seconds"),
+                    failure=f"the runner (pid {tail}) ended without cleaning up (SIGKILL, the OOM killer or a "
+                            f"crash) while the run was {info.get('status')}")
+        try:
+            run_file.write_text(json.dumps(info, indent=1) + "\n")
+        except OSError as exc:
+            log.warning("cannot mark %s killed: %s", run_file, exc)
+    return found
+
+
 def live_runs() -> list[tuple[str, int]]:
     """(run id, pid) of runs whose runner is still alive.
 
@@ -260,6 +338,8 @@ def cleanup(*, run_tag: str | None = None, run_id: str | None = None,
     """
     names = list(node_names) if node_names is not None else None
     report = find_leftovers(run_tag=run_tag, run_id=run_id, node_names=names)
+    if run_id is None and run_tag is None:  # a general clean: say which runs were killed
+        report.killed = mark_killed_runs(dry_run=dry_run)
     if dry_run:
         return report
     workers = [pid for pid, line in report.processes if "emu.embedded.switch" not in line]

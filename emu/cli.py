@@ -32,6 +32,20 @@ DEFAULT_TOPOLOGY = Path("topologies/default.yaml")
 log = logging.getLogger("emu.cli")
 
 
+def interrupted(exc: BaseException, what: str) -> NoReturn:
+    """Exit after Ctrl-C (130) or SIGTERM/SIGHUP (128 + signal), saying ``what`` was done.
+
+    After a hang-up the terminal may be gone: a failed write is ignored.
+    """
+    signum = getattr(exc, "signum", None)
+    name = f"interrupted by {signal.Signals(signum).name}" if signum else "interrupted"
+    try:
+        click.echo(f"symphony-emu: {name}; {what}", err=True)
+    except OSError:
+        pass
+    sys.exit(128 + signum if signum else EXIT_INTERRUPTED)
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print ``symphony-emu: error: message`` on stderr and exit with ``code``."""
     click.echo(f"symphony-emu: error: {message}", err=True)
@@ -352,9 +366,8 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
         fail(str(exc))
     except runner.RunError as exc:
         fail(str(exc), EXIT_FAILED)
-    except KeyboardInterrupt:
-        click.echo("symphony-emu: interrupted; everything the run started was stopped", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        interrupted(exc, "everything the run started was stopped")
     print_result(console, result)
     if not result.ok:
         fail(result.failure or "some results were not verified", EXIT_FAILED)
@@ -391,8 +404,8 @@ def cli_command(topology: str | None, target: str, scheme: str, out: Path | None
         fail(str(exc))
     except runner.RunError as exc:
         fail(str(exc), EXIT_FAILED)
-    except KeyboardInterrupt:
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        interrupted(exc, "the network was torn down")
 
 
 @cli.command()
@@ -437,7 +450,10 @@ def clean(dry_run: bool, mn: bool, force: bool) -> None:
         click.echo(f"{verb} {path}")
     if found.mn_ran:
         click.echo("ran mn -c")
-    if found.empty():
+    for run_id, folder in found.killed:
+        click.echo(f"{'would mark' if dry_run else 'marked'} run {run_id} killed (it ended without cleaning up): "
+                   f"{folder / 'run.json'}")
+    if found.empty() and not found.killed:
         click.echo("nothing left behind")
 
 

@@ -50,6 +50,23 @@ class SymphonyCLI(CLI):
         self.do_p4runtime("")
         super().__init__(experiment.network.net, **kwargs)
 
+    def run(self) -> None:
+        """Mininet's command loop; Ctrl-C keeps the prompt, SIGTERM/SIGHUP end it (and the network)."""
+        from emu.runner import SignalInterrupt
+
+        while True:
+            try:
+                if self.isatty():
+                    from mininet.util import quietRun
+
+                    quietRun("stty echo sane intr ^C")
+                self.cmdloop()
+                break
+            except SignalInterrupt:
+                raise  # the terminal closed or the process was told to stop: clean up
+            except KeyboardInterrupt:
+                output("\nInterrupt\n")
+
     # -- p4runtime --------------------------------------------------------------------------
     def do_p4runtime(self, line: str) -> None:  # noqa: ARG002 - cmd.Cmd's signature
         """How to connect p4runtime-shell to each switch."""
@@ -81,7 +98,11 @@ class SymphonyCLI(CLI):
         except RunError as exc:
             output(f"*** failed: {exc}\n")
             return
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            from emu.runner import SignalInterrupt
+
+            if isinstance(exc, SignalInterrupt):
+                raise
             output("*** interrupted; workers stopped\n")
             return
         infos = {

@@ -251,6 +251,9 @@ def render_report(results_dir: str | Path, *, plots: bool = True) -> RenderableT
             parts.append(Text(f"{sub.name}:", style="bold"))
             parts.append(render_report(sub, plots=plots))
         return Group(*parts)
+    if status == "killed":
+        raise ReportError(f"{d}: run was killed before its summary was written "
+                          f"({run_info.get('failure', 'SIGKILL or a crash')}); run it again")
     if status == "interrupted":
         raise ReportError(f"{d}: run was interrupted before its summary was written; run it again")
     if not path.is_file():

@@ -195,38 +195,55 @@ RUN_FILE = "run.json"
 # --------------------------------------------------------------------------------------
 
 
+#: Signals that end a run like Ctrl-C: SIGTERM (kill, systemd) and SIGHUP (the terminal closed).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class SignalInterrupt(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived: the run stops and cleans up as after Ctrl-C.
+
+    ``signum`` is the signal; the CLI exits with 128 + signum. The Mininet CLI re-raises it
+    (it catches KeyboardInterrupt to keep its prompt, right for Ctrl-C, wrong for a hang-up).
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"signal {signal.Signals(signum).name}")
+
+
 def _raise_interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
-    raise KeyboardInterrupt(f"signal {signum}")
+    raise SignalInterrupt(signum)
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block SIGTERM raises KeyboardInterrupt like Ctrl-C (main thread only)."""
+def signals_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM and SIGHUP raise :class:`SignalInterrupt`, a KeyboardInterrupt,
+    so they clean up like Ctrl-C (main thread only)."""
     try:
-        old = signal.signal(signal.SIGTERM, _raise_interrupt)
+        old = {sig: signal.signal(sig, _raise_interrupt) for sig in STOP_SIGNALS}
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """Ignore SIGINT/SIGTERM within the block (teardown must finish)."""
+    """Ignore SIGINT, SIGTERM and SIGHUP within the block (teardown must finish)."""
     try:
-        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        old_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, *STOP_SIGNALS)}
     except ValueError:
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old_int)
-        signal.signal(signal.SIGTERM, old_term)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 # --------------------------------------------------------------------------------------
@@ -347,6 +364,8 @@ class Experiment:
         (so a run loads its file once), else it is loaded here. Raises TopologyError /
         UsageError / TargetUnavailable before anything starts.
         """
+        for killed_id, folder in cleanup_mod.mark_killed_runs():
+            log.warning("run %s was killed before it could clean up; marked %s killed", killed_id, folder / RUN_FILE)
         if topology is None:
             from emu.topology import load_topology
 
@@ -378,13 +397,17 @@ class Experiment:
         previous = os.environ.get(cleanup_mod.RUN_ENV)
         os.environ[cleanup_mod.RUN_ENV] = run_id  # inherited by switches, workers, traffic: cleanup finds them
         end: dict[str, Any] = {"status": "interrupted"}  # unless the block ends or fails otherwise
+        cleanup_mod.register_run(run_id, out_dir)  # so a SIGKILL is recognised by the next run or clean
         try:
-            with sigterm_as_interrupt():
+            with signals_as_interrupt():
                 exp._build(progress or no_progress)
                 exp.update_run_file(status="running")
                 yield exp
             end = {"status": "finished"}
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM
+        except SignalInterrupt as exc:  # SIGTERM or SIGHUP
+            end["signal"] = signal.Signals(exc.signum).name
+            raise
+        except KeyboardInterrupt:  # Ctrl-C
             raise
         except BaseException as exc:  # RunError, or a bug: say so in run.json
             end = {"status": "failed", "failure": str(exc) or type(exc).__name__}
@@ -393,6 +416,7 @@ class Experiment:
             with interrupts_deferred():
                 exp.close()
                 exp.update_run_file(ended=datetime.now().isoformat(timespec="seconds"), **end)
+                cleanup_mod.unregister_run(run_id)
             if previous is None:
                 os.environ.pop(cleanup_mod.RUN_ENV, None)
             else:
@@ -406,8 +430,9 @@ class Experiment:
         """Merge ``fields`` into the results folder's run.json (what ran and how it ended).
 
         ``status`` is "starting" (building the network), "running", "finished" (network torn
-        down normally), "failed" (with ``failure``) or "interrupted" (Ctrl-C, SIGTERM); a run
-        killed with SIGKILL stays "starting" or "running". Write errors are logged, not raised.
+        down normally), "failed" (with ``failure``) or "interrupted" (Ctrl-C, or SIGTERM/SIGHUP
+        with ``signal``); a run killed with SIGKILL is marked "killed" by the next ``run`` or
+        ``clean`` (emu.cleanup.mark_killed_runs). Write errors are logged, not raised.
         """
         path = self.out_dir / RUN_FILE
         try:

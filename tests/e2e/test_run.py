@@ -121,36 +121,43 @@ def test_symphony_marks_only_in_symphony_runs(mininet_env: None, tmp_path: Path)
     assert_nothing_left(run_id, NODES_1SW)
 
 
+def wait_for_workers(proc: subprocess.Popen, folder: Path, deadline_s: float = 150) -> None:
+    """Wait until the run's workers write their step logs (so a signal lands mid-run)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"run ended before the signal (exit {proc.returncode}):\n{out}\n{err}")
+        logs = list(folder.glob("job0-rank*.jsonl"))
+        if logs and any(p.stat().st_size > 0 for p in logs):
+            return
+        time.sleep(0.2)
+    pytest.fail("workers never started")
+
+
 @pytest.mark.timeout(240)
-def test_interrupted_run_leaves_nothing(mininet_env: None, tmp_path: Path) -> None:
-    """Ctrl-C mid-run: exit 130, and no worker, switch, namespace or link is left."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP], ids=["ctrl-c", "sighup"])
+def test_interrupted_run_leaves_nothing(mininet_env: None, tmp_path: Path, sig: signal.Signals) -> None:
+    """Ctrl-C, or the terminal closing (SIGHUP, issue 9), mid-run: exit 128 + signal, and
+    no worker, switch, namespace or link is left; run.json says interrupted."""
     proc = cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "200", "--out", str(tmp_path))
-    deadline = time.monotonic() + 150
     run_id = None
     try:
-        # Wait until the workers are running: their step logs grow.
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                out, err = proc.communicate()
-                pytest.fail(f"run ended before the interrupt (exit {proc.returncode}):\n{out}\n{err}")
-            logs = list((tmp_path / "baseline").glob("job0-rank*.jsonl"))
-            if logs and any(p.stat().st_size > 0 for p in logs):
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail("workers never started")
+        wait_for_workers(proc, tmp_path / "baseline")
         run_id = json.loads((tmp_path / "run.json").read_text())["run_id"]
-        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        os.killpg(proc.pid, sig)  # what the terminal does on Ctrl-C, or when it closes
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == 130, f"stdout:\n{out}\nstderr:\n{err}"
+    assert proc.returncode == 128 + sig, f"stdout:\n{out}\nstderr:\n{err}"
     assert "interrupted" in err
     assert "Traceback" not in err
     assert_nothing_left(run_id, NODES_1SW)
-    assert json.loads((tmp_path / "run.json").read_text())["status"] == "interrupted"
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "interrupted"
+    assert info.get("signal") == (None if sig == signal.SIGINT else "SIGHUP")
     report = cli("report", str(tmp_path))
     _, report_err = report.communicate(timeout=60)
     assert report.returncode == 2
@@ -207,3 +214,52 @@ def test_mininet_cli_runs_allreduce_and_shows_switch_state(mininet_env: None, tm
     assert sorted(f.name for f in (tmp_path / "pcap").glob("*.pcap")) == [f"s1-eth{p}.pcap" for p in (1, 2, 3, 4)]
     assert all(f.stat().st_size > 24 for f in (tmp_path / "pcap").glob("*.pcap"))
     assert_nothing_left(None, NODES_1SW)
+
+
+@pytest.mark.timeout(240)
+def test_killed_run_is_marked_by_clean(mininet_env: None, tmp_path: Path) -> None:
+    """Issue 9: after kill -9 run.json said "running"; `clean` removes the leftovers and marks it killed."""
+    proc = cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "200", "--out", str(tmp_path))
+    try:
+        wait_for_workers(proc, tmp_path / "baseline")
+        run_id = json.loads((tmp_path / "run.json").read_text())["run_id"]
+        proc.kill()  # SIGKILL the runner only: its switches, workers and namespaces stay behind
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "running"
+    clean = cli("clean")
+    out, err = clean.communicate(timeout=120)
+    assert clean.returncode == 0, (out, err)
+    assert f"marked run {run_id} killed" in out, out
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "killed" and "ended without cleaning up" in info["failure"]
+    assert_nothing_left(run_id, NODES_1SW)
+
+
+@pytest.mark.timeout(240)
+def test_cli_hangup_cleans_up(mininet_env: None, tmp_path: Path) -> None:
+    """Issue 9: closing the terminal of `symphony-emu cli` (SIGHUP) skipped all cleanup."""
+    proc = cli("cli", str(SINGLE), "--out", str(tmp_path), stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            info = json.loads((tmp_path / "run.json").read_text()) if (tmp_path / "run.json").is_file() else {}
+            if info.get("status") == "running":
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1.0)  # at the prompt
+        os.killpg(proc.pid, signal.SIGHUP)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGHUP, (out, err)
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "interrupted" and info["signal"] == "SIGHUP"
+    assert "Traceback" not in err
+    assert_nothing_left(info["run_id"], NODES_1SW)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,38 @@ def test_children_die_with_their_parent() -> None:
     if alive:
         os.kill(pid, signal.SIGKILL)
     assert not alive, "the child outlived its parent"
+
+
+def test_a_killed_run_is_marked_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 9: after kill -9, run.json said "running" for ever; the next run or clean marks it."""
+    import json
+
+    root = tmp_path / "run"
+    monkeypatch.setattr(cleanup, "RUN_ROOT", root)
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer exists
+    runs = {
+        f"20261201-090000-{dead.pid}": "running",  # killed: its runner is gone
+        f"20261201-090001-{os.getpid()}": "running",  # alive (this process)
+        f"20261201-090002-{dead.pid}x": "running",  # not a run id
+    }
+    for run_id, status in runs.items():
+        out = tmp_path / run_id
+        out.mkdir()
+        (out / "run.json").write_text(json.dumps({"run_id": run_id, "status": status}))
+        cleanup.register_run(run_id, out)
+    finished = f"20261201-090003-{dead.pid}"
+    (tmp_path / finished).mkdir()
+    (tmp_path / finished / "run.json").write_text(json.dumps({"run_id": finished, "status": "finished"}))
+    cleanup.register_run(finished, tmp_path / finished)
+    killed_id = f"20261201-090000-{dead.pid}"
+    assert cleanup.mark_killed_runs(dry_run=True) == [(killed_id, tmp_path / killed_id)]
+    assert json.loads((tmp_path / killed_id / "run.json").read_text())["status"] == "running"  # dry run
+    assert cleanup.mark_killed_runs() == [(killed_id, tmp_path / killed_id)]
+    info = json.loads((tmp_path / killed_id / "run.json").read_text())
+    assert info["status"] == "killed" and f"pid {dead.pid}" in info["failure"] and "SIGKILL" in info["failure"]
+    for run_id in (f"20261201-090001-{os.getpid()}", finished):
+        assert json.loads((tmp_path / run_id / "run.json").read_text())["status"] in ("running", "finished")
+    assert cleanup.mark_killed_runs() == []  # marked once
+    cleanup.unregister_run(killed_id)
+    assert not (root / killed_id).exists()

@@ -156,6 +156,8 @@ def test_run_title_from_run_json(tmp_path: Path) -> None:
         ({"status": "failed", "failure": "baseline: job 0 rank 1 failed"},
          "run failed before its summary was written (baseline: job 0 rank 1 failed)"),
         ({"status": "running"}, "run has not finished"),
+        ({"status": "killed", "failure": "the runner (pid 7) ended without cleaning up"},
+         "run was killed before its summary was written (the runner (pid 7) ended without cleaning up)"),
     ],
 )
 def test_render_unfinished_run(tmp_path: Path, run_info: dict, message: str) -> None:
