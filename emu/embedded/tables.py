@@ -81,6 +81,13 @@ class Table:
         self.exact: dict[Any, tuple] = {}
         self._lpm: list[tuple[int, dict[int, tuple]]] = []
         self._scan: list[tuple[tuple, tuple, tuple]] = []
+        # scan tables with exact fields: rows grouped by the exact fields' values, each group
+        # with the (field, lowest, highest) bounds of its range fields (see _rebuild)
+        self._group_by: tuple[int, ...] = tuple(i for i, k in enumerate(kinds) if k == "exact") \
+            if self.mode == "scan" else ()
+        self._groups: dict[tuple, tuple[list[tuple[int, int, int]], list[tuple[tuple, tuple, tuple]]]] = {}
+        # scan rows are rebuilt at the next lookup after a change (programming N entries costs O(N))
+        self._stale = False
 
     # -- lookups (called from generated code)
     def lookup_lpm(self, key: int) -> tuple:
@@ -101,8 +108,20 @@ class Table:
                 if e is not None:
                     return e
             return self.default
+        if self._stale:
+            self._rebuild_scan()
         k = key if isinstance(key, tuple) else (key,)
-        for vals, masks, entry in self._scan:
+        rows = self._scan
+        if self._group_by:
+            # rows of the entries whose exact key fields equal the key's, in priority order
+            group = self._groups.get(tuple([k[i] for i in self._group_by]))
+            if group is None:
+                return self.default
+            bounds, rows = group
+            for i, lo, hi in bounds:  # outside every entry's range of a range field: a miss
+                if not (lo <= k[i] <= hi):
+                    return self.default
+        for vals, masks, entry in rows:
             for kv, v, m in zip(k, vals, masks, strict=True):
                 if m is None:
                     if not (v[0] <= kv <= v[1]):
@@ -221,25 +240,38 @@ class Table:
                 by_len.setdefault(plen, {})[value] = entry
             self._lpm[:] = [(((1 << p) - 1) << (w - p), by_len[p]) for p in sorted(by_len, reverse=True)]
         else:
-            rows = []
-            for order, (key, (entry, _args, prio, _n, _d)) in enumerate(self.entries.items()):
-                vals, masks = [], []
-                for ks, c in zip(self.keys, key, strict=False):
-                    if ks.kind == "exact":
-                        vals.append(c)
-                        masks.append((1 << ks.width) - 1)
-                    elif ks.kind == "lpm":
-                        vals.append(c[0])
-                        masks.append(((1 << c[1]) - 1) << (ks.width - c[1]))
-                    elif ks.kind == "range":
-                        vals.append(c)
-                        masks.append(None)
-                    else:
-                        vals.append(c[0])
-                        masks.append(c[1])
-                rows.append((-prio, order, tuple(vals), tuple(masks), entry))
-            rows.sort(key=lambda r: (r[0], r[1]))
-            self._scan[:] = [(v, m, e) for _p, _o, v, m, e in rows]
+            self._stale = True
+
+    def _rebuild_scan(self) -> None:
+        """The scan rows (by priority, then insertion order) and their groups, from :attr:`entries`."""
+        self._stale = False
+        rows = []
+        for order, (key, (entry, _args, prio, _n, _d)) in enumerate(self.entries.items()):
+            vals, masks = [], []
+            for ks, c in zip(self.keys, key, strict=False):
+                if ks.kind == "exact":
+                    vals.append(c)
+                    masks.append((1 << ks.width) - 1)
+                elif ks.kind == "lpm":
+                    vals.append(c[0])
+                    masks.append(((1 << c[1]) - 1) << (ks.width - c[1]))
+                elif ks.kind == "range":
+                    vals.append(c)
+                    masks.append(None)
+                else:
+                    vals.append(c[0])
+                    masks.append(c[1])
+            rows.append((-prio, order, tuple(vals), tuple(masks), entry))
+        rows.sort(key=lambda r: (r[0], r[1]))
+        self._scan[:] = [(v, m, e) for _p, _o, v, m, e in rows]
+        self._groups.clear()
+        for row in self._scan:
+            gkey = tuple([row[0][i] for i in self._group_by])
+            self._groups.setdefault(gkey, ([], []))[1].append(row)
+        ranges = [i for i, ks in enumerate(self.keys) if ks.kind == "range"]
+        for bounds, grows in self._groups.values():
+            for i in ranges:
+                bounds.append((i, min(r[0][i][0] for r in grows), max(r[0][i][1] for r in grows)))
 
     def dump(self) -> list[dict[str, Any]]:
         """Entries as dicts (match canon, action, params, priority)."""
