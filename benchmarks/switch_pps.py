@@ -2,7 +2,8 @@
 
 Run as root (creates and deletes its own network namespaces)::
 
-    sudo .venv/bin/python benchmarks/switch_pps.py [--seconds 5] [--warmup 1] [--size 128] [--p4 tofino]
+    sudo .venv/bin/python benchmarks/switch_pps.py [--seconds 5] [--warmup 1] [--size 128] \
+        [--rounds 5] [--sender-cpu 0] [--forwarder-cpu 1] [--p4 tofino]
 
 Topology (three namespaces, two veth pairs)::
 
@@ -16,11 +17,16 @@ both see the same background load),
 (b) the embedded switch (``python -m emu.embedded.switch``) running p4/symphony.p4 with a
     route to the sink installed over the control socket.
 
-Forwarded packets are counted on the sink interface (``rx_packets`` of k0) over the
-measurement window after a warm-up. Prints the median rate of each and embedded/bare
-(target >= 0.5).
-The sender outruns both forwarders, so both are measured at saturation; the host's other
-load shows up in both numbers, which is why they run in the same invocation.
+(c) bmv2's ``simple_switch`` with the same program and route, when ``simple_switch``,
+    ``simple_switch_CLI`` and ``p4c`` are installed (a row of its own, not in the ratio).
+
+The sender is pinned to ``--sender-cpu`` and every forwarder to ``--forwarder-cpu``
+(``os.sched_setaffinity``), so they never compete for one core. Forwarded packets are
+counted on the sink interface (``rx_packets`` of k0) over the measurement window after a
+warm-up. Prints each round, the median and the spread (min-max) of each forwarder and of
+the per-round ratio embedded/bare (target >= 0.5). The sender outruns every forwarder, so
+all are measured at saturation; the host's other load shows up in all of them, which is
+why they alternate within one invocation.
 """
 
 from __future__ import annotations
@@ -145,10 +151,19 @@ def sink_rx() -> int:
     return int(out.stdout.strip())
 
 
+#: CPUs of the sender and of the forwarders (``--sender-cpu``, ``--forwarder-cpu``).
+CPUS = {"sender": 0, "forwarder": 1}
+
+
+def pinned(cmd: list[str], role: str) -> list[str]:
+    """``cmd`` run under ``taskset -c CPU`` (its children inherit the affinity)."""
+    return ["taskset", "-c", str(CPUS[role]), *cmd]
+
+
 def measure(frame: bytes, warmup: float, seconds: float) -> float:
     """Run the sender, return the forwarded packets/s over the window after ``warmup``."""
-    sender = subprocess.Popen(["ip", "netns", "exec", NS["snd"], sys.executable, "-c", SENDER,
-                               frame.hex(), str(10**9), str(warmup + seconds + 1.0)])
+    sender = subprocess.Popen(pinned(["ip", "netns", "exec", NS["snd"], sys.executable, "-c", SENDER,
+                                      frame.hex(), str(10**9), str(warmup + seconds + 1.0)], "sender"))
     PROCS.append(sender)
     try:
         time.sleep(warmup)
@@ -164,7 +179,8 @@ def measure(frame: bytes, warmup: float, seconds: float) -> float:
 
 def start_bare(lifetime: float) -> subprocess.Popen:
     """The bare forwarder, running for at most ``lifetime`` seconds."""
-    fwd = subprocess.Popen(["ip", "netns", "exec", NS["sw"], sys.executable, "-c", BARE, str(lifetime)])
+    fwd = subprocess.Popen(pinned(["ip", "netns", "exec", NS["sw"], sys.executable, "-c", BARE, str(lifetime)],
+                                  "forwarder"))
     PROCS.append(fwd)
     return fwd
 
@@ -175,10 +191,11 @@ def start_embedded(tmp: Path, program: Path) -> subprocess.Popen:
 
     ctl = tmp / "s1.sock"
     log = (tmp / "s1.log").open("wb")
-    sw = subprocess.Popen(["ip", "netns", "exec", NS["sw"], sys.executable, "-m", "emu.embedded.switch",
-                           "--program", str(program), "--name", "s1",
-                           "--port", "1=p1", "--port", "2=p2", "--control", str(ctl),
-                           "--log-level", "warning", "--stats-file", str(tmp / "s1.stats.json")],
+    sw = subprocess.Popen(pinned(["ip", "netns", "exec", NS["sw"], sys.executable, "-m", "emu.embedded.switch",
+                                  "--program", str(program), "--name", "s1",
+                                  "--port", "1=p1", "--port", "2=p2", "--control", str(ctl),
+                                  "--log-level", "warning", "--stats-file", str(tmp / "s1.stats.json")],
+                                 "forwarder"),
                           cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     PROCS.append(sw)
@@ -188,36 +205,71 @@ def start_embedded(tmp: Path, program: Path) -> subprocess.Popen:
     return sw
 
 
+def bmv2_missing() -> list[str]:
+    """The bmv2/p4c programs the bmv2 row needs that are not installed."""
+    return [b for b in ("simple_switch", "simple_switch_CLI", "p4c") if shutil.which(b) is None]
+
+
+def start_bmv2(tmp: Path) -> subprocess.Popen:
+    """bmv2 simple_switch with p4/symphony.p4 (p4c-compiled) and the same route as the embedded switch."""
+    from emu.targets.bmv2 import compile_program
+
+    json_path, _p4info = compile_program(REPO / "p4" / "symphony.p4", tmp / "bmv2")
+    thrift = 9190 + os.getpid() % 500
+    log = (tmp / "bmv2.log").open("wb")
+    sw = subprocess.Popen(pinned(["ip", "netns", "exec", NS["sw"], "simple_switch", "--thrift-port", str(thrift),
+                                  "-i", "1@p1", "-i", "2@p2", str(json_path)], "forwarder"),
+                          stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    PROCS.append(sw)
+    cli = ["ip", "netns", "exec", NS["sw"], "simple_switch_CLI", "--thrift-port", str(thrift)]
+    cmd = "table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.0.2/32 => 02:00:00:00:aa:02 02:00:00:00:00:02 2\n"
+    deadline = time.monotonic() + 60
+    while True:
+        res = subprocess.run(cli, input=cmd, capture_output=True, text=True, timeout=30)
+        if res.returncode == 0 and "Error" not in res.stdout and "Could not" not in res.stdout:
+            return sw
+        if time.monotonic() > deadline or sw.poll() is not None:
+            raise RuntimeError(f"simple_switch did not accept the route: {res.stdout.strip()[-200:]}")
+        time.sleep(0.5)
+
+
 def run_rounds(frame: bytes, rounds: int, warmup: float, seconds: float,
-               tmp: Path, program: Path) -> tuple[list[float], list[float], dict]:
-    """Alternate bare and embedded measurements; the idle forwarder is SIGSTOPped so that
-    both see the same background load on this host."""
-    bare_proc = start_bare(rounds * (warmup + seconds + 3.0) + 120.0)
-    os.kill(bare_proc.pid, signal.SIGSTOP)
-    sw = start_embedded(tmp, program)
-    os.kill(sw.pid, signal.SIGSTOP)
-    bare: list[float] = []
-    emb: list[float] = []
+               tmp: Path, with_bmv2: bool, program: Path) -> tuple[dict[str, list[float]], dict]:
+    """Alternate bare, embedded (and bmv2) measurements; the idle forwarders are SIGSTOPped
+    so that all see the same background load on this host."""
+    procs = {"bare": start_bare(rounds * (warmup + seconds + 3.0) * 3 + 120.0), "embedded": start_embedded(tmp, program)}
+    if with_bmv2 and program == REPO / "p4" / "symphony.p4":
+        procs["bmv2"] = start_bmv2(tmp)
+    for p in procs.values():
+        os.kill(p.pid, signal.SIGSTOP)
+    rates: dict[str, list[float]] = {name: [] for name in procs}
     try:
         for _ in range(rounds):
-            for proc, out in ((bare_proc, bare), (sw, emb)):
+            for name, proc in procs.items():
                 os.kill(proc.pid, signal.SIGCONT)
                 try:
-                    out.append(measure(frame, warmup, seconds))
+                    rates[name].append(measure(frame, warmup, seconds))
                 finally:
                     os.kill(proc.pid, signal.SIGSTOP)
+        sw = procs["embedded"]
         os.kill(sw.pid, signal.SIGCONT)
         sw.send_signal(signal.SIGTERM)
         sw.wait(15)
         stats = json.loads((tmp / "s1.stats.json").read_text())
     finally:
-        for p in (bare_proc, sw):
+        for p in procs.values():
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGCONT)
                 p.kill()
                 p.wait(10)
             PROCS.remove(p)
-    return bare, emb, stats
+    return rates, stats
+
+
+def spread(xs: list[float], fmt: str = "{:.0f}") -> str:
+    """``median (min-max)`` of ``xs``."""
+    return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}-{fmt.format(max(xs))})"
 
 
 def main() -> int:
@@ -225,37 +277,51 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=5.0, help="measurement window (s)")
     ap.add_argument("--warmup", type=float, default=1.0, help="warm-up before measuring (s)")
     ap.add_argument("--size", type=int, default=128, help="frame size (bytes)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating bare/embedded rounds")
+    ap.add_argument("--rounds", type=int, default=5, help="alternating bare/embedded rounds")
+    ap.add_argument("--sender-cpu", type=int, default=0, help="CPU the sender is pinned to")
+    ap.add_argument("--forwarder-cpu", type=int, default=1, help="CPU the forwarders are pinned to")
+    ap.add_argument("--no-bmv2", action="store_true", help="skip the bmv2 row even when bmv2 is installed")
     ap.add_argument("--p4", choices=["v1model", "tofino"], default="v1model",
-                    help="P4 build: p4/symphony.p4 or p4/tofino/symphony.p4 (T2NA)")
+                    help="P4 build: p4/symphony.p4 or p4/tofino/symphony.p4 (T2NA; no bmv2 row)")
     args = ap.parse_args()
     from emu.targets import P4_BUILDS
 
     program = P4_BUILDS[args.p4]
+    CPUS.update(sender=args.sender_cpu, forwarder=args.forwarder_cpu)
+    if args.sender_cpu == args.forwarder_cpu:
+        print("warning: sender and forwarder share one CPU; the ratio then measures contention", file=sys.stderr)
     if os.geteuid() != 0:
         print("error: switch_pps.py needs root (network namespaces); run with sudo", file=sys.stderr)
         return 1
-    if shutil.which("ip") is None:
-        print("error: needs iproute2 'ip'", file=sys.stderr)
+    if shutil.which("ip") is None or shutil.which("taskset") is None:
+        print("error: needs iproute2 'ip' and util-linux 'taskset'", file=sys.stderr)
         return 1
+    with_bmv2 = not args.no_bmv2 and not bmv2_missing()
     atexit.register(cleanup)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     frame = build_frame(args.size)
     try:
         setup()
         with tempfile.TemporaryDirectory(prefix="switch_pps-") as tmp:
-            bare, emb, stats = run_rounds(frame, args.rounds, args.warmup, args.seconds, Path(tmp), program)
+            rates, stats = run_rounds(frame, args.rounds, args.warmup, args.seconds, Path(tmp), with_bmv2, program)
     finally:
         cleanup()
-    b, e = statistics.median(bare), statistics.median(emb)
-    ratio = e / b if b else float("nan")
-    print(f"frame {len(frame)} bytes; {args.rounds} alternating rounds of {args.seconds:.1f} s "
-          f"after {args.warmup:.1f} s warm-up; medians")
-    print(f"bare AF_PACKET forwarder: {b:10.0f} packets/s  (rounds: {', '.join(f'{x:.0f}' for x in bare)})")
-    print(f"embedded switch         : {e:10.0f} packets/s  (rounds: {', '.join(f'{x:.0f}' for x in emb)}; "
-          f"{program.relative_to(REPO)}, 1 route)")
-    print(f"ratio embedded/bare     : {ratio:10.2f}  (target >= 0.5)")
-    print(f"switch drops: {stats.get('drops')}")
+    bare, emb = rates["bare"], rates["embedded"]
+    ratios = [e / b for b, e in zip(bare, emb, strict=True) if b]
+    print(f"frame {len(frame)} bytes; {args.rounds} alternating rounds of {args.seconds:.1f} s after "
+          f"{args.warmup:.1f} s warm-up; sender on CPU {args.sender_cpu}, forwarders on CPU {args.forwarder_cpu}")
+    print("                          packets/s median (min-max)   rounds")
+    print(f"bare AF_PACKET forwarder: {spread(bare):>30}   {', '.join(f'{x:.0f}' for x in bare)}")
+    print(f"embedded switch         : {spread(emb):>30}   {', '.join(f'{x:.0f}' for x in emb)}"
+          f"  ({program.relative_to(REPO)}, 1 route)")
+    if "bmv2" in rates:
+        print(f"bmv2 simple_switch      : {spread(rates['bmv2']):>30}   "
+              f"{', '.join(f'{x:.0f}' for x in rates['bmv2'])}")
+    else:
+        missing = bmv2_missing()
+        print(f"bmv2 simple_switch      : not measured ({'--no-bmv2' if not missing else 'missing ' + ', '.join(missing)})")
+    print(f"ratio embedded/bare     : {spread(ratios, '{:.2f}'):>30}   per round; target >= 0.5")
+    print(f"switch drops: {stats.get('drops')}, port I/O: {stats.get('portio')}")
     return 0
 
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import mmap
 import socket
+import struct
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -43,6 +45,54 @@ RECV_BATCH = 64
 TIMER_SLACK_US = 1000
 #: Largest frame read (bytes); the core drops anything above 1518 bytes as oversize.
 RECV_BYTES = 65535
+
+
+#: ``PACKET_VERSION`` / ``PACKET_RX_RING`` socket options and ``TPACKET_V2`` (<linux/if_packet.h>).
+PACKET_VERSION = 10
+PACKET_RX_RING = 5
+TPACKET_V2 = 1
+#: ``struct tpacket2_hdr``: tp_status, tp_len, tp_snaplen, tp_mac (u32, u32, u32, u16 at 0, 4, 8, 12).
+_TP2_HDR = struct.Struct("=IIIH")
+#: Offset of ``sll_pkttype`` in the ``sockaddr_ll`` after a tpacket2_hdr (TPACKET_ALIGN(32) + 10).
+_TP2_PKTTYPE = 42
+_ZERO4 = bytes(4)
+#: RX ring size: blocks of 64 KiB (one mmap'd region of RX_RING_BLOCKS * 64 KiB per port).
+RX_RING_BLOCK_BYTES = 1 << 16
+RX_RING_BLOCKS = 64
+
+
+class RxRing:
+    """A ``PACKET_MMAP`` receive ring (``TPACKET_V2``) of one AF_PACKET socket.
+
+    The kernel copies each frame into the next free slot and marks it ``TP_STATUS_USER``;
+    :meth:`frames` takes the ready ones without a system call per frame and hands the
+    slots back (``TP_STATUS_KERNEL``). TPACKET_V2 rather than V3: a V3 block reaches user
+    space only when full or after its retire timeout (>= 1 ms), which would delay every
+    packet of a slow flow; V2 hands over each frame at once. Slots are
+    ``frame_bytes`` long (a power of two >= the largest frame + headers); a longer frame
+    arrives truncated and is reported with its real length so the core drops it.
+    Source: Linux Documentation/networking/packet_mmap.rst. Raises OSError when the
+    kernel refuses the ring (the caller falls back to ``recv``).
+    """
+
+    def __init__(self, sock: socket.socket, max_frame_bytes: int) -> None:
+        frame = 1 << max(11, (max_frame_bytes + 128 - 1).bit_length())
+        block = max(RX_RING_BLOCK_BYTES, frame)
+        sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+        per_block = block // frame
+        sock.setsockopt(SOL_PACKET, PACKET_RX_RING,
+                        struct.pack("=IIII", block, RX_RING_BLOCKS, frame, per_block * RX_RING_BLOCKS))
+        self.mm = mmap.mmap(sock.fileno(), block * RX_RING_BLOCKS, mmap.MAP_SHARED,
+                            mmap.PROT_READ | mmap.PROT_WRITE)
+        self.offsets = [b * block + f * frame for b in range(RX_RING_BLOCKS) for f in range(per_block)]
+        self.nframes = len(self.offsets)
+        self.next = 0
+        self.frame_bytes = frame
+
+    def close(self) -> None:
+        """Unmap the ring (the socket's close frees it)."""
+        with contextlib.suppress(BufferError, ValueError):
+            self.mm.close()
 
 
 def open_port_socket(ifname: str) -> tuple[socket.socket, bool]:
@@ -86,7 +136,8 @@ class PortIO:
     """
 
     def __init__(self, core: SwitchCore, interfaces: Mapping[int, str],
-                 loop: asyncio.AbstractEventLoop | None = None, capture: Any = None) -> None:
+                 loop: asyncio.AbstractEventLoop | None = None, capture: Any = None,
+                 rx_ring: bool = True) -> None:
         unknown = sorted(set(interfaces) - set(core.ports))
         if unknown:
             raise ValueError(f"ports {unknown} are not ports of the switch core")
@@ -97,6 +148,10 @@ class PortIO:
         self.capture = capture
         self._socks: dict[int, socket.socket] = {}
         self._filtered: dict[int, bool] = {}  # kernel drops our own frames (PACKET_IGNORE_OUTGOING)
+        #: use a PACKET_MMAP receive ring where the kernel allows one (else recv per frame)
+        self.use_rx_ring = rx_ring
+        self._rings: dict[int, RxRing] = {}
+        self._ring_ports: list[int] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self.rx_frames = 0
@@ -121,7 +176,17 @@ class PortIO:
             self.close()
             raise
         for port, sock in self._socks.items():
-            if self._filtered[port]:
+            ring = None
+            if self.use_rx_ring:
+                try:
+                    ring = RxRing(sock, getattr(self.core, "max_frame_bytes", 1518))
+                except OSError as e:
+                    logger.info("port %d: no receive ring (%s); reading with recv", port, e)
+            if ring is not None:
+                self._rings[port] = ring
+                self._ring_ports.append(port)
+                loop.add_reader(sock.fileno(), self._on_ring, port, ring)
+            elif self._filtered[port]:
                 loop.add_reader(sock.fileno(), self._on_readable_filtered, port, sock)
             else:
                 loop.add_reader(sock.fileno(), self._on_readable, port, sock)
@@ -136,6 +201,10 @@ class PortIO:
         for sock in self._socks.values():
             with contextlib.suppress(Exception):
                 self.loop.remove_reader(sock.fileno())
+        for ring in self._rings.values():
+            ring.close()
+        self._rings.clear()
+        for sock in self._socks.values():
             sock.close()
         self._socks.clear()
 
@@ -160,6 +229,40 @@ class PortIO:
             if self.capture is not None:
                 self.capture.record(port, frame, now_us)
             core.receive(port, frame, now_us)
+        self.rx_frames += n
+        self.flush(now_us)
+
+    def _on_ring(self, port: int, ring: RxRing) -> None:
+        # Frames ready in the receive ring, in order, until a slot the kernel still owns.
+        receive = self.core.receive
+        capture = self.capture
+        mm, offsets, nframes = ring.mm, ring.offsets, ring.nframes
+        unpack = _TP2_HDR.unpack_from
+        check_outgoing = not self._filtered[port]
+        i = ring.next
+        now_us = time.monotonic_ns() // 1000
+        n = 0
+        for _ in range(RECV_BATCH * 4):
+            off = offsets[i]
+            if not mm[off] & 1:  # TP_STATUS_USER
+                break
+            _status, length, snaplen, mac = unpack(mm, off)
+            if check_outgoing and mm[off + _TP2_PKTTYPE] == PACKET_OUTGOING:
+                frame = None
+            else:
+                start = off + mac
+                frame = mm[start:start + snaplen]
+            mm[off:off + 4] = _ZERO4  # TP_STATUS_KERNEL: the slot is the kernel's again
+            i = i + 1 if i + 1 < nframes else 0
+            if frame is None:
+                continue
+            if snaplen < length:  # longer than a slot: truncated; the core drops it as oversize
+                frame += bytes(length - snaplen)
+            n += 1
+            if capture is not None:
+                capture.record(port, frame, now_us)
+            receive(port, frame, now_us)
+        ring.next = i
         self.rx_frames += n
         self.flush(now_us)
 
@@ -232,5 +335,6 @@ class PortIO:
         self.flush(now_us)
 
     def stats(self) -> dict[str, Any]:
-        """Port I/O counters."""
-        return {"rx_frames": self.rx_frames, "tx_frames": self.tx_frames, "tx_errors": self.tx_errors}
+        """Port I/O counters, and the ports read through a receive ring."""
+        return {"rx_frames": self.rx_frames, "tx_frames": self.tx_frames, "tx_errors": self.tx_errors,
+                "rx_ring_ports": sorted(self._ring_ports)}

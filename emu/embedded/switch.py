@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--log-level", default="info",
                     choices=["debug", "info", "warning", "error", "critical"])
     ap.add_argument("--stats-file", type=Path, default=None, help="write final statistics here (JSON)")
+    ap.add_argument("--no-rx-ring", action="store_true",
+                    help="read frames with recv() instead of a PACKET_MMAP receive ring")
     ap.add_argument("--pcap", type=Path, default=None, metavar="DIR",
                     help="write one pcap per port to DIR/<name>-eth<port>.pcap (frames in and out)")
     ap.add_argument("--p4runtime", default=None, metavar="HOST:PORT",
@@ -108,7 +110,7 @@ PCAP_FLUSH_S = 1.0
 
 async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path,
                 name: str, pcap_dir: Path | None = None, *, p4runtime: str | None = None,
-                p4runtime_file: Path | None = None, device_id: int = 1) -> dict[str, Any]:
+                p4runtime_file: Path | None = None, device_id: int = 1, rx_ring: bool = True) -> dict[str, Any]:
     """Run the switch until SIGTERM/SIGINT or a control ``shutdown``; returns final stats.
 
     ``pcap_dir``: write one capture per port there (:mod:`emu.embedded.pcap`). With
@@ -128,7 +130,7 @@ async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path
             loop.call_later(PCAP_FLUSH_S, flush_captures)
 
         loop.call_later(PCAP_FLUSH_S, flush_captures)
-    portio = PortIO(core, interfaces, loop, capture=capture)
+    portio = PortIO(core, interfaces, loop, capture=capture, rx_ring=rx_ring)
     try:
         portio.start()
     except OSError:
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         with asyncio.Runner(loop_factory=factory) as runner:
             stats = runner.run(serve(core, interfaces, args.control, args.name, args.pcap,
                                      p4runtime=args.p4runtime, p4runtime_file=args.p4runtime_file,
-                                     device_id=args.device_id))
+                                     device_id=args.device_id, rx_ring=not args.no_rx_ring))
     except OSError as e:
         print(f"error: switch {args.name}: {e.strerror or e}", file=sys.stderr)
         return 1

@@ -98,7 +98,9 @@ HELPER = textwrap.dedent("""
 
 
 @needs_netns
-def test_switch_forwards_between_veths(netns: dict[str, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("ring", [True, False], ids=["rx-ring", "recv"])
+def test_switch_forwards_between_veths(netns: dict[str, str], tmp_path: Path, ring: bool) -> None:
+    """Frames in through a PACKET_MMAP receive ring (default) or recv (--no-rx-ring): same result."""
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
 
@@ -108,7 +110,8 @@ def test_switch_forwards_between_veths(netns: dict[str, str], tmp_path: Path) ->
     proc = subprocess.Popen(
         ["ip", "netns", "exec", netns["sw"], sys.executable, "-m", "emu.embedded.switch",
          "--program", str(PROGRAM), "--name", "s1", "--port", "1=p1", "--port", "2=p2",
-         "--control", str(ctl), "--seed", "1", "--log-level", "debug", "--stats-file", str(stats_file)],
+         "--control", str(ctl), "--seed", "1", "--log-level", "debug", "--stats-file", str(stats_file),
+         *([] if ring else ["--no-rx-ring"])],
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     try:
         client = ControlClient(ctl, timeout=10.0, connect_timeout=30.0)
@@ -137,6 +140,7 @@ def test_switch_forwards_between_veths(netns: dict[str, str], tmp_path: Path) ->
         assert not ctl.exists()
         final = json.loads(stats_file.read_text())
         assert final["name"] == "s1" and final["tx"]["2"] >= 1
+        assert final["portio"]["rx_ring_ports"] == ([1, 2] if ring else [])
     finally:
         if proc.poll() is None:
             proc.kill()
