@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from . import ir
-from .errors import P4FrontendError
+from .errors import ControlError, P4FrontendError
 from .externs import DirectCounter, DirectMeter, Objects, csum, hash_value
 from .tables import ActionSpec, KeySpec, Table
 
@@ -1378,8 +1378,62 @@ class CodeGen:
                 table.set_default("NoAction", force=True)
             else:
                 table.default = (-1, (), False, None)  # no action at all on a miss
+        if t.entries is not None:
+            self._const_entries(table, t, specs, actions, scopes)
         self.objects.tables[fq] = table
         return TableRef(table, t, actions, ctx)
+
+    def _const_entries(self, table: Table, t: ir.Table, specs: list[ActionSpec], actions: list[ir.Action],
+                       scopes) -> None:
+        """Install ``const entries`` (P4_16 spec 14.2.1.4): in source order, the first one has the
+        highest priority; ``_``/``default`` is a wildcard; the table then refuses control-plane changes."""
+        names = [a.name for a in actions]
+        n = len(t.entries or [])
+        for i, ent in enumerate(t.entries or []):
+            if len(ent.keys) != len(table.keys):
+                self.fail(ent.loc, f"entry has {len(ent.keys)} keys, table {t.name} has {len(table.keys)}")
+            match: dict[str, Any] = {}
+            for ks, k in zip(table.keys, ent.keys, strict=True):
+                full = mask(ks.width)
+                if k[0] == "default":
+                    if ks.kind == "exact":
+                        self.fail(ent.loc, f"key {ks.name} is exact: an entry cannot leave it out")
+                    if ks.kind == "lpm":
+                        match[ks.name] = [0, 0]
+                    elif ks.kind == "range":
+                        match[ks.name] = [0, full]
+                    continue
+                if k[0] == "value":
+                    v = self.const_of(k[1], scopes) & full
+                    match[ks.name] = {"exact": v, "lpm": [v, ks.width], "range": [v, v]}.get(ks.kind, [v, full])
+                elif k[0] == "mask":
+                    v, m = self.const_of(k[1], scopes) & full, self.const_of(k[2], scopes) & full
+                    if ks.kind == "lpm":
+                        plen = bin(m).count("1")
+                        if m != (mask(plen) << (ks.width - plen)):
+                            self.fail(ent.loc, f"key {ks.name}: lpm mask {m:#x} is not a prefix")
+                        match[ks.name] = [v, plen]
+                    elif ks.kind in ("ternary", "optional"):
+                        match[ks.name] = [v, m]
+                    else:
+                        self.fail(ent.loc, f"key {ks.name} is {ks.kind}: no &&& mask")
+                else:
+                    if ks.kind != "range":
+                        self.fail(ent.loc, f"key {ks.name} is {ks.kind}: no .. range")
+                    match[ks.name] = [self.const_of(k[1], scopes) & full, self.const_of(k[2], scopes) & full]
+            ref = ent.action
+            if ref.name not in names:
+                self.fail(ref.loc, f"action {ref.name} is not in the actions of table {t.name}")
+            spec = specs[names.index(ref.name)]
+            vals = [self.const_of(a, scopes) for a in (ref.args or [])]
+            if len(vals) != len(spec.params):
+                self.fail(ref.loc, f"action {ref.name} needs {len(spec.params)} arguments")
+            params = {p: v & mask(w) for (p, w), v in zip(spec.params, vals, strict=True)}
+            try:
+                table.add(match, spec.name, params, n - i if table.needs_priority else None, force=True)
+            except ControlError as e:
+                self.fail(ent.loc, str(e))
+        table.const_entries = True
 
     def _find_action(self, decl, name: str, loc) -> ir.Action:
         acts = getattr(decl, "actions", {})

@@ -41,7 +41,6 @@ _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
     "header_union": (None, "header_union"),
     "value_set": ("<", "value_set"),
     "tuple": ("<", "tuple"),
-    "entries": ("=", "const entries"),
 }
 #: Method names (after '.') that are unsupported.
 _UNSUPPORTED_METHODS = {
@@ -709,6 +708,10 @@ class _Builder(Transformer):
                 t.const_default = is_const
             elif pname == "size":
                 t.size = self.const_eval(value)
+            elif pname == "entries":
+                if not is_const:
+                    self._fail(pmeta, "unsupported non-const entries")
+                t.entries = value
             elif pname in ("counters", "meters"):
                 if not isinstance(value, ir.Name):
                     self._fail(pmeta, f"table property {pname} must name a direct_counter/direct_meter instance")
@@ -728,6 +731,17 @@ class _Builder(Transformer):
             return ir.ActionRef(e.loc, e.func.name, e.args)
         self._fail(meta, "expected an action name")
         raise AssertionError  # pragma: no cover
+
+    def table_prop_entries(self, meta, ch):
+        ch = self._strip(ch)
+        return ("entries", ch[0] is not None, [c for c in ch[1:] if c is not None], meta)
+
+    def table_entry(self, meta, ch):
+        ch = self._strip(ch)
+        ks, action = ch[0], ch[1]
+        keys = ks if isinstance(ks, list) else [ks]
+        keys = [k if isinstance(k, tuple) else ("value", k) for k in keys]
+        return ir.TableEntry(self._loc(meta), keys, self._action_ref(action, meta))
 
     def table_prop_block(self, meta, ch):
         ch = self._strip(ch)

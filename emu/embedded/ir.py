@@ -382,6 +382,17 @@ class Table:
     size: int | None
     #: ``counters = c;`` / ``meters = m;``: property -> the direct_counter/direct_meter instance name
     direct: dict[str, str] = field(default_factory=dict)
+    #: ``const entries = { ... }`` in source order (None: no const entries)
+    entries: list[TableEntry] | None = None
+
+
+@dataclass
+class TableEntry:
+    """One ``const entries`` entry: a keyset per key (as :class:`SelectCase` keys) and its action."""
+
+    loc: Loc
+    keys: list[tuple]
+    action: ActionRef
 
 
 @dataclass

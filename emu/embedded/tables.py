@@ -65,6 +65,8 @@ class Table:
         self.size = size
         self.const_default = const_default
         self.default: tuple = (0, (), False, None)
+        #: ``const entries``: set at compile time, refused to the control plane
+        self.const_entries = False
         #: the table's ``counters = ...`` / ``meters = ...`` (DirectCounter / DirectMeter), if any
         self.direct_counter: Any = None
         self.direct_meter: Any = None
@@ -186,8 +188,14 @@ class Table:
         """The key under which :attr:`entries` holds the entry of ``match`` (ControlError if bad)."""
         return self._canon(match, priority)[0]
 
-    def add(self, match, action, params=None, priority=None, *, modify: bool = False) -> None:
-        """Insert (or with ``modify`` replace) an entry."""
+    def _check_mutable(self) -> None:
+        if self.const_entries:
+            raise ControlError(f"{self.name}: the table has const entries; they cannot be changed")
+
+    def add(self, match, action, params=None, priority=None, *, modify: bool = False, force: bool = False) -> None:
+        """Insert (or with ``modify`` replace) an entry; ``force`` also into a const-entries table."""
+        if not force:
+            self._check_mutable()
         key, prio = self._canon(match, priority)
         a = self._action(action)
         args, desc = self._args(a, params)
@@ -207,6 +215,7 @@ class Table:
 
     def delete(self, match, priority=None) -> None:
         """Remove an entry."""
+        self._check_mutable()
         key, _ = self._canon(match, priority)
         if self.entries.pop(key, None) is None:
             raise EntryNotFoundError(f"{self.name}: no entry with match {match}")
@@ -214,6 +223,7 @@ class Table:
 
     def clear(self) -> None:
         """Remove every entry (the default action stays)."""
+        self._check_mutable()
         self.entries.clear()
         self._rebuild()
 

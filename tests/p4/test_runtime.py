@@ -555,3 +555,12 @@ def test_direct_meter_and_direct_counter_per_entry() -> None:
         pipe.direct_counter_read("by_key", {"hdr.m.key": 5})
     with pytest.raises(ControlError, match="committed rate 2.0 above peak rate 1.0"):
         pipe.meter_set_rates("pmeter", 0, [[2, 1], [1, 1]])
+
+
+def test_const_entries_refuse_control_plane_changes() -> None:
+    pipe = Pipeline(load_program(ROOT / "tests" / "p4" / "programs" / "const_entries.p4"))
+    assert len(pipe.table("calculate").entries) == 3
+    with pytest.raises(ControlError, match="const entries"):
+        pipe.table_add("calculate", {"hdr.c.op": 1}, "op_add")
+    with pytest.raises(ControlError, match="const entries"):
+        pipe.table_clear("classes")
