@@ -15,6 +15,13 @@ esac
 url="https://download.opensuse.org/repositories/home:/p4lang/${dist}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get install -y -qq curl gnupg >/dev/null
+# p4lang publishes packages for Debian 11 and Ubuntu 20.04..23.04 (their OBS project's
+# repository list; Debian 12 is not among them): say so in one line instead of failing in apt.
+if ! curl -fsIL "${url}/Release.key" >/dev/null 2>&1; then
+    echo "install-bmv2.sh: p4lang publishes no packages for ${dist} (${url} not found, or the server is unreachable);" \
+         "build behavioral-model with PI and p4c from source, or use Ubuntu 22.04/Debian 11 (docs/bmv2.md)" >&2
+    exit 1
+fi
 curl -fsSL "${url}/Release.key" | gpg --dearmor > /etc/apt/trusted.gpg.d/home_p4lang.gpg
 echo "deb ${url}/ /" > /etc/apt/sources.list.d/home-p4lang.list
 apt-get update -qq

@@ -42,6 +42,8 @@ REQUIRED_BINARIES = {
     "simple_switch_grpc": "behavioral-model built with PI/P4Runtime",
     "p4c": "p4lang's p4c",
 }
+#: Distributions p4lang publishes bmv2/p4c packages for (OBS home:p4lang; docs/bmv2.md).
+PUBLISHED = "Debian 11, Ubuntu 20.04-23.04; not Debian 12"
 #: Where the install steps of the target are.
 INSTALL_DOC = "docs/bmv2.md"
 #: The Thrift CLI (ships with behavioral-model).
@@ -144,8 +146,8 @@ class Bmv2Switch(SwitchTarget):
             parts.append(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not on PATH ({whence})")
         if no_shell:
             parts.append("the Python package p4runtime-shell is not installed (pip install -e '.[bmv2]')")
-        how = ("install them with sudo ./scripts/install-bmv2.sh, or use the Vagrant VM built with "
-               "BMV2=1 vagrant up" if missing else "install it into .venv")
+        how = (f"install them with sudo ./scripts/install-bmv2.sh where p4lang publishes packages ({PUBLISHED}), "
+               "or build them from source" if missing else "install it into .venv")
         return False, f"bmv2 target: {', and '.join(parts)}; {how} ({INSTALL_DOC}), or use --target embedded"
 
     @classmethod
@@ -155,8 +157,8 @@ class Bmv2Switch(SwitchTarget):
         for name, whence in {**REQUIRED_BINARIES, CLI_BINARY: "ships with behavioral-model"}.items():
             path = shutil.which(name)
             out.append(Requirement(name, path is not None, path or "not on PATH",
-                                   f"{whence}: sudo ./scripts/install-bmv2.sh, or the Vagrant VM built with "
-                                   f"BMV2=1 vagrant up ({INSTALL_DOC})"))
+                                   f"{whence}: sudo ./scripts/install-bmv2.sh ({PUBLISHED}), or build it from "
+                                   f"source ({INSTALL_DOC})"))
         if shutil.which(CLI_BINARY) is not None:
             from emu.targets.bmv2_control import CLI_PYTHON_MODULE, cli_argv
 
