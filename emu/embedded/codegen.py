@@ -398,6 +398,17 @@ class CodeGen:
                 self.fail(e.loc, f"header stack {base.path} has no member {e.name}")
             if isinstance(base, DynElem):
                 return self.dyn_field(base, e.name, e.loc)
+            if base is None and isinstance(e.expr, ir.Call) and self._is_lookahead(e.expr, scopes):
+                code, t = self.lookahead(e.expr, scopes)
+                if not isinstance(t, ir.HeaderT):
+                    self.fail(e.loc, "member of a lookahead of a non-header type")
+                off = 0
+                for fname, ftype in t.fields:
+                    if fname == e.name:
+                        shift = t.width - off - ftype.width  # type: ignore[union-attr]
+                        return V(f"(({code} >> {shift}) & {hex(mask(ftype.width))})", ftype)  # type: ignore[union-attr]
+                    off += ftype.width  # type: ignore[union-attr]
+                self.fail(e.loc, f"header {t.name} has no field {e.name}")
             return ("member", base, e.name)
         if isinstance(e, ir.Index):
             base = self.ref(e.expr, scopes)
@@ -592,6 +603,11 @@ class CodeGen:
             return V(code, ir.BoolT())
         if kind == "method" and isinstance(obj, PacketRef) and obj.kind == "packet_in" and meth == "length":
             return V("_n", ir.BitT(32))  # the whole frame in bytes (P4_16 spec packet_in.length())
+        if kind == "method" and isinstance(obj, PacketRef) and obj.kind == "packet_in" and meth == "lookahead":
+            code, t = self.lookahead(e, scopes)
+            if not isinstance(t, ir.BitT):
+                self.fail(e.loc, "unsupported lookahead of a header as a value (use .field)")
+            return V(code, t)
         if kind == "func" and obj in self.prog.functions and self.cur_ctx is not None \
                 and not any(obj in sc for sc in scopes):
             fn = self.prog.functions[obj]
@@ -611,6 +627,31 @@ class CodeGen:
             if call_expr is not None:
                 return call_expr(self, obj.obj, meth, e, scopes)
         self.fail(e.loc, f"unsupported call in an expression: {desc_call(e)}")
+
+    def _is_lookahead(self, e: ir.Call, scopes) -> bool:
+        f = e.func
+        return (isinstance(f, ir.Member) and f.name == "lookahead"
+                and isinstance(self.ref(f.expr, scopes), PacketRef))
+
+    def lookahead(self, e: ir.Call, scopes) -> tuple[str, Any]:
+        """``pkt.lookahead<T>()`` (P4_16 spec 12.8.3): the next ``width(T)`` bits as one int, not
+        consumed; PacketTooShort (the parser stops) when the frame ends first."""
+        if len(e.type_args) != 1 or e.args:
+            self.fail(e.loc, "lookahead takes one type argument and no arguments")
+        if self.cur_ctx is None or self.cur_ctx.kind != "parser":
+            self.fail(e.loc, "lookahead outside a parser")
+        t = e.type_args[0]
+        width = t.width if isinstance(t, ir.BitT | ir.HeaderT) else 0
+        if width <= 0 or width % 8 and isinstance(t, ir.HeaderT):
+            self.fail(e.loc, "unsupported lookahead type (need bit<N> or a header)")
+        nbytes = (width + 7) // 8
+        self.pre.append(Line(0, f"if _pos + {nbytes} > _n:"))
+        self.pre.append(Line(1, f"_perr = {self.errors['PacketTooShort']}"))
+        self.pre.append(Line(1, "break"))
+        code = f"int.from_bytes(_pkt[_pos:_pos + {nbytes}], 'big')"
+        if nbytes * 8 != width:
+            code = f"({code} >> {nbytes * 8 - width})"
+        return code, t
 
     def call_function(self, fn: ir.Function, e: ir.Call, scopes, ctx: Ctx) -> Leaf | None:
         """Inline function ``fn`` called by ``e``; return the var holding its result (None: void)."""
@@ -1490,6 +1531,13 @@ class CodeGen:
 
     def _gen_state(self, st: ir.ParserState, scopes, ctx, goto) -> None:
         """The statements and the transition of parser state ``st``; ``goto(target, loc)`` emits a transition."""
+        prev, self.cur_ctx = self.cur_ctx, ctx
+        try:
+            self._gen_state_body(st, scopes, ctx, goto)
+        finally:
+            self.cur_ctx = prev
+
+    def _gen_state_body(self, st: ir.ParserState, scopes, ctx, goto) -> None:
         sc = scopes + [{}]
         for s in st.stmts:
             self.stmt(s, sc, ctx)

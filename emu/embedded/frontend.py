@@ -44,7 +44,6 @@ _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
 }
 #: Method names (after '.') that are unsupported.
 _UNSUPPORTED_METHODS = {
-    "lookahead": "lookahead",
 }
 #: Extern object types a control or parser may instantiate (v1model; T2NA). Which of them
 #: an architecture implements is checked when the program is compiled.
@@ -209,6 +208,11 @@ class _PostLex:
             if t.value == ">" and t.type != "STRING" and i + 1 < n and val[i + 1] == ">" \
                     and toks[i + 1].start_pos == t.end_pos:
                 toks[i] = Token.new_borrow_pos("RANGLE_SHIFT", t.value, t)
+            elif t.value == "<" and t.type != "STRING" and i >= 2 and val[i - 1] == "lookahead" \
+                    and val[i - 2] == ".":
+                # pkt.lookahead<T>(): a type-argument list, not a comparison (an expression
+                # grammar cannot tell them apart with one token of lookahead)
+                toks[i] = Token.new_borrow_pos("GENERIC_LT", t.value, t)
         yield from toks
 
     def _fail(self, tok: Token, msg: str) -> None:
@@ -821,6 +825,10 @@ class _Builder(Transformer):
 
     def call(self, meta, ch):
         return ir.Call(self._loc(meta), ch[0], ch[1])
+
+    def generic_call(self, meta, ch):
+        ch = [c for c in ch if not isinstance(c, Token)]
+        return ir.Call(self._loc(meta), ch[0], ch[-1], tuple(ch[1:-1]))
 
     def args(self, meta, ch):
         return [c for c in ch if c is not None]
