@@ -458,6 +458,9 @@ class CodeGen:
                     self.fail(e.loc, f"unknown error {e.member}")
                 return V(str(self.errors[e.member]), ir.ErrorT(), self.errors[e.member])
             t = self.prog.types.get(e.type_name)
+            ser = self.prog.ser_enums.get(e.type_name)
+            if ser is not None and e.member in ser:
+                return self.const(ser[e.member], t)
             if isinstance(t, ir.EnumT) and e.member in t.members:
                 i = t.members.index(e.member)
                 return V(str(i), t, i)
@@ -568,6 +571,13 @@ class CodeGen:
             return V(f"({self.clean(a)} {op} {self.clean(b)})", ir.BoolT())
         if isinstance(t, ir.BoolT) or not isinstance(t, ir.BitT | ir.IntT | ir.IntLitT):
             self.fail(e.loc, f"type error: {op} on {tname(t)}")
+        if op in ("|+|", "|-|"):  # saturating (P4_16 spec 8.6/8.7): clamp to the type's range
+            if not isinstance(t, ir.BitT | ir.IntT):
+                self.fail(e.loc, f"type error: {op} needs bit<N> or int<N> operands")
+            w = t.width
+            lo, hi = (0, mask(w)) if isinstance(t, ir.BitT) else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
+            raw = f"({self.clean(a)} {op[1]} {self.clean(b)})"
+            return V(f"min(max({raw}, {lo}), {hi})", t)
         if op in ("+", "-", "*"):
             return V(f"({a.code} {op} {b.code})", t, dirty=True)
         if op == "&":

@@ -156,8 +156,6 @@ class _PostLex:
                 rule = _UNSUPPORTED_WORDS.get(t.value)
                 if rule and prev != "." and (rule[0] is None or nxt == rule[0]):
                     self._fail(t, f"unsupported {rule[1]}")
-            elif t.value == "enum" and i + 1 < n and val[i + 1] in ("bit", "int"):
-                self._fail(t, "unsupported serializable enum")
         # global type names
         types: set[str] = set()
         for i, t in enumerate(toks):
@@ -169,6 +167,12 @@ class _PostLex:
             elif v == "extern" and t.type != "NAME" and toks[i + 1].type == "NAME" \
                     and i + 2 < n and val[i + 2] in ("{", "<"):
                 types.add(toks[i + 1].value)
+            elif v == "enum" and t.type != "NAME" and val[i + 1] in ("bit", "int"):
+                j = i + 1  # enum bit<8> Name { ... }: the name follows the closing '>'
+                while j < n and val[j] != ">":
+                    j += 1
+                if j + 1 < n and toks[j + 1].type == "NAME":
+                    types.add(toks[j + 1].value)
             elif v == "typedef" and t.type != "NAME":
                 j = i + 1
                 while j < n and val[j] != ";":
@@ -304,7 +308,7 @@ class _Ann:
 _BINOPS = {
     "lor": "||", "land": "&&", "eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=",
     "ge": ">=", "bor": "|", "bxor": "^", "band": "&", "shl": "<<", "shr": ">>", "add": "+",
-    "sub": "-", "concat": "++", "mul": "*", "div": "/", "mod": "%",
+    "sub": "-", "concat": "++", "mul": "*", "div": "/", "mod": "%", "sadd": "|+|", "ssub": "|-|",
 }
 
 
@@ -360,6 +364,7 @@ class _Builder(Transformer):
         self.instances: list[ir.Instance] = []
         self.functions: dict[str, ir.Function] = {}
         self.field_lists: dict[int, list[tuple[str, str]]] = {}
+        self.ser_enums: dict[str, dict[str, int]] = {}
         self.named: set[str] = set()
 
     # -- helpers
@@ -411,6 +416,9 @@ class _Builder(Transformer):
     def int_type(self, meta, ch):
         return ir.IntT(ch[0])
 
+    def int_inf_type(self, meta, ch):
+        return ir.IntLitT()  # ``int``: arbitrary precision, compile-time values only (spec 7.1.6.5)
+
     def bool_type(self, meta, ch):
         return ir.BoolT()
 
@@ -447,7 +455,8 @@ class _Builder(Transformer):
             source="", types=self.types, consts=self.consts, errors=self.errors,
             match_kinds=self.match_kinds, actions=self.actions, parsers=self.parsers,
             controls=self.controls, externs=self.externs, extern_functions=self.extern_functions,
-            instances=self.instances, main=main, functions=self.functions, field_lists=self.field_lists)
+            instances=self.instances, main=main, functions=self.functions, field_lists=self.field_lists,
+            ser_enums=self.ser_enums)
 
     def top_decl(self, meta, ch):
         ch = self._strip(ch)
@@ -518,6 +527,19 @@ class _Builder(Transformer):
         for c in ch:
             if c is not None and str(c) not in self.match_kinds:
                 self.match_kinds.append(str(c))
+        return None
+
+    def ser_enum_decl(self, meta, ch):
+        base, name = ch[0], str(ch[1])
+        if not isinstance(base, ir.BitT | ir.IntT):
+            self._fail(meta, f"serializable enum {name} needs a bit<N> or int<N> type")
+        members: dict[str, int] = {}
+        pairs = [c for c in ch[2:] if c is not None]
+        for k in range(0, len(pairs), 2):
+            members[str(pairs[k])] = self.const_eval(pairs[k + 1])
+        # values of the underlying type (P4_16 spec 8.3): the type acts as that bit<N>/int<N>
+        self.types[name] = base
+        self.ser_enums[name] = members
         return None
 
     def enum_decl(self, meta, ch):

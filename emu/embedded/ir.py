@@ -493,3 +493,5 @@ class Program:
     functions: dict[str, Function] = field(default_factory=dict)
     #: ``@field_list(n)`` annotations: list n -> [(struct name, member name)] in declaration order
     field_lists: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    #: serializable enums ``enum bit<8> E { A = 1 }``: name -> member -> value (the type is its bit<N>)
+    ser_enums: dict[str, dict[str, int]] = field(default_factory=dict)
