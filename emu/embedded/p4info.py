@@ -126,6 +126,9 @@ def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
             t.const_default_action_id = action_ids[table.default_desc[0]]
         if table.size is not None:
             t.size = table.size
+        if getattr(table, "const_entries", False):  # ``const entries``: read-only to the control plane
+            t.is_const_table = True
+            t.has_initial_entries = bool(table.entries)
     for name in sorted(actions, key=action_ids.__getitem__):
         a = info.actions.add()
         preamble(a, name, action_ids[name])

@@ -297,7 +297,8 @@ class P4RuntimeService:
 
     def _clear_state(self) -> None:
         for name, table in self.pipeline.tables.items():
-            table.clear()
+            if not table.const_entries:  # const entries are the program's: a new pipeline has them too
+                table.clear()
             default, params = self._initial_defaults[name]
             if default:
                 table.set_default(default, params, force=True)
@@ -399,6 +400,8 @@ class P4RuntimeService:
         t = self._table(te.table_id)
         if te.is_const:
             raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: is_const must be false in a write")
+        if self.pipeline.table(t.name).const_entries and not te.is_default_action:
+            raise P4RuntimeStatus("PERMISSION_DENIED", f"{t.name}: the table has const entries (spec 9.1.5)")
         if te.is_default_action:
             if utype != U.MODIFY:
                 raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: the default entry is only MODIFYed")
@@ -509,6 +512,8 @@ class P4RuntimeService:
                 match_to_proto(m, te.match.add())
         if t.priority_required:
             te.priority = prio
+        if self.pipeline.table(t.name).const_entries:
+            te.is_const = True
         self._action_proto(te, action, desc)
         return e
 

@@ -458,3 +458,30 @@ def test_ids_are_p4cs() -> None:
     assert 0x01000000 | jenkins_hash("NoAction") & 0xFFFFFF == 21257015
     ids = {t.preamble.name: t.preamble.id for t in build_p4info(Pipeline(load_program(PROGRAM))).tables}
     assert ids[LPM] == 37375156
+
+
+def test_const_entries_are_read_only() -> None:
+    """``const entries`` (the calculator exercise): read back with is_const; writes PERMISSION_DENIED."""
+    prog = REPO / "tests" / "p4" / "programs" / "const_entries.p4"
+    core = SwitchCore(Pipeline(load_program(prog)), [1, 2])
+    info = {t.preamble.name: t for t in build_p4info(core.pipeline).tables}
+    assert info["I.calculate"].is_const_table and info["I.calculate"].has_initial_entries
+    with P4RuntimeServer(P4RuntimeService(ControlAPI(core), device_id=1)) as server:
+        sh.setup(device_id=1, grpc_addr=server.bound, election_id=(0, 1), verbose=False)
+        try:
+            ops = list(sh.TableEntry("I.calculate").read())
+            entity = p4runtime_pb2.Entity()
+            entity.table_entry.table_id = info["I.calculate"].preamble.id
+            raw = [x.table_entry for rep in sh.client.read_one(entity) for x in rep.entities]
+            assert len(ops) == len(raw) == 3 and all(te.is_const for te in raw)
+            classes = list(sh.TableEntry("I.classes").read())
+            assert len(classes) == 3 and all(e.priority > 0 for e in classes)
+            with pytest.raises(P4RuntimeWriteException, match="PERMISSION_DENIED"):
+                ops[0].delete()
+            req = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=1, action=3)  # VERIFY_AND_COMMIT
+            req.election_id.low = 1
+            req.config.p4info.CopyFrom(build_p4info(core.pipeline))
+            sh.client.stub.SetForwardingPipelineConfig(req)
+            assert len(list(sh.TableEntry("I.calculate").read())) == 3  # the program's entries stay
+        finally:
+            sh.teardown()
