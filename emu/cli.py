@@ -470,10 +470,16 @@ def doctor() -> None:
     for col in ("", "component", "needed for", "found", "to get it"):
         table.add_column(col)
     for check in checks:
-        mark = "[green]ok[/]" if check.ok else ("[red]missing[/]" if check.required else "[yellow]missing[/]")
+        word = "busy" if check.name == "machine quiet" else "missing"
+        mark = "[green]ok[/]" if check.ok else (f"[red]{word}[/]" if check.required else f"[yellow]{word}[/]")
         table.add_row(mark, escape(check.name), check.needed_for, escape(check.detail),
                       "" if check.ok else escape(check.fix))
-    make_console().print(table)
+    console = make_console()
+    console.print(table)
+    for check in checks:
+        if check.name == "machine quiet" and not check.ok:
+            console.print(f"[yellow]warning: the machine is busy ({escape(check.detail)}): real-time results will be "
+                          "disturbed; wait for a quiet machine or use --mode sim[/]")
     if any(check.required and not check.ok for check in checks):
         sys.exit(1)
 

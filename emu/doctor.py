@@ -82,8 +82,45 @@ def run_checks() -> list[Check]:
     tofino = shutil.which("bf-p4c") or shutil.which("p4c-barefoot")
     checks.append(Check("bf-p4c / p4c-barefoot", tofino is not None, "tests", tofino or "not on PATH",
                         "optional: Intel's open-p4studio (compiles the T2NA build; docs/tofino.md)"))
+    checks.append(machine_load())
     checks += target_checks()
     return checks
+
+
+#: Share of all CPU time busy (outside this process) above which the machine counts as busy.
+BUSY_FRACTION = 0.25
+
+
+def machine_load(sample_s: float = 0.5) -> Check:
+    """Whether the machine is quiet enough for real-time runs: CPU busy over ``sample_s``.
+
+    From /proc/stat (all CPUs: user+nice+system+irq+softirq+steal over the total) and the
+    1-minute load average. Real-time results depend on it (a nice-19 compiler beside the
+    loopback benchmark took it from 0.94 to 0.51 busbw/line); the run reports it too.
+    """
+    import time
+
+    def sample() -> tuple[int, int] | None:
+        try:
+            fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]  # noqa: SIM115, PTH123
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return sum(fields) - idle, sum(fields)
+
+    first = sample()
+    time.sleep(sample_s)
+    second = sample()
+    cores = os.cpu_count() or 1
+    if first is None or second is None or second[1] <= first[1]:
+        return Check("machine quiet", True, "real time", "unknown (no /proc/stat)", "")
+    busy = (second[0] - first[0]) / (second[1] - first[1])
+    load1 = os.getloadavg()[0]
+    detail = f"{busy:.0%} of {cores} cores busy, load average {load1:.2f}"
+    ok = busy < BUSY_FRACTION and load1 < 0.5 * cores
+    fix = ("" if ok else "other processes use the CPU: real-time runs will be disturbed (they say so in their "
+           "table); wait for a quiet machine, or use --mode sim")
+    return Check("machine quiet", ok, "real time", detail, fix)
 
 
 def target_checks() -> list[Check]:

@@ -529,3 +529,56 @@ def compare_ccts(
         verdict = NOISE
     return Comparison(job, scheme, int(base.size), int(oth.size), ratio, low, high, verdict)
 
+
+
+# --------------------------------------------------------------------------------------
+# Overload: was a real-time run disturbed by the machine? (issue 9)
+# --------------------------------------------------------------------------------------
+
+#: A run is disturbed when more than this fraction of the workers' timer wake-ups (or the
+#: switches' departure timers) fired later than 2 ms behind their schedule ...
+LATE_WAKEUP_FRACTION = 0.05
+#: ... or the workers spent more than this fraction of their run time runnable but waiting
+#: for a CPU (/proc/self/schedstat): CPU time taken by other processes.
+CPU_WAIT_FRACTION = 0.10
+
+
+def overload(m: SchemeMetrics, counters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """How much the machine disturbed one scheme's real-time run, with the figures.
+
+    From the workers' transport records (timer wake-up lateness, time waiting for a CPU)
+    and the switch totals of ``emu.runner.counter_totals`` (departure-timer lateness).
+    ``{"disturbed": bool, "reasons": [words], "worker_late_wakeups", "worker_lag_max_ms",
+    "worker_cpu_wait", "switch_late_wakeups", "switch_lag_max_ms"}`` (fractions 0..1; null
+    when not measured, e.g. in virtual time, where nothing can disturb the run).
+    """
+    tot: dict[str, float] = {}
+    lag_max = 0.0
+    for jm in m.jobs.values():
+        for key in ("timer_wakeups", "timer_late_wakeups", "cpu_wait_s", "cpu_wall_s"):
+            tot[key] = tot.get(key, 0.0) + float(jm.transport.get(key, 0) or 0)
+        lag_max = max(lag_max, float(jm.transport.get("timer_lag_max_s", 0) or 0))
+    c = counters or {}
+
+    def frac(a: float, b: float) -> float | None:
+        return round(a / b, 4) if b > 0 else None
+
+    out: dict[str, Any] = {
+        "worker_late_wakeups": frac(tot.get("timer_late_wakeups", 0), tot.get("timer_wakeups", 0)),
+        "worker_lag_max_ms": round(lag_max * 1000, 2) if tot.get("timer_wakeups") else None,
+        "worker_cpu_wait": frac(tot.get("cpu_wait_s", 0), tot.get("cpu_wall_s", 0)),
+        "switch_late_wakeups": frac(float(c.get("io_late_wakeups", 0) or 0), float(c.get("io_wakeups", 0) or 0)),
+        "switch_lag_max_ms": round(float(c["io_lag_max_us"]) / 1000, 2) if c.get("io_wakeups") else None,
+    }
+    reasons = []
+    if (out["worker_late_wakeups"] or 0) > LATE_WAKEUP_FRACTION:
+        reasons.append(f"{out['worker_late_wakeups']:.0%} of worker wake-ups over 2 ms late "
+                       f"(max {out['worker_lag_max_ms']:.0f} ms)")
+    if (out["worker_cpu_wait"] or 0) > CPU_WAIT_FRACTION:
+        reasons.append(f"workers waited for a CPU {out['worker_cpu_wait']:.0%} of the time")
+    if (out["switch_late_wakeups"] or 0) > LATE_WAKEUP_FRACTION:
+        reasons.append(f"{out['switch_late_wakeups']:.0%} of switch departures over 2 ms late "
+                       f"(max {out['switch_lag_max_ms']:.0f} ms)")
+    out["disturbed"] = bool(reasons)
+    out["reasons"] = reasons
+    return out

@@ -40,6 +40,7 @@ from .metrics import (
     StepRecord,
     compare_ccts,
     comparison_words,
+    overload,
     step_lead_series,
 )
 
@@ -125,6 +126,7 @@ def summary_dict(
             "marks": {"symphony": _count(c, "symphony_marks"), "queue": _count(c, "queue_marks")},
             "drops": _count(c, "drops"),
             "jobs": jobs,
+            "overload": overload(m, c),
         }
     if "baseline" in metrics and len(metrics) > 1:
         base = metrics["baseline"]
@@ -531,6 +533,20 @@ def _vs_baseline(comp: Mapping[str, Any] | None) -> str:
     return f"{comp['ratio']:.2f}{interval} [{style}]{verdict}[/]" if style else f"{comp['ratio']:.2f}{interval} {verdict}"
 
 
+def _machine(load: Mapping[str, Any] | None) -> str:
+    """The table's machine column: ``quiet``, or ``disturbed:`` and the figures."""
+    if not isinstance(load, Mapping) or load.get("worker_late_wakeups") is None and load.get("worker_cpu_wait") is None:
+        return "-"
+    if not load.get("disturbed"):
+        return "[green]quiet[/]"
+    figures = []
+    if load.get("worker_late_wakeups") is not None:
+        figures.append(f"{load['worker_late_wakeups']:.0%} late")
+    if load.get("worker_cpu_wait") is not None:
+        figures.append(f"{load['worker_cpu_wait']:.0%} wait")
+    return "[yellow]busy: " + ", ".join(figures) + "[/]"
+
+
 def _jobs_of(s: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """Per-job blocks of a scheme summary; an older summary without ``jobs`` is one row."""
     jobs = s.get("jobs")
@@ -560,8 +576,9 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
         ("queue marks", "right"),
         ("drops", "right"),
         ("verified", "center"),
+        ("machine", "left"),  # quiet, or busy with the late wake-ups and CPU wait
     ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, no_wrap=col == "machine")  # type: ignore[arg-type]
     comparison = summary.get("comparison") or {}
     schemes = _ordered(k for k, v in summary.items() if isinstance(v, dict) and k != "comparison")
     for scheme in schemes:
@@ -588,8 +605,15 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
                 _num(marks.get("queue"), "{}") if first else "",
                 _num(s.get("drops"), "{}") if first else "",
                 ("[green]yes[/]" if block.get("verified", s.get("verified")) else "[red]no[/]"),
+                _machine(s.get("overload")) if first else "",
             )
     lines: list[RenderableType] = [table]
+    for sch in schemes:
+        load = summary[sch].get("overload") or {}
+        if load.get("disturbed"):
+            lines.append(Text(f"the machine disturbed the {sch} run ({'; '.join(load.get('reasons', []))}): CPU "
+                              "contention (other processes, or more busy processes than cores), so its CCTs are the "
+                              "machine's as much as the network's; re-run on a quiet machine", style="yellow"))
     if not comparison:
         lines.append(Text("CCT mean ratio symphony/baseline: - (needs both schemes)", style="dim"))
     for scheme, jobs in comparison.items():

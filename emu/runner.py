@@ -92,7 +92,7 @@ class SchemeRun:
 
 
 #: Keys of the switch core's stats() that count (subtracted per scheme); others are kept as read.
-COUNTING_STATS = ("rx", "tx", "drops", "tail_drops", "pipeline")
+COUNTING_STATS = ("rx", "tx", "drops", "tail_drops", "pipeline", "io_lag")
 
 
 def _stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -114,9 +114,18 @@ def counter_totals(delta: dict[str, dict[str, Any]]) -> dict[str, int]:
 
     Drops are every drop the switches counted: tail drops, P4 drops, malformed frames
     (the core's ``stats()["drops"]``), falling back to the P4 ``MyIngress.drops`` counter.
+    ``io_wakeups``/``io_late_wakeups``/``io_lag_max_us``: the embedded switches' departure
+    timers and how late they fired (``SwitchCore.io_lag``; the max is since the switch started).
     """
-    totals = {"symphony_marks": 0, "queue_marks": 0, "drops": 0}
+    totals = {"symphony_marks": 0, "queue_marks": 0, "drops": 0,
+              "io_wakeups": 0, "io_late_wakeups": 0, "io_lag_max_us": 0}
     for entry in delta.values():
+        stats = entry.get("stats", {})
+        lag = stats.get("io_lag") if isinstance(stats, dict) else None
+        if isinstance(lag, dict):  # embedded switch: departures later than their schedule
+            totals["io_wakeups"] += int(lag.get("wakeups", 0))
+            totals["io_late_wakeups"] += int(lag.get("late_wakeups", 0))
+            totals["io_lag_max_us"] = max(totals["io_lag_max_us"], int(stats.get("io_lag_max_us", 0)))
         totals["symphony_marks"] += sum(entry.get("symphony_marks", []))
         totals["queue_marks"] += sum(entry.get("queue_marks", []))
         drops = entry.get("stats", {}).get("drops")
@@ -548,7 +557,8 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
                                title=f"{topology.name}, run {exp.run_id}")
     from emu import report
 
-    exp.update_run_file(summary=report.SUMMARY_FILE)
+    exp.update_run_file(summary=report.SUMMARY_FILE,
+                        overload={s: summary[s].get("overload") for s in runs if isinstance(summary.get(s), dict)})
     verified = all(summary.get(s, {}).get("verified", False) for s in runs)
     ok = verified and all(r.ok for r in runs.values())
     failure = None if ok else f"not every result was verified; see the logs in {out_dir}"

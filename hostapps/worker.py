@@ -14,7 +14,9 @@ writes JSON lines to ``results_dir/job{J}-rank{R}.jsonl``:
 - ``{"kind": "transport", "job", "rank", "packets_sent", "retransmissions", "timeouts",
   "nacks_received", "duplicates", "cnps_sent", "cnps_received", "timer_wakeups",
   "timer_late_wakeups", "timer_lag_total_s", "timer_lag_max_s", "rate_samples"}`` once at
-  the end (``timer_*``: how late the event loop woke the transport, ``Transport.lag``);
+  the end (``timer_*``: how late the event loop woke the transport, ``Transport.lag``),
+  with ``cpu_s``, ``cpu_wait_s`` (runnable but waiting for a CPU) and ``cpu_wall_s`` of the
+  iterations (see :func:`schedstat`);
 - ``{"kind": "error", "job", "rank", "message"}`` when the run fails.
 
 All times are ``time.time()`` seconds (wall clock, shared by the Mininet hosts). Exit
@@ -458,10 +460,12 @@ async def run_worker(spec: WorkerSpec) -> None:
     defer = 2 * spec.iterations * spec.n_elements * 4 <= DEFER_VERIFY_BYTES
     kept: list[tuple[int, float, float, np.ndarray, np.ndarray]] = []
     failures: list[str] = []
+    sched0: tuple[float, float, float] | None = None
     try:
         pre = [make_input(spec, spec.rank, k) for k in range(spec.iterations)] if defer else None
         if spec.start_at is not None:
             await _sleep_until(spec.start_at)
+        sched0 = schedstat()
         for k in range(spec.iterations):
             data = pre[k] if pre is not None else make_input(spec, spec.rank, k)
             coll = RingCollective(
@@ -498,15 +502,39 @@ async def run_worker(spec: WorkerSpec) -> None:
     finally:
         pump.cancel()
         stats = endpoint.stats()
+        cpu = _cpu_record(sched0, schedstat())
         out.write(
             "transport",
             **{k: stats.get(k, 0) for k in ("packets_sent", "retransmissions", "timeouts", "nacks_received",
                                             "duplicates", "cnps_sent", "cnps_received")},
             **{f"timer_{k}": v for k, v in endpoint.transport.lag.items()},
+            **cpu,
             rate_samples=stats.get("rate_samples", []),
         )
         out.close()
         endpoint.close()
+
+
+def schedstat() -> tuple[float, float, float] | None:
+    """(time on a CPU, time runnable but waiting for one, wall clock) of this process (s).
+
+    From /proc/self/schedstat (Linux, ``sched_info``: ns on CPU, ns waiting on a runqueue);
+    the waiting time is CPU the process wanted while other processes had it. None when the
+    kernel does not provide it.
+    """
+    try:
+        run_ns, wait_ns, _ = Path("/proc/self/schedstat").read_text().split()[:3]
+    except (OSError, ValueError):
+        return None
+    return int(run_ns) / 1e9, int(wait_ns) / 1e9, time.monotonic()
+
+
+def _cpu_record(start: tuple[float, float, float] | None, end: tuple[float, float, float] | None) -> dict[str, float]:
+    """``cpu_s``, ``cpu_wait_s`` and ``cpu_wall_s`` between two :func:`schedstat` samples ({} if unknown)."""
+    if start is None or end is None:
+        return {}
+    return {"cpu_s": round(end[0] - start[0], 6), "cpu_wait_s": round(end[1] - start[1], 6),
+            "cpu_wall_s": round(end[2] - start[2], 6)}
 
 
 def _record(

@@ -108,6 +108,11 @@ class SwitchCore:
         self._rx = dict.fromkeys(port_list, 0)
         self._tx = dict.fromkeys(port_list, 0)
         self._drops = dict.fromkeys(DROP_REASONS, 0)
+        #: Real-time port I/O lateness (emu.embedded.portio): timer wake-ups, those later
+        #: than 2 ms behind the traffic manager's next departure, and the worst (us). A late
+        #: departure means the switch fell behind its modelled queues (CPU contention).
+        self.io_lag = {"wakeups": 0, "late_wakeups": 0}
+        self.io_lag_max_us = 0
         self._log = _RateLimitedLog(1_000_000 * self.ticks_per_us)
         self._parser_key = next((k for k in _PARSER_ERROR_KEYS if k in getattr(pipeline, "stats", {})), None)
         #: copies egress asked for (E2E clones, recirculations): the pipeline's list, if it has one
@@ -307,7 +312,7 @@ class SwitchCore:
     def stats(self) -> dict[str, Any]:
         """Counters: ``{"rx": {port: n}, "tx": {port: n}, "drops": {reason: n},
         "max_qdepth": {port: packets}, "tail_drops": {port: n}, "queues": {port: {...}},
-        "pipeline": {...}}``. Drop reasons: tail, pipeline (P4 drop), malformed (parser
+        "pipeline": {...}, "io_lag": {"wakeups", "late_wakeups"}, "io_lag_max_us"}``. Drop reasons: tail, pipeline (P4 drop), malformed (parser
         error or pipeline exception), oversize (frame longer than ``max_frame_bytes``),
         bad_port (unknown ingress or egress port), tx_error (send failed, port I/O)."""
         tm = self.tm
@@ -321,4 +326,6 @@ class SwitchCore:
                            "delay_us": tm.config(p).delay_us, "qdepth": tm.qdepth(p)}
                        for p in tm.ports},
             "pipeline": dict(getattr(self.pipeline, "stats", {})),
+            "io_lag": dict(self.io_lag),
+            "io_lag_max_us": self.io_lag_max_us,
         }

@@ -43,6 +43,9 @@ SOCKET_BUFFER_BYTES = 8 * 1024 * 1024
 RECV_BATCH = 64
 #: How early a loop timer may fire and still count as on time (microseconds).
 TIMER_SLACK_US = 1000
+#: A departure timer firing later than this behind its deadline counts as late (us): twice
+#: the event loop's 1 ms timer granularity (core.io_lag).
+LATE_WAKEUP_US = 2000
 #: Largest frame read (bytes); the core drops anything above 1518 bytes as oversize.
 RECV_BYTES = 65535
 
@@ -332,6 +335,14 @@ class PortIO:
         now_us = time.monotonic_ns() // 1000
         if due is not None and 0 < due - now_us <= TIMER_SLACK_US:
             now_us = due
+        if due is not None:
+            late = now_us - due
+            lag = self.core.io_lag
+            lag["wakeups"] += 1
+            if late > LATE_WAKEUP_US:
+                lag["late_wakeups"] += 1
+            if late > self.core.io_lag_max_us:
+                self.core.io_lag_max_us = late
         self.flush(now_us)
 
     def stats(self) -> dict[str, Any]:

@@ -131,3 +131,24 @@ def test_size_option() -> None:
     assert _size_option(None, None, "256K") == 262144  # type: ignore[arg-type]
     with pytest.raises(click.BadParameter, match="multiple of 4"):
         _size_option(None, None, "10")  # type: ignore[arg-type]
+
+
+def test_doctor_warns_when_the_machine_is_busy() -> None:
+    """Issue 9: real-time results depend on what else the machine does, and nothing said so."""
+    import os
+    import re
+    import sys
+
+    from emu.doctor import machine_load
+
+    spinners = [subprocess.Popen([sys.executable, "-c", "import time\nt = time.time() + 5\nwhile time.time() < t: pass"])
+                for _ in range(os.cpu_count() or 1)]
+    try:
+        check = machine_load(0.4)
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    assert check.ok is False and check.needed_for == "real time"
+    assert re.fullmatch(r"\d+% of \d+ cores busy, load average [\d.]+", check.detail), check.detail
+    assert "real-time runs will be disturbed" in check.fix

@@ -241,3 +241,27 @@ def test_compare_identical_values() -> None:
 
     comp = compare_ccts([2.0] * 6, [2.0] * 6)
     assert (comp.ratio, comp.ci_low, comp.ci_high, comp.verdict) == (1.0, 1.0, 1.0, NOISE)
+
+
+def test_overload_says_when_the_machine_disturbed_a_run(tmp_path: Path) -> None:
+    """Issue 9: with a nice-19 compiler beside it a run gave 1.007 instead of 0.949, and said nothing."""
+    from emu.metrics import overload
+
+    def run(late: int, wait_s: float) -> Any:
+        tr = {"kind": "transport", "packets_sent": 10, "timer_wakeups": 100, "timer_late_wakeups": late,
+              "timer_lag_max_s": 0.041 if late else 0.0008, "cpu_s": 1.0, "cpu_wait_s": wait_s, "cpu_wall_s": 2.0}
+        folder = tmp_path / f"r{late}-{wait_s}"
+        for rank in range(2):
+            write_rank(folder, 0, rank, [*steps(0, [0.0, 0.1], 0.2), it(0, 0.0, 0.2), tr])
+        return compute_metrics(folder, scheme="baseline")
+
+    quiet = overload(run(1, 0.02), {"io_wakeups": 1000, "io_late_wakeups": 3, "io_lag_max_us": 2500})
+    assert quiet["disturbed"] is False and quiet["reasons"] == []
+    assert quiet["worker_late_wakeups"] == 0.01 and quiet["worker_cpu_wait"] == 0.01
+    busy = overload(run(21, 0.5), {"io_wakeups": 1000, "io_late_wakeups": 90, "io_lag_max_us": 30_000})
+    assert busy["disturbed"] is True
+    assert busy["reasons"] == ["21% of worker wake-ups over 2 ms late (max 41 ms)",
+                               "workers waited for a CPU 25% of the time",
+                               "9% of switch departures over 2 ms late (max 30 ms)"]
+    none = overload(compute_metrics(tmp_path / "empty", scheme="x"))  # virtual time: nothing measured
+    assert none["disturbed"] is False and none["worker_late_wakeups"] is None

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_metrics import make_run  # noqa: E402
 
 INFO = {0: JobInfo("allreduce", 3, 3_000_000, 8e6, iterations=2)}
-SCHEME_KEYS = {"iterations", "verified", "cct_s", "cct_over_bound", "step_lead", "marks", "drops", "jobs"}
+SCHEME_KEYS = {"iterations", "verified", "cct_s", "cct_over_bound", "step_lead", "marks", "drops", "jobs", "overload"}
 JOB_KEYS = {"collective", "ranks", "iterations", "verified", "cct_s", "cct_over_bound", "step_lead"}
 COUNTERS = {
     "baseline": {"symphony_marks": 0, "queue_marks": 40, "drops": 1},
@@ -335,3 +335,18 @@ def test_report_as_another_user_says_why_plots_are_not_redrawn(run: tuple[Path, 
         assert (shared / "run" / "cct_cdf.png").read_bytes() == before
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_disturbed_run_says_so_in_its_row() -> None:
+    load = {"disturbed": True, "reasons": ["21% of worker wake-ups over 2 ms late (max 41 ms)"],
+            "worker_late_wakeups": 0.21, "worker_lag_max_ms": 41.0, "worker_cpu_wait": 0.02,
+            "switch_late_wakeups": None, "switch_lag_max_ms": None}
+    summary = {"baseline": {"iterations": 5, "verified": True, "marks": {}, "drops": 0, "overload": load,
+                            "jobs": {"0": {"collective": "allreduce", "ranks": 4, "iterations": 5,
+                                           "cct_s": {"mean": 0.1}, "step_lead": {}}}}}
+    from emu.report import report_table
+
+    text = " ".join(_text(report_table(summary)).split())
+    assert "busy: 21% late, 2% wait" in text
+    assert ("the machine disturbed the baseline run (21% of worker wake-ups over 2 ms late (max 41 ms)): CPU "
+            "contention") in text
