@@ -3,7 +3,7 @@
 Run as root (creates and deletes its own network namespaces)::
 
     sudo .venv/bin/python benchmarks/switch_pps.py [--seconds 5] [--warmup 1] [--size 128] \
-        [--rounds 5] [--sender-cpu 0] [--forwarder-cpu 1] [--p4 tofino]
+        [--rounds 5] [--sender-cpu 0] [--forwarder-cpu 1] [--p4 tofino] [--p4runtime]
 
 Topology (three namespaces, two veth pairs)::
 
@@ -53,6 +53,8 @@ TAG = f"{os.getpid() % 100000}"
 NS = {"snd": f"sepps-snd-{TAG}", "sw": f"sepps-sw-{TAG}", "sink": f"sepps-sink-{TAG}"}
 SENDER_MAC, SWITCH_MAC, SINK_MAC = "020000000001", "02000000aa02", "020000000002"
 PROCS: list[subprocess.Popen] = []
+#: --p4runtime: the switch also serves P4Runtime with one client session open (as in a run).
+P4RUNTIME = {"on": False}
 
 SENDER = textwrap.dedent("""
     import socket, sys, time
@@ -191,10 +193,11 @@ def start_embedded(tmp: Path, program: Path) -> subprocess.Popen:
 
     ctl = tmp / "s1.sock"
     log = (tmp / "s1.log").open("wb")
+    p4rt = ["--p4runtime", "127.0.0.1:0", "--p4runtime-file", str(tmp / "s1.p4runtime")] if P4RUNTIME["on"] else []
     sw = subprocess.Popen(pinned(["ip", "netns", "exec", NS["sw"], sys.executable, "-m", "emu.embedded.switch",
                                   "--program", str(program), "--name", "s1",
                                   "--port", "1=p1", "--port", "2=p2", "--control", str(ctl),
-                                  "--log-level", "warning", "--stats-file", str(tmp / "s1.stats.json")],
+                                  "--log-level", "warning", "--stats-file", str(tmp / "s1.stats.json"), *p4rt],
                                  "forwarder"),
                           cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     log.close()
@@ -202,6 +205,15 @@ def start_embedded(tmp: Path, program: Path) -> subprocess.Popen:
     with ControlClient(ctl, timeout=30.0, connect_timeout=60.0) as c:
         c.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.2/32"}, "MyIngress.ipv4_forward",
                     {"srcAddr": "02:00:00:00:aa:02", "dstAddr": "02:00:00:00:00:02", "port": 2})
+    if P4RUNTIME["on"]:  # a controller's P4Runtime session stays open during the run, as in emu.network
+        addr = (tmp / "s1.p4runtime").read_text().strip()
+        client = ("import sys, time; from p4runtime_sh.p4runtime import P4RuntimeClient; "
+                  "c = P4RuntimeClient(1, sys.argv[1], (0, 1)); print('connected', flush=True); time.sleep(3600)")
+        holder = subprocess.Popen(["ip", "netns", "exec", NS["sw"], sys.executable, "-c", client, addr],
+                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        PROCS.append(holder)
+        if holder.stdout is None or "connected" not in holder.stdout.readline():
+            raise RuntimeError(f"no P4Runtime session to the switch at {addr}")
     return sw
 
 
@@ -281,12 +293,15 @@ def main() -> int:
     ap.add_argument("--sender-cpu", type=int, default=0, help="CPU the sender is pinned to")
     ap.add_argument("--forwarder-cpu", type=int, default=1, help="CPU the forwarders are pinned to")
     ap.add_argument("--no-bmv2", action="store_true", help="skip the bmv2 row even when bmv2 is installed")
+    ap.add_argument("--p4runtime", action="store_true",
+                    help="run the embedded switch with its P4Runtime server and a client session open (as in a run)")
     ap.add_argument("--p4", choices=["v1model", "tofino"], default="v1model",
                     help="P4 build: p4/symphony.p4 or p4/tofino/symphony.p4 (T2NA; no bmv2 row)")
     args = ap.parse_args()
     from emu.targets import P4_BUILDS
 
     program = P4_BUILDS[args.p4]
+    P4RUNTIME["on"] = args.p4runtime
     CPUS.update(sender=args.sender_cpu, forwarder=args.forwarder_cpu)
     if args.sender_cpu == args.forwarder_cpu:
         print("warning: sender and forwarder share one CPU; the ratio then measures contention", file=sys.stderr)
@@ -313,7 +328,7 @@ def main() -> int:
     print("                          packets/s median (min-max)   rounds")
     print(f"bare AF_PACKET forwarder: {spread(bare):>30}   {', '.join(f'{x:.0f}' for x in bare)}")
     print(f"embedded switch         : {spread(emb):>30}   {', '.join(f'{x:.0f}' for x in emb)}"
-          f"  ({program.relative_to(REPO)}, 1 route)")
+          f"  ({program.relative_to(REPO)}, 1 route{', P4Runtime session open' if args.p4runtime else ''})")
     if "bmv2" in rates:
         print(f"bmv2 simple_switch      : {spread(rates['bmv2']):>30}   "
               f"{', '.join(f'{x:.0f}' for x in rates['bmv2'])}")
