@@ -942,7 +942,10 @@ class CodeGen:
                 self.apply_table(obj, scopes, loc)
                 return
             if isinstance(obj, ExternRef):
-                return obj.ext.call(self, obj.obj, meth, e, scopes, ctx)
+                try:
+                    return obj.ext.call(self, obj.obj, meth, e, scopes, ctx)
+                except IndexError:  # the handler read an argument the call does not have
+                    self.fail(loc, f"{desc_call(e)}: too few arguments ({len(e.args)})")
             self.fail(loc, f"unsupported method call {desc_call(e)}")
         name = obj
         for sc in reversed(scopes):
@@ -965,7 +968,10 @@ class CodeGen:
             return
         fn = self.arch.functions.get(name)
         if fn is not None:
-            return fn(self, e, scopes, ctx)
+            try:
+                return fn(self, e, scopes, ctx)
+            except IndexError:  # the generator read an argument the call does not have
+                self.fail(loc, f"{name}(): too few arguments ({len(e.args)})")
         if name in self.prog.extern_functions:
             self.fail(loc, f"unsupported extern {name}")
         self.fail(loc, f"unknown function {name}")

@@ -199,3 +199,16 @@ def test_non_constant_header_stack_index_names_its_line(tmp_path: Path) -> None:
         Pipeline(load_program(path))
     assert str(ei.value) == (f"{display_path(str(path))}:{line_of(path, 'hdr.hs[meta.m]')}: "
                              "unsupported non-constant header stack index")
+
+
+@pytest.mark.parametrize(("body", "needle", "message"), [
+    ("register<bit<8>>(4) r;\n apply {\n  r.read(hdr.h.a);\n}", "r.read", "read(): too few arguments (1)"),
+    ("counter(4, CounterType.packets) c;\n apply {\n  c.count();\n}", "c.count", "count(): too few arguments (0)"),
+    ("apply {\n  random(hdr.h.a, 8w1);\n}", "random(", "random(): too few arguments (2)"),
+])
+def test_extern_calls_with_missing_arguments_name_the_users_line(tmp_path: Path, body: str, needle: str,
+                                                                   message: str) -> None:
+    path = write_program(tmp_path, body)
+    with pytest.raises(P4FrontendError) as ei:
+        Pipeline(load_program(path))
+    assert str(ei.value) == f"{display_path(str(path))}:{line_of(path, needle)}: {message}"
