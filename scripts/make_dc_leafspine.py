@@ -1,0 +1,100 @@
+"""Write topologies/dc-leafspine-N.yaml: the data-centre leaf-spine of docs/virtual-time.md.
+
+Usage::
+
+    .venv/bin/python scripts/make_dc_leafspine.py N [--iterations K] [--size-mib S] [--background B]
+
+N ranks (a multiple of 4) on N/2 leaves with 2 hosts each and 2 spines, 100 Gbit/s links with
+1 us delay, mtu 4096, the hpcc-dcqcn-100g preset, a ring placed so that every flow crosses two
+contended hops, B on/off background sources. The shipped dc-leafspine-16 (5 iterations, 2
+sources) and dc-leafspine-128 (2 iterations, 8 sources) were made with it; 32 and 64 ranks
+for the scaling measurements: ``make_dc_leafspine.py 32 --iterations 5 --background 4``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def gen(n: int, iterations: int, size_mib: int, bg: int) -> str:
+    """The YAML text of the n-rank scenario (n a multiple of 4)."""
+    L = n // 2
+    half = L // 2
+    hosts = [f"h{i}" for i in range(1, n + 1)]
+    leaf_hosts = {lf: (hosts[2*(lf-1)], hosts[2*(lf-1)+1]) for lf in range(1, L+1)}
+    order = []
+    for p in (0, 1):
+        for i in range(half):
+            a = 1 + i
+            b = 1 + half + (i + p) % half
+            order += [leaf_hosts[a][p], leaf_hosts[b][p]]
+    assert len(set(order)) == n
+    out = []
+    out.append(f"""# Data-centre leaf-spine for virtual time (docs/virtual-time.md): {n} ranks at 100 Gbit/s.
+#
+# {L} leaves x 2 hosts, 2 spines, every link 100 Gbit/s with 1 us of propagation delay,
+# RoCE's 4096-byte MTU, DCQCN and the ECN threshold as HPCC's ns-3 simulator sets them for
+# 100 Gbit/s (dcqcn_preset hpcc-dcqcn-100g: ECN ramp Kmin 400 KB, Kmax 1600 KB, Pmax 0.2 -> 97 to
+# 389 packets of 4110 bytes).
+#
+# Routing (emu/routing.py): a leaf reaches h1-h{n//2} (first half of 'hosts', leaves 1-{half}) via
+# spine1 and h{n//2+1}-h{n} (leaves {half+1}-{L}) via spine2. The ring visits leaf i and leaf
+# {half}+i alternately, the first host of each leaf in the first pass, the second host in the
+# second (leaf {half}+i+1 then), so every ring flow crosses a leaf uplink it shares with one
+# other ring flow and a spine downlink it shares with another: the two-contended-hop pattern
+# of topologies/default.yaml at {n} ranks. The lockstep fair share is 50 Gbit/s per flow.
+#
+# Traffic per iteration: each flow carries 2(N-1)/N * S = {2*(n-1)/n*size_mib:.2f} MiB; the bandwidth
+# bound at 50 Gbit/s is {2*(n-1)/n*size_mib*2**20*8/50e9*1e3:.2f} ms. Background: on/off Not-ECT sources
+# (exponential, 20 Gbit/s while on, mean 200 us on / 800 us off) across the spines.
+#
+# Run: symphony-emu run topologies/dc-leafspine-{n}.yaml --mode sim""")
+    out.append(f"name: dc-leafspine-{n}")
+    out.append(f"description: >-\n  {L}-leaf, 2-spine leaf-spine at 100 Gbit/s, one {n}-rank ring all-reduce of {size_mib} MiB per\n  rank whose flows each cross two contended hops, HPCC's DCQCN at 100 Gbit/s, on/off background.")
+    out.append("defaults:\n  bandwidth_mbps: 100Gbit/s\n  delay_ms: 1us\n  queue_packets: 1024")
+    out.append("mtu: 4096\ndcqcn_preset: hpcc-dcqcn-100g")
+    out.append("hosts:")
+    out += [f"  - {{name: {h}}}" for h in hosts]
+    out.append("switches:")
+    out += [f"  - {{name: leaf{lf}}}" for lf in range(1, L+1)]
+    out += ["  - {name: spine1}", "  - {name: spine2}"]
+    out.append("links:")
+    for lf in range(1, L+1):
+        for h in leaf_hosts[lf]:
+            out.append(f"  - {{a: {h}, b: leaf{lf}}}")
+    for lf in range(1, L+1):
+        out.append(f"  - {{a: leaf{lf}, b: spine1}}")
+        out.append(f"  - {{a: leaf{lf}, b: spine2}}")
+    out.append("jobs:\n  - id: 0")
+    out.append("    ranks: [" + ", ".join(order) + "]")
+    out.append(f"    collective: allreduce\n    size_bytes: {size_mib}MiB\n    iterations: {iterations}\n    step_timeout_s: 1")
+    out.append("background:")
+    for k in range(bg):
+        # from the second host of a first-half leaf to the first host of a second-half leaf
+        src = leaf_hosts[1 + (2 * k) % half][1]
+        dst = leaf_hosts[half + 1 + (2 * k + 1) % half][0]
+        out.append(f"  - {{src: {src}, dst: {dst}, rate_mbps: 20Gbit/s, on_ms: 200us, off_ms: 800us, start_ms: {k*100}us, exponential: true, packet_bytes: 1472}}")
+    out.append("symphony:\n  lead_threshold: 0\n  slope: 0.25\n  queue_gate: 1")
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("ranks", type=int)
+    ap.add_argument("--iterations", type=int, default=5)
+    ap.add_argument("--size-mib", type=int, default=16)
+    ap.add_argument("--background", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=None, help="output file (default topologies/dc-leafspine-N.yaml)")
+    args = ap.parse_args()
+    if args.ranks < 4 or args.ranks % 4:
+        raise SystemExit("ranks must be a multiple of 4, at least 4")
+    out = args.out or REPO / "topologies" / f"dc-leafspine-{args.ranks}.yaml"
+    out.write_text(gen(args.ranks, args.iterations, args.size_mib, args.background))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
