@@ -285,3 +285,17 @@ ecn: {threshold_packets: 5}
     assert 0 < sb["cnps_sent"] <= sb["ce_received"] and sa["cnps_received"] == sb["cnps_sent"]
     rates = [r for _, r in sa["rate_samples"]]
     assert rates[0] == 10e6 and min(rates) < 5e6
+
+
+@pytest.mark.parametrize("collective", ["allgather", "reducescatter"])
+def test_sim_other_collectives_verified(tmp_path: Path, collective: str) -> None:
+    """All-gather (bit-exact) and reduce-scatter (chunk of the sum) are verified on every rank."""
+    text = SINGLE.read_text().replace("collective: allreduce", f"collective: {collective}")
+    assert f"collective: {collective}" in text
+    topo = tmp_path / "t.yaml"
+    topo.write_text(text)
+    result = _sim(topo, tmp_path / "out", schemes=("baseline",), iterations=2)
+    assert result.ok, result.failure
+    for rank in range(4):
+        lines = [json.loads(x) for x in (tmp_path / "out" / "baseline" / f"job0-rank{rank}.jsonl").read_text().splitlines()]
+        assert [x["verified"] for x in lines if x["kind"] == "iteration"] == [True, True]
