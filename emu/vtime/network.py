@@ -152,7 +152,7 @@ class SimSwitch:
         self.wake_at: int | None = None
         self._receive = core.receive
         self._poll = core.poll
-        self._deadline = core.next_deadline_us
+        self._deadline = core.tm.next_deadline_us  # SwitchCore.next_deadline_us without the wrapper
 
     def port_input(self, port: int) -> Callable[[bytes], None]:
         """The callable that hands a frame arriving on ``port`` to this switch now."""
