@@ -41,7 +41,7 @@ class ProgressEvent:
 
     scheme: the scheme ("" for network events); done/total: iterations finished (collectives
     completed by all ranks); message: free text for the status line; sim_s: simulated time
-    reached (s, virtual-time back end only, else None).
+    since the scheme's workload started (s, virtual-time back end only, else None).
     """
 
     phase: str

@@ -114,7 +114,7 @@ class SimBackend(Backend):
                                        workload.start_at + src.start_s, src.packet_bytes, lambda: running[0]))
         total = workload.total_iters
         n = len(ranks)
-        progress(ProgressEvent("start", workload.scheme, 0, total, f"{n} ranks", sim_s=loop.now / NS_PER_S))
+        progress(ProgressEvent("start", workload.scheme, 0, total, f"{n} ranks", sim_s=0.0))
         deadline = s_to_ns(workload.start_at + workload.timeout_s)
         t_wall = time.monotonic()
         events0 = loop.events
@@ -130,7 +130,7 @@ class SimBackend(Backend):
                 return
             state["last"] = now
             done = min(r.iterations_done for r in ranks) if ranks else 0
-            progress(ProgressEvent("running", workload.scheme, done, total, sim_s=loop.now / NS_PER_S))
+            progress(ProgressEvent("running", workload.scheme, done, total, sim_s=loop.now / NS_PER_S - workload.start_at))
 
         try:
             loop.run(until=deadline, stop=finished, check_every=2048, on_check=report)
