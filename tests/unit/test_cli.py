@@ -152,3 +152,34 @@ def test_doctor_warns_when_the_machine_is_busy() -> None:
     assert check.ok is False and check.needed_for == "real time"
     assert re.fullmatch(r"\d+% of \d+ cores busy, load average [\d.]+", check.detail), check.detail
     assert "real-time runs will be disturbed" in check.fix
+
+
+def test_run_mode_sim_needs_no_root_and_report_reads_it() -> None:
+    """``run --mode sim`` as any user: the table, a results folder that ``report`` redraws."""
+    import os
+
+    def as_nobody() -> None:  # no root: Mininet mode would refuse; virtual time must not care
+        if os.geteuid() == 0:
+            os.setgid(65534)
+            os.setuid(65534)
+
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="symphony-sim-cli-"))  # pytest's tmp_path is root-only
+    base.chmod(0o777)
+    out = base / "r"
+    try:
+        _run_as_nobody(out, as_nobody)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _run_as_nobody(out: Path, as_nobody: object) -> None:
+    proc = subprocess.run([sys.executable, "-c", "import sys; from emu.cli import main; main(sys.argv[1:])",
+                           "run", "single", "--mode", "sim", "--iterations", "2", "--out", str(out)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120, preexec_fn=as_nobody)
+    assert proc.returncode == 0, proc.stderr
+    assert "symphony-emu results" in proc.stdout and f"results: {out}" in proc.stdout
+    proc = cli("report", str(out))
+    assert proc.returncode == 0 and "symphony-emu results" in proc.stdout, proc.stderr
