@@ -17,11 +17,13 @@ programs bmv2's ``simple_switch_grpc``:
   advertised to the clients (OK to the primary, ALREADY_EXISTS / NOT_FOUND to backups);
 - ``Write`` (primary only, else PERMISSION_DENIED): table entries INSERT / MODIFY /
   DELETE, default entries by MODIFY (no action: back to the program's default), counter
-  and register cells by MODIFY; per-update errors as ``p4.Error`` details of an UNKNOWN
+  and register cells by MODIFY, multicast groups and clone sessions (the packet replication
+  engine) by INSERT / MODIFY / DELETE; per-update errors as ``p4.Error`` details of an UNKNOWN
   status (section 12.4): ALREADY_EXISTS, NOT_FOUND, RESOURCE_EXHAUSTED, INVALID_ARGUMENT,
   OUT_OF_RANGE, PERMISSION_DENIED, UNIMPLEMENTED;
 - ``Read``: table entries (wildcard over tables, entries, default entries, filtered by
-  match / priority / action), counters and registers (wildcard over ids and indices);
+  match / priority / action), counters and registers (wildcard over ids and indices),
+  multicast groups and clone sessions;
 - ``Capabilities``: the p4runtime protos' API version.
 
 Values are P4Runtime bytestrings (:mod:`emu.p4rt`); entries go through the same
@@ -357,6 +359,8 @@ class P4RuntimeService:
             raise P4RuntimeStatus("INVALID_ARGUMENT", "update type unspecified")
         if kind == "table_entry":
             self._write_table_entry(update.type, update.entity.table_entry)
+        elif kind == "packet_replication_engine_entry":
+            self._write_pre(update.type, update.entity.packet_replication_engine_entry)
         elif kind in ("counter_entry", "register_entry"):
             if update.type != U.MODIFY:
                 raise P4RuntimeStatus("INVALID_ARGUMENT", f"{kind}: only MODIFY is allowed")
@@ -441,6 +445,82 @@ class P4RuntimeService:
         else:
             self.api.table_modify(t.name, match, action, params, priority)
 
+    # -- packet replication engine (spec 9.5): multicast groups and clone sessions ------------------
+    @staticmethod
+    def _replica(r: Any, what: str) -> tuple[int, int]:
+        if r.WhichOneof("port_kind") == "port":
+            port = decode_bytes(r.port, 9, f"{what} port")
+        else:
+            port = int(r.egress_port)
+        if port >= 511:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{what}: port {port} outside 0..510")
+        return port, int(r.instance)
+
+    def _write_pre(self, utype: int, pre: Any) -> None:
+        U = p4runtime_pb2.Update  # noqa: N806
+        kind = pre.WhichOneof("type")
+        pipe = self.pipeline
+        if kind == "multicast_group_entry":
+            g = pre.multicast_group_entry
+            gid, what = int(g.multicast_group_id), f"multicast group {g.multicast_group_id}"
+            if not 0 < gid < 1 << 16:
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"{what}: the id must be 1..65535")
+            exists = gid in pipe.mcast_groups
+        elif kind == "clone_session_entry":
+            c = pre.clone_session_entry
+            gid, what = int(c.session_id), f"clone session {c.session_id}"
+            if gid <= 0:
+                raise P4RuntimeStatus("INVALID_ARGUMENT", f"{what}: the id must be > 0")
+            exists = gid in pipe.mirror_sessions
+        else:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", "packet_replication_engine_entry without an entry")
+        if utype == U.INSERT and exists:
+            raise EntryExistsError(f"{what} exists")
+        if utype in (U.MODIFY, U.DELETE) and not exists:
+            raise EntryNotFoundError(f"no {what}")
+        if kind == "multicast_group_entry":
+            if utype == U.DELETE:
+                self.api.mcast_group_delete(gid)
+            else:
+                self.api.mcast_group_set(gid, [list(self._replica(r, what)) for r in g.replicas])
+            return
+        if utype == U.DELETE:
+            self.api.mirroring_delete(gid)
+            return
+        if len(c.replicas) != 1 or c.class_of_service or c.packet_length_bytes:
+            raise P4RuntimeStatus("UNIMPLEMENTED", f"{what}: one replica, class of service 0 and no truncation "
+                                                   "only (as bmv2's mirroring_add)")
+        self.api.mirroring_add(gid, self._replica(c.replicas[0], what)[0])
+
+    def _read_pre(self, query: Any) -> list[Any]:
+        kind = query.WhichOneof("type")
+        out = []
+        if kind == "multicast_group_entry":
+            want = int(query.multicast_group_entry.multicast_group_id)
+            for gid in sorted(self.pipeline.mcast_groups):
+                if want and gid != want:
+                    continue
+                e = p4runtime_pb2.Entity()
+                g = e.packet_replication_engine_entry.multicast_group_entry
+                g.multicast_group_id = gid
+                for port, rid in self.pipeline.mcast_groups[gid]:
+                    r = g.replicas.add()
+                    r.egress_port, r.instance = port, rid
+                out.append(e)
+        elif kind == "clone_session_entry":
+            want = int(query.clone_session_entry.session_id)
+            for sid in sorted(self.pipeline.mirror_sessions):
+                if want and sid != want:
+                    continue
+                e = p4runtime_pb2.Entity()
+                c = e.packet_replication_engine_entry.clone_session_entry
+                c.session_id = sid
+                c.replicas.add().egress_port = self.pipeline.mirror_sessions[sid]
+                out.append(e)
+        else:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", "packet_replication_engine_entry without an entry")
+        return out
+
     def _index(self, name: str, size: int, msg: Any) -> int | None:
         if not msg.HasField("index"):
             return None
@@ -487,6 +567,8 @@ class P4RuntimeService:
                 out = self.run(lambda e=entity.counter_entry: self._read_counters(e))
             elif kind == "register_entry":
                 out = self.run(lambda e=entity.register_entry: self._read_registers(e))
+            elif kind == "packet_replication_engine_entry":
+                out = self.run(lambda e=entity.packet_replication_engine_entry: self._read_pre(e))
             else:
                 raise P4RuntimeStatus("UNIMPLEMENTED", f"reading {kind} is not supported by the embedded switch")
             rep.entities.extend(out)

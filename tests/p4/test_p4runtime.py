@@ -485,3 +485,26 @@ def test_const_entries_are_read_only() -> None:
             assert len(list(sh.TableEntry("I.calculate").read())) == 3  # the program's entries stay
         finally:
             sh.teardown()
+
+
+def test_multicast_groups_and_clone_sessions(shell: Target, embedded: Target) -> None:
+    """The packet replication engine as in the tutorials' multicast exercise (p4runtime-shell's
+    MulticastGroupEntry / CloneSessionEntry): insert, read back, duplicate, modify, delete."""
+    pipe = embedded.core.pipeline
+    sh.MulticastGroupEntry(1).add(1, 1).add(2, 1).add(3, 2).insert()
+    assert pipe.mcast_groups[1] == [(1, 1), (2, 1), (3, 2)]
+    (g,) = list(sh.MulticastGroupEntry(1).read())
+    assert [(r.egress_port, r.instance) for r in g.msg().multicast_group_entry.replicas] == [(1, 1), (2, 1), (3, 2)]
+    with pytest.raises(P4RuntimeWriteException, match="ALREADY_EXISTS"):
+        sh.MulticastGroupEntry(1).add(1, 1).insert()
+    sh.MulticastGroupEntry(1).add(2, 0).modify()
+    assert pipe.mcast_groups[1] == [(2, 0)]
+    sh.CloneSessionEntry(5).add(3, 0).insert()
+    assert pipe.mirror_sessions[5] == 3
+    (c,) = list(sh.CloneSessionEntry(5).read())
+    assert [r.egress_port for r in c.msg().clone_session_entry.replicas] == [3]
+    sh.MulticastGroupEntry(1).delete()
+    sh.CloneSessionEntry(5).delete()
+    assert 1 not in pipe.mcast_groups and 5 not in pipe.mirror_sessions
+    with pytest.raises(P4RuntimeWriteException, match="NOT_FOUND"):
+        sh.MulticastGroupEntry(1).delete()
