@@ -299,3 +299,26 @@ def test_sim_other_collectives_verified(tmp_path: Path, collective: str) -> None
     for rank in range(4):
         lines = [json.loads(x) for x in (tmp_path / "out" / "baseline" / f"job0-rank{rank}.jsonl").read_text().splitlines()]
         assert [x["verified"] for x in lines if x["kind"] == "iteration"] == [True, True]
+
+
+def test_sim_runs_400_gbit_links(tmp_path: Path) -> None:
+    """The schema takes 400 Gbit/s and microsecond delays; the run is verified, never beats its bound
+    (at 400 Gbit/s the transport's 64-packet window, 256 KiB, is below the bandwidth-delay product)."""
+    topo = tmp_path / "t.yaml"
+    topo.write_text("""
+name: fast
+defaults: {bandwidth_mbps: 400Gbit/s, delay_ms: 2us, queue_packets: 512}
+mtu: 4096
+dcqcn_preset: hpcc-dcqcn-100g
+hosts: [{name: h1}, {name: h2}, {name: h3}, {name: h4}]
+switches: [{name: s1}]
+links: [{a: h1, b: s1}, {a: h2, b: s1}, {a: h3, b: s1}, {a: h4, b: s1}]
+jobs: [{id: 0, ranks: [h1, h2, h3, h4], size_bytes: 4MiB, iterations: 2}]
+""")
+    from emu.topology import load_topology
+
+    loaded = load_topology(topo)
+    assert {lk.bandwidth_bps for lk in loaded.plan.links} == {400e9} and {lk.delay_us for lk in loaded.plan.links} == {2}
+    result = _sim(topo, tmp_path / "out", schemes=("baseline",))
+    assert result.ok, result.failure
+    assert result.summary["baseline"]["cct_over_bound"]["mean"] >= 1.0
