@@ -138,10 +138,13 @@ class SymphonyParams(_Model):
     ``lead > lead_threshold`` and the egress queue holds at least ``queue_gate`` packets.
     """
 
-    #: T, lead (steps) tolerated before marking. Default 0 with a gentle ramp, the alternative
-    #: default of docs/DESIGN.md section 4: on the default and dumbbell scenarios it gave
-    #: 0.93 of the baseline's mean CCT where T=1/slope 0.5 gave 0.97 (docs/results.md).
-    lead_threshold: int = Field(0, ge=0, le=0xFFFF)
+    #: T, lead (steps) tolerated before marking. Default 1: a ring's pipeline has one step of
+    #: lead by itself (a rank starts step s+1 as soon as its chunk of step s arrived), so
+    #: T = 0 marks flows that are merely in pipeline order; on single.yaml (no shared link,
+    #: nothing to align) T = 0 made 213 marks and 1.02 [1.00, 1.04] of the baseline's mean
+    #: CCT, T = 1 none and 1.00 [0.98, 1.02] (20 iterations, docs/results.md). Scenarios
+    #: whose flows share links set T = 0 themselves (default.yaml, dumbbell.yaml).
+    lead_threshold: int = Field(1, ge=0, le=0xFFFF)
     #: Mark probability per step of lead beyond T (0..1 meaningful; larger saturates).
     slope: float = Field(0.25, ge=0)
     #: Minimum egress queue depth (packets) for a Symphony mark; 1 = queue non-empty.

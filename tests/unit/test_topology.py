@@ -52,7 +52,8 @@ def test_defaults_and_ips_resolved() -> None:
     assert topo.links[0].delay_ms == 0.1
     assert topo.links[0].queue_packets == 64
     assert topo.line_rate_bps("h2") == 20e6
-    assert topo.symphony_for(2).slope == 0.25 and topo.symphony_for(2).lead_threshold == 0
+    # Issue 9: T = 1 by default (T = 0 over-marked the pipeline's own one-step lead on single.yaml).
+    assert topo.symphony_for(2).slope == 0.25 and topo.symphony_for(2).lead_threshold == 1
     job = topo.job(2)
     assert job.collective == "allreduce" and job.iterations == 5
 
