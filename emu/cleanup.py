@@ -183,31 +183,30 @@ def find_paths(run_id: str | None = None) -> list[str]:
     return [str(p) for p in sorted(RUN_ROOT.iterdir()) if run_id is None or p.name == run_id]
 
 
-#: File in /run/symphony-emu/<run id> naming the run's results folder (written by emu.runner).
-RESULTS_POINTER = "results"
+#: Where each run notes its results folder (one file per run id), apart from RUN_ROOT so
+#: that a run without a network (virtual time) is no leftover for ``clean`` (emu.runner).
+RESULTS_ROOT = Path("/run/symphony-emu-runs")
 
 
 def register_run(run_id: str, out_dir: Path) -> None:
     """Note where run ``run_id`` writes its results, so a SIGKILLed run can be recognised.
 
-    Writes /run/symphony-emu/<run id>/results; without write access (not root) nothing is
-    noted (a debug log), since such a run builds no network either.
+    Writes /run/symphony-emu-runs/<run id>; without write access (not root) nothing is
+    noted (a debug log).
     """
     try:
-        (RUN_ROOT / run_id).mkdir(parents=True, exist_ok=True)
-        (RUN_ROOT / run_id / RESULTS_POINTER).write_text(str(Path(out_dir).resolve()) + "\n")
+        RESULTS_ROOT.mkdir(parents=True, exist_ok=True)
+        (RESULTS_ROOT / run_id).write_text(str(Path(out_dir).resolve()) + "\n")
     except OSError as exc:
-        log.debug("run %s not registered under %s: %s", run_id, RUN_ROOT, exc)
+        log.debug("run %s not registered under %s: %s", run_id, RESULTS_ROOT, exc)
 
 
 def unregister_run(run_id: str) -> None:
     """Remove what :func:`register_run` wrote (the run ended and cleaned up)."""
-    path = RUN_ROOT / run_id
     try:
-        (path / RESULTS_POINTER).unlink(missing_ok=True)
-        path.rmdir()
+        (RESULTS_ROOT / run_id).unlink(missing_ok=True)
     except OSError:
-        pass  # not registered, or the back end's files are still there (its cleanup removes them)
+        pass
 
 
 def _pid_alive(pid: int) -> bool:
@@ -223,7 +222,7 @@ def _pid_alive(pid: int) -> bool:
 def mark_killed_runs(*, dry_run: bool = False) -> list[tuple[str, Path]]:
     """Runs whose runner died without cleaning up (SIGKILL, OOM killer, a crash): mark them.
 
-    A run directory /run/symphony-emu/<run id> whose runner pid (the id's last part) no
+    A run noted in /run/symphony-emu-runs/<run id> whose runner pid (the id's last part) no
     longer exists, and whose results folder's run.json still says "starting" or
     "running", gets ``status: "killed"`` with ``failure`` saying so and ``killed_found``
     (when this noticed it). Returns (run id, results folder) of each such run.
@@ -232,19 +231,22 @@ def mark_killed_runs(*, dry_run: bool = False) -> list[tuple[str, Path]]:
     from datetime import datetime
 
     found = []
-    for path in find_paths():
-        run_id = Path(path).name
+    pointers = sorted(RESULTS_ROOT.iterdir()) if RESULTS_ROOT.is_dir() else []
+    for pointer in pointers:
+        run_id = pointer.name
         tail = run_id.rsplit("-", 1)[-1]
         if not tail.isdigit() or _pid_alive(int(tail)):
             continue
         try:
-            out_dir = Path((Path(path) / RESULTS_POINTER).read_text().strip())
+            out_dir = Path(pointer.read_text().strip())
             run_file = out_dir / "run.json"
             info = json.loads(run_file.read_text())
         except (OSError, ValueError):
-            continue
+            info = None
         if not isinstance(info, dict) or info.get("run_id") != run_id or info.get("status") not in ("starting",
                                                                                                    "running"):
+            if not dry_run:
+                pointer.unlink(missing_ok=True)  # a stale note: the run's folder is gone or says how it ended
             continue
         found.append((run_id, out_dir))
         if dry_run:
@@ -256,6 +258,7 @@ def mark_killed_runs(*, dry_run: bool = False) -> list[tuple[str, Path]]:
             run_file.write_text(json.dumps(info, indent=1) + "\n")
         except OSError as exc:
             log.warning("cannot mark %s killed: %s", run_file, exc)
+        pointer.unlink(missing_ok=True)
     return found
 
 

@@ -92,8 +92,8 @@ def test_a_killed_run_is_marked_killed(tmp_path: Path, monkeypatch: pytest.Monke
     """Issue 9: after kill -9, run.json said "running" for ever; the next run or clean marks it."""
     import json
 
-    root = tmp_path / "run"
-    monkeypatch.setattr(cleanup, "RUN_ROOT", root)
+    root = tmp_path / "runs"
+    monkeypatch.setattr(cleanup, "RESULTS_ROOT", root)
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that no longer exists
     runs = {
@@ -118,6 +118,7 @@ def test_a_killed_run_is_marked_killed(tmp_path: Path, monkeypatch: pytest.Monke
     assert info["status"] == "killed" and f"pid {dead.pid}" in info["failure"] and "SIGKILL" in info["failure"]
     for run_id in (f"20261201-090001-{os.getpid()}", finished):
         assert json.loads((tmp_path / run_id / "run.json").read_text())["status"] in ("running", "finished")
-    assert cleanup.mark_killed_runs() == []  # marked once
-    cleanup.unregister_run(killed_id)
-    assert not (root / killed_id).exists()
+    assert cleanup.mark_killed_runs() == []  # marked once, and its note removed
+    assert not (root / killed_id).exists() and not (root / finished).exists()  # stale notes go too
+    cleanup.unregister_run(f"20261201-090001-{os.getpid()}")
+    assert not (root / f"20261201-090001-{os.getpid()}").exists()
