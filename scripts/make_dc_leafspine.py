@@ -77,7 +77,10 @@ def gen(n: int, iterations: int, size_mib: int, bg: int) -> str:
         src = leaf_hosts[1 + (2 * k) % half][1]
         dst = leaf_hosts[half + 1 + (2 * k + 1) % half][0]
         out.append(f"  - {{src: {src}, dst: {dst}, rate_mbps: 20Gbit/s, on_ms: 200us, off_ms: 800us, start_ms: {k*100}us, exponential: true, packet_bytes: 1472}}")
-    out.append("symphony:\n  lead_threshold: 0\n  slope: 0.25\n  queue_gate: 1")
+    # T = 1: T = 0 marks the ring's normal one-step pipeline lead (at 16 ranks 1.20 [1.17, 1.24]
+    # of the baseline's mean CCT with T = 0, 0.99 [0.96, 1.02] with T = 1; docs/virtual-time.md)
+    out.append("symphony:\n  # T = 1: T = 0 marks the ring's normal one-step pipeline lead (docs/virtual-time.md)\n"
+               "  lead_threshold: 1\n  slope: 0.25\n  queue_gate: 1")
     return "\n".join(out) + "\n"
 
 
