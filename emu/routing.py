@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from hostapps.wire import MAX_RANKS, STEP_WINDOW
@@ -61,8 +61,8 @@ MAX_RAMP_RANGES = 32
 #: Bytes per buffer cell of the Tofino2 traffic manager, the unit of T2NA's
 #: ``eg_intr_md.enq_qdepth`` (Tofino1: 80). docs/tofino.md.
 T2NA_CELL_BYTES = 176
-#: Ethernet frame of a full-MTU packet (1500 + 14), for packet -> cell conversion.
-MTU_FRAME_BYTES = 1514
+#: Ethernet header ahead of every IP packet (bytes; untagged frames, as the hosts send).
+ETH_HEADER_BYTES = 14
 
 TABLE_LPM = "MyIngress.ipv4_lpm"
 TABLE_SYMPHONY = "MyIngress.symphony_config"
@@ -279,12 +279,23 @@ def compute_routes(topo: Topology) -> Routes:
     return Routes(topo)
 
 
+def data_frame_bytes(mtu: int) -> int:
+    """Bytes of a full DATA frame for IP MTU ``mtu``: ``mtu + 14`` (Ethernet header).
+
+    hostapps.transport cuts a message into DATA packets of ``mss = mtu - 20 - 8 - 16``
+    payload bytes (IPv4, UDP, CTH), so every DATA packet but a message's last is an
+    ``mtu``-byte IP datagram (docs/tofino.md, "Queue depth in cells").
+    """
+    return mtu + ETH_HEADER_BYTES
+
+
 @dataclasses.dataclass(frozen=True)
 class QdepthUnit:
     """How a P4 build counts ``enq_qdepth``: ``cells_per_packet`` units per queued packet.
 
-    v1model counts packets (1); T2NA counts buffer cells, so a threshold of K packets
-    becomes K * ceil(MTU frame / cell bytes) cells (full-MTU packets; docs/tofino.md).
+    v1model counts packets (1); T2NA counts 176-byte buffer cells, so a threshold of K
+    packets becomes K * ceil(DATA frame bytes / 176) cells, the frame of the topology's
+    MTU (:func:`t2na_qdepth`; docs/tofino.md).
     """
 
     name: str
@@ -296,9 +307,27 @@ class QdepthUnit:
 
 
 V1MODEL_QDEPTH = QdepthUnit("packets", 1)
-T2NA_QDEPTH = QdepthUnit("cells", -(-MTU_FRAME_BYTES // T2NA_CELL_BYTES))
-#: Queue-depth unit per P4 build (``p4/symphony.p4``, ``p4/tofino/symphony.p4``).
-QDEPTH_UNITS: dict[str, QdepthUnit] = {"v1model": V1MODEL_QDEPTH, "tofino": T2NA_QDEPTH}
+
+
+def t2na_qdepth(mtu: int) -> QdepthUnit:
+    """T2NA's unit for IP MTU ``mtu`` (bytes): ceil((mtu + 14) / 176) cells per packet.
+
+    1500 -> 1514-byte frames, 9 cells; 4096 -> 4110 bytes, 24 cells. The embedded T2NA
+    build counts each queued frame the same way (emu.embedded.t2na.qdepth_cells).
+    """
+    return QdepthUnit("cells", -(-data_frame_bytes(mtu) // T2NA_CELL_BYTES))
+
+
+#: P4 build -> its queue-depth unit for an IP MTU (``p4/symphony.p4``, ``p4/tofino/symphony.p4``).
+QDEPTH_UNITS: dict[str, Callable[[int], QdepthUnit]] = {"v1model": lambda _mtu: V1MODEL_QDEPTH,
+                                                         "tofino": t2na_qdepth}
+
+
+def qdepth_unit(p4: str, topo: Topology) -> QdepthUnit:
+    """The queue-depth unit of build ``p4`` on ``topo`` (its ``mtu``); ValueError if unknown."""
+    if p4 not in QDEPTH_UNITS:
+        raise ValueError(f"unknown P4 build {p4!r}; use one of {', '.join(QDEPTH_UNITS)}")
+    return QDEPTH_UNITS[p4](topo.mtu)
 
 
 def symphony_threshold(lead: int, lead_threshold: int, slope: float) -> int:
@@ -395,13 +424,11 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
     counters count, ``mode`` 0 for baseline and 1 for symphony) and ``symphony_marking``
     (that job's thresholds per lead, both schemes: the P4 marks only in symphony mode).
     ``p4`` is the build (a key of :data:`QDEPTH_UNITS`): queue depths are converted to
-    its unit.
+    its unit for the topology's MTU (:func:`qdepth_unit`).
     """
     if scheme not in MODES:
         raise ValueError(f"unknown scheme {scheme!r}; use one of {', '.join(MODES)}")
-    if p4 not in QDEPTH_UNITS:
-        raise ValueError(f"unknown P4 build {p4!r}; use one of {', '.join(QDEPTH_UNITS)}")
-    unit = QDEPTH_UNITS[p4]
+    unit = qdepth_unit(p4, topo)
     routes = routes or compute_routes(topo)
     plan = routes.plan
     expected = routes.expected_flows()

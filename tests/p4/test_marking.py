@@ -15,7 +15,7 @@ from scapy.layers.l2 import Ether
 
 from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline
-from emu.routing import T2NA_QDEPTH, TABLE_MARKING, TABLE_QUEUE_ECN, TABLE_SYMPHONY, switch_programs
+from emu.routing import TABLE_MARKING, TABLE_QUEUE_ECN, TABLE_SYMPHONY, switch_programs, t2na_qdepth
 from emu.topology import parse_topology
 from hostapps.wire import CTH, ECN_CE, ECN_ECT0, MAX_RANKS
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TOS_BYTE = 14 + 1  # IPv4 TOS (DSCP, ECN) after the Ethernet header
 #: build -> (program, queue-depth units per full-size packet: v1model packets, T2NA 176-byte cells)
 BUILDS = {"v1model": (load_program(ROOT / "p4" / "symphony.p4"), 1),
-          "tofino": (load_program(ROOT / "p4" / "tofino" / "symphony.p4"), T2NA_QDEPTH.cells_per_packet)}
+          "tofino": (load_program(ROOT / "p4" / "tofino" / "symphony.p4"), t2na_qdepth(1500).cells_per_packet)}
 
 TOPO = """
 name: ramp

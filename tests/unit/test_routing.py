@@ -8,9 +8,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from emu.embedded.t2na import qdepth_cells
 from emu.routing import (
     ACTION_ECN,
     ACTION_FORWARD,
@@ -18,16 +20,18 @@ from emu.routing import (
     ACTION_SYMPHONY,
     MAX_QDEPTH,
     PROB_ONE,
-    T2NA_QDEPTH,
     TABLE_LPM,
     TABLE_MARKING,
     TABLE_QUEUE_ECN,
     TABLE_SYMPHONY,
     compute_routes,
+    data_frame_bytes,
     ecn_ramp,
     job_register_resets,
+    qdepth_unit,
     switch_programs,
     symphony_threshold,
+    t2na_qdepth,
 )
 from emu.topology import Topology, load_topology, parse_topology
 from hostapps.wire import MAX_RANKS, STEP_WINDOW
@@ -211,8 +215,8 @@ def test_default_symphony_entry_values() -> None:
 
 def test_tofino_build_counts_queue_depth_in_cells() -> None:
     """T2NA's enq_qdepth is in 176-byte cells: a full-MTU packet (1514 B) is 9 cells."""
-    topo = _load("default")  # ECN K = 3 packets, gate 1 packet
-    assert T2NA_QDEPTH.cells_per_packet == 9
+    topo = _load("default")  # ECN K = 3 packets, gate 1 packet, mtu 1500
+    assert qdepth_unit("tofino", topo).cells_per_packet == 9
     v1 = switch_programs(topo, "symphony")["spine1"]
     t2 = switch_programs(topo, "symphony", p4="tofino")["spine1"]
     ecn = [e.match["meta.enq_qdepth"] for e in t2.entries if e.table == TABLE_QUEUE_ECN]
@@ -224,6 +228,23 @@ def test_tofino_build_counts_queue_depth_in_cells() -> None:
     assert other == [e for e in t2.entries if e.table not in (TABLE_QUEUE_ECN, TABLE_SYMPHONY)]
     with pytest.raises(ValueError, match="unknown P4 build 'psa'"):
         switch_programs(topo, "symphony", p4="psa")
+
+
+def test_tofino_cells_follow_the_topology_mtu() -> None:
+    """mtu 4096: a DATA frame is 4110 B = 24 cells, so kmax = 389 packets is 9336 cells, the
+    depth the embedded T2NA switch reaches with 389 such frames queued."""
+    topo = load_topology(REPO / "topologies" / "dc-leafspine-16.yaml")
+    assert topo.mtu == 4096 and (topo.ecn.kmin_packets, topo.ecn.kmax_packets) == (97, 389)
+    assert data_frame_bytes(topo.mtu) == 4110
+    unit = qdepth_unit("tofino", topo)
+    assert unit.cells_per_packet == 24 == qdepth_cells(SimpleNamespace(packet_length=4110))
+    assert t2na_qdepth(1500).cells_per_packet == 9 and t2na_qdepth(9000).cells_per_packet == 52
+    sw = next(iter(switch_programs(topo, "baseline", p4="tofino").values()))
+    ramp = [(e.match["meta.enq_qdepth"], e.params["threshold"]) for e in sw.entries
+            if e.table == TABLE_QUEUE_ECN and e.match["meta.egress_port"] == 1]
+    assert ramp[-1] == ([389 * 24, MAX_QDEPTH], 65536)
+    assert ramp[0][0][0] >= 97 * 24
+    assert qdepth_unit("v1model", topo).convert(389) == 389
 
 
 def test_ecn_ramp_from_topology() -> None:
