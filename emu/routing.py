@@ -55,8 +55,9 @@ PROB_ONE = 65536
 #: Largest ``enq_qdepth`` (bit<19>), the top of the last queue_ecn range.
 MAX_QDEPTH = 2**19 - 1
 #: At most this many depth ranges per port for the part of the ECN ramp below kmax; a
-#: longer ramp is cut into this many equal ranges, each marked at its lowest depth's
-#: probability (a table-size bound, as switch ASICs quantize RED profiles).
+#: longer ramp is cut into this many equal ranges, each marked at its midpoint depth's
+#: probability, so the mean over the ramp's depths is unbiased (a table-size bound, as
+#: switch ASICs quantize RED profiles).
 MAX_RAMP_RANGES = 32
 #: Bytes per buffer cell of the Tofino2 traffic manager, the unit of T2NA's
 #: ``eg_intr_md.enq_qdepth`` (Tofino1: 80). docs/tofino.md.
@@ -363,7 +364,9 @@ def ecn_ramp(kmin: int, kmax: int, pmax: float, *, max_ranges: int = MAX_RAMP_RA
     ``pmax * (d - kmin) / (kmax - kmin)`` (DCQCN, SIGCOMM 2015, section 3), as a threshold
     in 1/65536; ranges whose threshold rounds to 0 are left out. d >= kmax: 65536 (always).
     kmin == kmax is a step at K. Ranges of the ramp are single depths, or ``max_ranges``
-    equal pieces when the ramp is longer (each at the probability of its lowest depth).
+    equal pieces when the ramp is longer, each at the probability of its midpoint depth
+    ``(low + high) / 2`` (the error averages out over a piece; the lowest depth would
+    bias marking down and leave the first piece unmarked).
     Units are whatever ``kmin``/``kmax`` are in (packets or cells). ValueError if kmin > kmax.
     """
     if not 0 <= kmin <= kmax:
@@ -374,7 +377,8 @@ def ecn_ramp(kmin: int, kmax: int, pmax: float, *, max_ranges: int = MAX_RAMP_RA
     for i in range(pieces):
         low = kmin + (span * i) // pieces
         high = kmin + (span * (i + 1)) // pieces - 1
-        threshold = round(pmax * (low - kmin) / span * PROB_ONE)
+        mid = (low + high) / 2  # a single depth is its own midpoint
+        threshold = round(pmax * (mid - kmin) / span * PROB_ONE)
         if threshold:
             out.append((low, high, min(PROB_ONE, threshold)))
     out.append((min(kmax, MAX_QDEPTH), MAX_QDEPTH, PROB_ONE))

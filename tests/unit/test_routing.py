@@ -268,8 +268,9 @@ ecn: {kmin_packets: 4, kmax_packets: 8, pmax: 0.5}
 def test_ecn_ramp_shapes() -> None:
     assert ecn_ramp(10, 10, 1.0) == [(10, MAX_QDEPTH, PROB_ONE)]  # the step of threshold_packets
     assert ecn_ramp(0, 2, 1.0) == [(1, 1, 32768), (2, MAX_QDEPTH, PROB_ONE)]
-    long = ecn_ramp(100, 1100, 0.2, max_ranges=4)  # 1000-deep ramp in 4 pieces of 250
-    assert long == [(350, 599, 3277), (600, 849, 6554), (850, 1099, 9830), (1100, MAX_QDEPTH, PROB_ONE)]
+    long = ecn_ramp(100, 1100, 0.2, max_ranges=4)  # 1000-deep ramp in 4 pieces of 250, each at its midpoint
+    assert long == [(100, 349, 1632), (350, 599, 4909), (600, 849, 8185), (850, 1099, 11462),
+                    (1100, MAX_QDEPTH, PROB_ONE)]  # 0.2 * (224.5 - 100) / 1000 * 65536 = 1632
     with pytest.raises(ValueError, match="kmin <= kmax"):
         ecn_ramp(5, 4, 1.0)
 
@@ -312,3 +313,25 @@ def test_register_resets() -> None:
     assert resets["MyIngress.flow_step"] == range(2 * MAX_RANKS, 3 * MAX_RANKS)
     assert resets["MyIngress.step_count"] == range(2 * STEP_WINDOW, 3 * STEP_WINDOW)
     assert resets["MyIngress.frontier"] == range(2, 3)
+
+
+def _ramp_mean_error(kmin: int, kmax: int, pmax: float) -> tuple[float, float]:
+    """Mean and largest |error| of the quantized ramp's probability over depths kmin..kmax-1."""
+    ranges = ecn_ramp(kmin, kmax, pmax)
+    errors = []
+    for d in range(kmin, kmax):
+        q = next((t / PROB_ONE for low, high, t in ranges if low <= d <= high), 0.0)
+        errors.append(q - pmax * (d - kmin) / (kmax - kmin))
+    return sum(errors) / len(errors), max(map(abs, errors))
+
+
+@pytest.mark.parametrize(("kmin", "kmax", "pmax"), [(97 * 24, 389 * 24, 0.2), (97 * 9, 389 * 9, 0.2),
+                                                    (10, 1010, 1.0), (5, 40, 0.5)])
+def test_long_ecn_ramp_is_unbiased(kmin: int, kmax: int, pmax: float) -> None:
+    """Pieces of a long ramp mark at their midpoint's probability: the mean error over the
+    ramp's depths is within rounding (1/65536 per range), the largest within half a piece."""
+    mean, worst = _ramp_mean_error(kmin, kmax, pmax)
+    pieces = min(kmax - kmin, 32)
+    assert abs(mean) < 2 / PROB_ONE + pmax / (kmax - kmin), (mean, worst)
+    assert worst <= pmax / pieces / 2 + pmax / (kmax - kmin) + 1 / PROB_ONE, (mean, worst)
+    assert ecn_ramp(kmin, kmax, pmax)[0][2] > 0  # the first piece marks too
