@@ -871,6 +871,7 @@ def _resolve_and_check(topo: Topology, fail: Any) -> None:
 
     # A DCQCN preset brings its source's ECN ramp, in packets of this MTU, unless the file
     # sets the ramp itself.
+    ecn_given = set(topo.ecn.model_fields_set)  # what the file itself gave
     if topo.dcqcn_preset is not None:
         from hostapps.ratecontrol import DCQCN_PRESETS, ecn_ramp_packets
 
@@ -878,10 +879,12 @@ def _resolve_and_check(topo: Topology, fail: Any) -> None:
         if preset is None:
             raise fail(("dcqcn_preset",), f"unknown preset {topo.dcqcn_preset!r}",
                        f"use one of: {', '.join(sorted(DCQCN_PRESETS))}")
-        if not {"threshold_packets", "kmin_packets", "kmax_packets", "pmax"} & topo.ecn.model_fields_set:
+        if not {"threshold_packets", "kmin_packets", "kmax_packets"} & ecn_given:
             kmin, kmax = ecn_ramp_packets(preset, topo.mtu + 14)  # Ethernet header + IP MTU
-            topo.ecn = topo.ecn.model_copy(update={"kmin_packets": kmin, "kmax_packets": kmax,
-                                                   "pmax": preset.ecn_pmax})
+            update: dict[str, Any] = {"kmin_packets": kmin, "kmax_packets": kmax}
+            if "pmax" not in ecn_given:  # a pmax in the file overrides the preset's
+                update["pmax"] = preset.ecn_pmax
+            topo.ecn = topo.ecn.model_copy(update=update)
 
     # ECN ramp: threshold_packets is the shorthand for kmin = kmax. The resolved values
     # keep the set of fields the file gave (model_fields_set), which errors name.
@@ -904,6 +907,15 @@ def _resolve_and_check(topo: Topology, fail: Any) -> None:
                    "give kmin_packets <= kmax_packets")
     elif kmin == kmax:
         k = kmin
+    if "pmax" in ecn_given and kmin == kmax:  # pmax shapes a ramp; a step has none
+        if ecn.threshold_packets is not None:
+            problem = "given together with threshold_packets (a step at K has no ramp)"
+        elif {"kmin_packets", "kmax_packets"} & ecn_given:
+            problem = f"has no effect when kmin_packets == kmax_packets = {kmin} (a step)"
+        else:
+            problem = "given without a ramp (kmin_packets and kmax_packets), so it would be ignored"
+        raise fail(("ecn", "pmax"), problem,
+                   "give kmin_packets < kmax_packets with pmax, or leave pmax out")
     topo.ecn = EcnParams.model_construct(
         _fields_set=set(ecn.model_fields_set),
         **{**ecn.model_dump(), "kmin_packets": kmin, "kmax_packets": kmax, "threshold_packets": k},

@@ -360,7 +360,18 @@ def test_ecn_ramp_and_shorthand() -> None:
     ("{kmin_packets: 9, kmax_packets: 4}", "ecn.kmax_packets", "must be >= kmin_packets = 9, got 4"),
     ("{kmin_packets: 2, kmax_packets: 4, pmax: 0}", "ecn.pmax", "must be > 0"),
     ("{kmin_packets: 12, kmax_packets: 20}", "ecn.kmin_packets", "ECN threshold 12 packets is at or above"),
+    ("{threshold_packets: 3, pmax: 0.5}", "ecn.pmax", "given together with threshold_packets"),
+    ("{kmin_packets: 3, kmax_packets: 3, pmax: 0.5}", "ecn.pmax", "no effect when kmin_packets == kmax_packets = 3"),
+    ("{pmax: 0.5}", "ecn.pmax", "given without a ramp"),
 ])
 def test_ecn_ramp_errors(ecn: str, field: str, words: str) -> None:
     msg = _error(GOOD + f"ecn: {ecn}\n")
     assert f": {field}: " in msg and words in msg, msg
+
+
+def test_pmax_with_a_preset_overrides_only_pmax() -> None:
+    """A preset's ramp with the file's pmax: pmax alone is not contradictory there."""
+    dc = (Path(__file__).resolve().parents[2] / "topologies" / "dc-leafspine-16.yaml").read_text()
+    assert "\necn:" not in dc
+    ecn = parse_topology(dc + "ecn: {pmax: 0.5}\n", "dc.yaml").ecn
+    assert (ecn.kmin_packets, ecn.kmax_packets, ecn.pmax) == (97, 389, 0.5)
