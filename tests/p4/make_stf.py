@@ -258,14 +258,18 @@ def tracker() -> str:
     leads = "\n".join(marking(job, lead, PROB_ONE) for job in (0, 1) for lead in range(1, 4))
     # an entry the controller never makes: a packet behind the frontier must see lead 0, not 65534
     leads += "\n" + marking(1, 0xFFFE, PROB_ONE)
+    leads += "\n" + marking(2, 1, PROB_ONE)
+    three = {r: data_pkt(2, r, 1) for r in (0, 1)}
     pk = lambda r, s: hexs(bytes(p[(r, s)]))  # noqa: E731
     wk = lambda r, s: hexs(bytes(wrap[(r, s)]))  # noqa: E731
     return HEADER.format(what="The tracker (docs/DESIGN.md section 4): the frontier jumps over a lost step, "
-                         f"lazy slot reset when step s + W (W = {w}) reuses slot s, 16-bit step wrap. "
-                         "flows=2, leads 1-3 marked with probability 1, so CE shows lead > 0.") + f"""
+                         f"lazy slot reset when step s + W (W = {w}) reuses slot s, 16-bit step wrap, "
+                         "step_count counts flows, not packets. Jobs 0, 1 flows=2, job 2 flows=3; leads 1-3 "
+                         "(job 2: lead 1) marked with probability 1, so CE shows lead > 0.") + f"""
 {route("10.0.0.2", 32, 2)}
 {symphony_config(0, flows=2)}
 {symphony_config(1, flows=2)}
+{symphony_config(2, flows=3)}
 {leads}
 
 # -- the frontier jumps over a step whose packets never came ---------------------------
@@ -339,8 +343,24 @@ register_read MyIngress.flow_step {MAX_RANKS} 0
 register_read MyIngress.flow_step {MAX_RANKS + 1} 0
 register_read MyIngress.step_count {w} {slot(0, 2)}
 register_read MyIngress.frontier 1 0
+
+# -- step_count counts a flow's first packet of a step only (job 2, flows=3) -----------
+# rank 0 sends two packets of step 1, rank 1 one: two of three flows entered step 1, so
+# the count is 2 (not 3 packets) and the frontier stays 0; every packet has lead 1
+packet 1 {hexs(bytes(three[0]))}
+expect 2 {to_h2(three[0], CE)}
+packet 1 {hexs(bytes(three[0]))}
+expect 2 {to_h2(three[0], CE)}
+packet 1 {hexs(bytes(three[1]))}
+expect 2 {to_h2(three[1], CE)}
+wait
+register_read MyIngress.flow_step {2 * MAX_RANKS} 1
+register_read MyIngress.flow_step {2 * MAX_RANKS + 1} 1
+register_read MyIngress.step_count {2 * w + 1} {slot(1, 2)}
+register_read MyIngress.frontier 2 0
 check_counter MyEgress.symphony_marks(0) packets == 5
 check_counter MyEgress.symphony_marks(1) packets == 1
+check_counter MyEgress.symphony_marks(2) packets == 3
 """
 
 
