@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from hostapps.wire import MAX_RANKS, STEP_WINDOW
+from hostapps.wire import MAX_JOBS, MAX_RANKS, STEP_WINDOW
 
 from .topology import NetworkPlan, PortPlan, Topology
 
@@ -342,11 +342,19 @@ def symphony_threshold(lead: int, lead_threshold: int, slope: float) -> int:
     return max(1, min(PROB_ONE, round((lead - lead_threshold) * slope * PROB_ONE)))
 
 
+def _check_job(job_id: int) -> None:
+    if not 0 <= job_id < MAX_JOBS:
+        raise ValueError(f"job_id {job_id}: Symphony entries need 0 <= job_id < MAX_JOBS = {MAX_JOBS} "
+                         "(the tracker's register arrays hold MAX_JOBS jobs)")
+
+
 def marking_entries(topo: Topology, job_id: int) -> list[TableEntry]:
     """``MyEgress.symphony_marking`` entries of job ``job_id``, leads 1..MAX_RANKS-1.
 
-    Leads whose threshold is 0 get no entry (a miss never marks).
+    Leads whose threshold is 0 get no entry (a miss never marks). ValueError for a job id
+    outside 0..MAX_JOBS-1, as :func:`symphony_entry`.
     """
+    _check_job(job_id)
     params = topo.symphony_for(job_id)
     out = []
     for lead in range(1, MAX_RANKS):
@@ -404,7 +412,12 @@ def ecn_entries(topo: Topology, port: int, unit: QdepthUnit = V1MODEL_QDEPTH) ->
 
 def symphony_entry(topo: Topology, job_id: int, flows: int, scheme: Scheme,
                    unit: QdepthUnit = V1MODEL_QDEPTH) -> TableEntry:
-    """The ``MyIngress.symphony_config`` entry of one job on one switch."""
+    """The ``MyIngress.symphony_config`` entry of one job on one switch.
+
+    ValueError (one line) for a job id outside 0..MAX_JOBS-1: the register arrays hold
+    MAX_JOBS jobs, and both P4 builds leave such a job untracked.
+    """
+    _check_job(job_id)
     params = topo.symphony_for(job_id)
     return TableEntry(
         table=TABLE_SYMPHONY,

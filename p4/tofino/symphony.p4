@@ -227,8 +227,10 @@ control MyIngress(inout switch_headers_t hdr,
             drop();
         } else {
             ipv4_lpm.apply();
+            /* A job or rank outside the register arrays is never tracked (on both builds:
+             * v1model would index past the arrays, T2NA would alias job_id mod MAX_JOBS). */
             if (hdr.cth.isValid() && hdr.cth.type == CTH_TYPE_DATA
-                    && hdr.cth.src_rank < MAX_RANKS) {
+                    && hdr.cth.job_id < MAX_JOBS && hdr.cth.src_rank < MAX_RANKS) {
                 symphony_config.apply();
             }
             if (meta.tracked == 1) {

@@ -15,9 +15,17 @@ from scapy.layers.l2 import Ether
 
 from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline
-from emu.routing import TABLE_MARKING, TABLE_QUEUE_ECN, TABLE_SYMPHONY, switch_programs, t2na_qdepth
+from emu.routing import (
+    TABLE_MARKING,
+    TABLE_QUEUE_ECN,
+    TABLE_SYMPHONY,
+    marking_entries,
+    switch_programs,
+    symphony_entry,
+    t2na_qdepth,
+)
 from emu.topology import parse_topology
-from hostapps.wire import CTH, ECN_CE, ECN_ECT0, MAX_RANKS
+from hostapps.wire import CTH, ECN_CE, ECN_ECT0, MAX_JOBS, MAX_RANKS
 
 ROOT = Path(__file__).resolve().parents[2]
 TOS_BYTE = 14 + 1  # IPv4 TOS (DSCP, ECN) after the Ethernet header
@@ -36,9 +44,9 @@ symphony: {lead_threshold: 1, slope: 0.25, queue_gate: 0}
 """
 
 
-def frame(step: int, rank: int = 0) -> bytes:
+def frame(step: int, rank: int = 0, job: int = 0) -> bytes:
     return bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2", tos=ECN_ECT0) / UDP(sport=4793, dport=4793)
-                 / CTH(type=1, job_id=0, step=step, src_rank=rank, dst_rank=1 - rank, psn=0) / (b"x" * 20))
+                 / CTH(type=1, job_id=job, step=step, src_rank=rank, dst_rank=1 - rank, psn=0) / (b"x" * 20))
 
 
 def pipeline(scheme: str, build: str = "v1model") -> Pipeline:
@@ -99,3 +107,35 @@ def test_entries_install_on_the_pipeline() -> None:
     assert len(pl.table(TABLE_QUEUE_ECN).dump()) == 2 * 4  # 2 ports: depths 5, 6, 7 and [8, max]
     assert len(pl.table(TABLE_MARKING).dump()) == MAX_RANKS - 2  # leads 2..MAX_RANKS-1
     assert len(pl.table(TABLE_SYMPHONY).dump()) == 1
+
+
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_job_beyond_max_jobs_is_untracked(build: str) -> None:
+    """A job id >= MAX_JOBS is never tracked or Symphony-marked, even with entries installed
+    by hand (the controller never makes them): v1model would index past the registers and
+    T2NA alias job_id mod MAX_JOBS (job 16 onto job 0's registers)."""
+    pl = pipeline("symphony", build)  # job 0: flows 2, T = 1, slope 0.25 (lead 5: always)
+    pl.table_add(TABLE_SYMPHONY, {"hdr.cth.job_id": MAX_JOBS}, "MyIngress.set_symphony_config",
+                 {"flows": 2, "queue_gate": 0, "mode": 1})
+    pl.table_add(TABLE_MARKING, {"hdr.cth.job_id": MAX_JOBS, "meta.lead": 5}, "MyEgress.set_symphony_mark",
+                 {"threshold": 65536})
+    for _ in range(3):
+        st = pl.ingress(frame(5, job=MAX_JOBS), 1, 0)
+        assert st is not None
+        out = pl.egress(st, egress_port=2, enq_qdepth=0, deq_qdepth=0)
+        assert out is not None and out[TOS_BYTE] & 3 == ECN_ECT0  # forwarded, not marked
+    assert pl.register_read("MyIngress.flow_step", 0) == 0  # job 0's state is untouched
+    assert pl.register_read("MyIngress.frontier", 0) == 0
+    assert [c[0] for c in pl.counter_read("MyEgress.symphony_marks")] == [0] * MAX_JOBS  # type: ignore[union-attr]
+    # job 0 itself is tracked as before: step 5 with rank 1 at 0 has lead 5, always marked
+    assert mark_rate(pl, step=5, depth=0, n=4) == 1.0
+    assert pl.register_read("MyIngress.flow_step", 0) == 5
+
+
+def test_controller_rejects_a_job_beyond_max_jobs() -> None:
+    topo = parse_topology(TOPO, "ramp.yaml")
+    with pytest.raises(ValueError, match=f"job_id {MAX_JOBS}: .*< MAX_JOBS = {MAX_JOBS}") as info:
+        symphony_entry(topo, MAX_JOBS, 2, "symphony")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match=f"job_id {MAX_JOBS}: "):
+        marking_entries(topo, MAX_JOBS)
