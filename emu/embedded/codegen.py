@@ -1064,14 +1064,18 @@ class CodeGen:
             self.pre_or_emit(f"{col} = {ent}[3].meter.execute(_now, {units}) if {ent}[2] else None", want_hit)
             self.direct_colour[id(table.direct_meter)] = col
         if want_hit:
-            # hit/miss in a condition: run the actions before the condition is tested
-            lines_before = self.lines
-            self.lines = []
-            saved_ind = self.ind
-            self.dispatch(table, decl, actions, ctx, ent, loc)
-            body, self.lines, self.ind = self.lines, lines_before, saved_ind
-            for ln in body:
-                ln.ind = max(0, ln.ind - saved_ind)
+            # hit/miss in a condition: the lookup (queued in ``pre`` above) and then the actions
+            # run before the condition is tested. The lookup goes out first, at the statement's
+            # level: flushed by the first action statement it would land inside ``if ent[0] == 0``.
+            saved_lines, saved_ind = self.lines, self.ind
+            self.lines, self.ind = [], 0
+            try:
+                self.flush_pre()
+                self.dispatch(table, decl, actions, ctx, ent, loc)
+                self.flush_pre()
+                body = self.lines
+            finally:
+                self.lines, self.ind = saved_lines, saved_ind
             self.pre.extend(body)
             return f"{ent}[2]"
         self.dispatch(table, decl, actions, ctx, ent, loc)

@@ -118,7 +118,8 @@ def test_syntax_error_names_line(tmp_path: Path) -> None:
     assert str(ei.value).startswith(f"{display_path(str(path))}:{line_of(path, 'hdr.h.a = ;')}: syntax error")
 
 
-def test_usual_tutorial_constructs_parse(tmp_path: Path) -> None:
+def test_usual_tutorial_constructs_run(tmp_path: Path) -> None:
+    """The constructs load and run packets down each branch (a hit in a condition crashed before)."""
     body = """
     bit<16> tmp = 16w0xFF;
     counter(32w8, CounterType.packets_and_bytes) c;
@@ -146,6 +147,17 @@ def test_usual_tutorial_constructs_parse(tmp_path: Path) -> None:
     prog = load_program(write_program(tmp_path, body))
     t = prog.controls["I"].tables["t"]
     assert t.const_default and [k.match_kind for k in t.keys] == ["exact", "ternary", "lpm"]
+    for optimize in (True, False):
+        pipe = Pipeline(prog, optimize=optimize)
+        pipe.table_add("I.t", {"hdr.h.a": 9, "hdr.h.c": [0, 0], "hdr.h.d": [0, 0]}, "I.set", {"v": 0x77}, 1)
+        # valid and b != 5: t.apply() (a miss, noop); e = (0xFF >> 2) ^ ~2; d = c[11:4]
+        assert pipe.process(bytes([1, 2, 0x12, 0x34, 3, 4]) + b"pay", 1) == (
+            0, bytes([1, 2, 0x12, 0x34, 0x23, 0x3F ^ 0xFD]) + b"pay")
+        # b == 5 and a == 9: the hit in the condition runs set(0x77) first; c = a ++ b
+        assert pipe.process(bytes([9, 5, 0, 0, 3, 4]) + b"pay", 1) == (
+            0, bytes([0x77, 5, 0x77, 5, 0x70, 0x3F ^ 0xFA]) + b"pay")
+        # b == 5, a miss: the header is made invalid and exit skips the rest
+        assert pipe.process(bytes([1, 5, 0, 0, 3, 4]) + b"pay", 1) == (0, b"pay")
 
 
 #: Parameter and type-parameter names of p4include/core.p4 and v1model.p4: a program may
