@@ -19,6 +19,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from emu.embedded.errors import PacketError
 from emu.embedded.tm import QueueConfig, TrafficManager
 
 logger = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ logger = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 1514 + 4
 
 #: Drop reasons reported by ``stats()["drops"]``.
-DROP_REASONS = ("tail", "pipeline", "malformed", "oversize", "bad_port", "tx_error")
+DROP_REASONS = ("tail", "pipeline", "malformed", "oversize", "bad_port", "tx_error", "internal")
 
 #: Pipeline statistics keys that count parser errors (see runtime.Pipeline.stats).
 _PARSER_ERROR_KEYS = ("parser_errors", "parser_error")
@@ -117,6 +118,22 @@ class SwitchCore:
         self._parser_key = next((k for k in _PARSER_ERROR_KEYS if k in getattr(pipeline, "stats", {})), None)
         #: copies egress asked for (E2E clones, recirculations): the pipeline's list, if it has one
         self._pending: list | None = getattr(pipeline, "pending", None)
+        #: the first internal error (an exception from the pipeline that is not a PacketError)
+        self.internal_error: Exception | None = None
+
+    def _internal(self, exc: Exception, now_us: int, where: str) -> None:
+        """An exception out of the pipeline that is not a :class:`PacketError`: a bug in the
+        program's generated code or the runtime. The packet is dropped and counted under
+        ``drops.internal``; the first one is logged at error level with its traceback (and
+        kept in :attr:`internal_error`), later ones at debug level, rate-limited."""
+        self._drops["internal"] += 1
+        if self.internal_error is None:
+            self.internal_error = exc
+            logger.error("%s: internal error in the P4 pipeline, packet dropped (%s: %s); later ones "
+                         "are counted under drops.internal", where, type(exc).__name__, exc, exc_info=exc)
+        else:
+            self._log("internal", now_us, "%s: internal error in the P4 pipeline: %s: %s",
+                      where, type(exc).__name__, exc)
 
     @property
     def ports(self) -> list[int]:
@@ -163,10 +180,12 @@ class SwitchCore:
                 st = pipe.ingress(frame, port, now_us if tpu == 1 else now_us // tpu)
             else:
                 st = pipe.ingress_copy(frame, port, now_us if tpu == 1 else now_us // tpu, *copy)
-        except Exception:
+        except PacketError as e:
             self._drops["malformed"] += 1
-            self._log("malformed", now_us, "port %d: ingress failed on %d-byte frame %s",
-                      port, n, frame[:64].hex(), exc_info=True)
+            self._log("malformed", now_us, "port %d: %d-byte frame %s dropped: %s", port, n, frame[:64].hex(), e)
+            return
+        except Exception as e:
+            self._internal(e, now_us, f"port {port}: ingress of a {n}-byte frame {frame[:64].hex()}")
             return
         if st is None:
             if key and pipe.stats.get(key, 0) != perr:
@@ -210,9 +229,12 @@ class SwitchCore:
         """Multicast replicas, clones, resubmission (Pipeline.fanout) of one ingress result."""
         try:
             tasks = self.pipeline.fanout(st)
-        except Exception:
+        except PacketError as e:
             self._drops["malformed"] += 1
-            self._log("malformed", now_us, "port %d: replication failed", port, exc_info=True)
+            self._log("malformed", now_us, "port %d: replication dropped: %s", port, e)
+            return
+        except Exception as e:
+            self._internal(e, now_us, f"port {port}: replication")
             return
         if not tasks:
             self._drops["pipeline"] += 1
@@ -255,9 +277,12 @@ class SwitchCore:
             out = self.pipeline.egress(st, egress_port=port, enq_qdepth=enq_qdepth,
                                        deq_qdepth=deq_qdepth, deq_timedelta_us=deq_timedelta_us,
                                        enq_timestamp_us=enq_timestamp_us, now_us=now_us)
-        except Exception:
+        except PacketError as e:
             self._drops["malformed"] += 1
-            self._log("malformed", now_tick, "port %d: egress failed", port, exc_info=True)
+            self._log("malformed", now_tick, "port %d: egress dropped the packet: %s", port, e)
+            return None
+        except Exception as e:
+            self._internal(e, now_tick, f"port {port}: egress")
             return None
         if out is None and not getattr(self.pipeline, "last_recirculated", False):
             self._drops["pipeline"] += 1
@@ -313,7 +338,8 @@ class SwitchCore:
         """Counters: ``{"rx": {port: n}, "tx": {port: n}, "drops": {reason: n},
         "max_qdepth": {port: packets}, "tail_drops": {port: n}, "queues": {port: {...}},
         "pipeline": {...}, "io_lag": {"wakeups", "late_wakeups"}, "io_lag_max_us"}``. Drop reasons: tail, pipeline (P4 drop), malformed (parser
-        error or pipeline exception), oversize (frame longer than ``max_frame_bytes``),
+        error or a :class:`PacketError` from the pipeline), internal (any other exception
+        from the pipeline: a bug, logged at error level), oversize (frame longer than ``max_frame_bytes``),
         bad_port (unknown ingress or egress port), tx_error (send failed, port I/O)."""
         tm = self.tm
         return {

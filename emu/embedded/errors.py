@@ -1,6 +1,8 @@
 """Exceptions of the embedded switch shared by the front end, runtime and control API.
 
-Both carry a one-line message: ``P4FrontendError`` starts with ``FILE:LINE:``;
+``PacketError`` is what a pipeline raises for a frame it cannot process because of the
+frame's contents (the switch core drops and counts it as malformed); any other exception
+out of a pipeline is an internal error. Both frontend and control errors carry a one-line message: ``P4FrontendError`` starts with ``FILE:LINE:``;
 ``ControlError`` (defined in :mod:`emu.control`, shared by every target) names the table,
 field, action or register and the problem.
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 from emu.control import ControlError
 
-__all__ = ["ControlError", "P4FrontendError"]
+__all__ = ["ControlError", "P4FrontendError", "PacketError"]
 
 
 class P4FrontendError(Exception):
@@ -27,3 +29,12 @@ class P4FrontendError(Exception):
         super().__init__(f"{file}:{line}: {message}")
 
 
+
+
+class PacketError(Exception):
+    """A frame the pipeline cannot process because of its contents (not a program bug).
+
+    :class:`~emu.embedded.core.SwitchCore` drops it and counts it under ``drops.malformed``;
+    any other exception out of a pipeline counts under ``drops.internal`` and is logged as
+    an error. ``str(err)`` says what is wrong with the frame.
+    """

@@ -36,7 +36,9 @@ unlimited port rates; every packet is fully processed before the next command ru
 ``register_read``/``check_counter`` see the effect of every packet above them. Outputs
 are matched against the ``expect`` lines in order, per port; an output on a port with no
 expectation left is a failure ("unexpected packet"). A missing or unsupported command,
-or a program the front end rejects, raises :class:`StfError` naming ``FILE:LINE``.
+or a program the front end rejects, raises :class:`StfError` naming ``FILE:LINE``; so does
+an internal error of the embedded pipeline (an exception from its generated code, not a
+drop): ``FILE:LINE`` of the packet, then the exception (``symphony-emu stf`` exits 2).
 """
 
 from __future__ import annotations
@@ -298,6 +300,13 @@ class _Runner:
     def _collect(self, frames: Iterable[tuple[int, bytes]]) -> None:
         for port, frame in frames:
             self.outputs[port].append((self.in_line, frame))
+        # a crash in the pipeline is a bug, not a drop: fail naming the packet that caused it
+        core = getattr(self.device, "core", None)
+        exc = getattr(core, "internal_error", None)
+        if exc is not None:
+            where = f"{self.file}:{self.in_line}" if self.in_line else self.file
+            raise StfError(f"{where}: internal error in the switch pipeline on this packet: "
+                           f"{type(exc).__name__}: {exc}")
 
     def _drain(self) -> None:
         self._collect(self.device.drain())
@@ -492,7 +501,8 @@ def run_stf(program_path: str | Path, stf_path: str | Path, seed: int | None = N
     ``seed`` seeds the P4 ``random()`` extern. ``pipeline`` replaces the compiled
     program (tests). Raises :class:`StfError` (``FILE:LINE: problem``) for a program
     the front end rejects, an unsupported or malformed command, or a control-plane
-    error (unknown table, bad width); failed expectations are in the result.
+    error (unknown table, bad width), or an exception inside the pipeline (naming the
+    packet's line and the exception); failed expectations are in the result.
     """
     stf_path = Path(stf_path)
     try:

@@ -183,3 +183,24 @@ def test_ambiguous_name(tmp_path: Path) -> None:
     pipe.tables["MyOther.fwd"] = pipe.tables["MyIngress.fwd"]
     with pytest.raises(StfError, match=r"t.stf:1: table name 'fwd' is ambiguous: MyIngress.fwd, MyOther.fwd"):
         run_text(tmp_path, "add fwd dst:1 set_port(port:2)\n", pipe)
+
+
+def test_pipeline_crash_fails_loudly_not_as_no_packet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception inside the pipeline (a bug in generated code) is no drop: the runner and
+    ``symphony-emu stf`` (exit 2) name the packet's line and the exception."""
+    from emu.embedded.runtime import Pipeline
+
+    stf = tmp_path / "crash.stf"
+    stf.write_text("add ipv4_lpm hdr.ipv4.dstAddr:0x0a000000/8 drop()\n"
+                   "packet 1 " + "00" * 60 + "\nexpect 2 " + "00" * 60 + "\n")
+
+    def crash(self: Any, frame: bytes, port: int, now_us: int) -> None:
+        raise UnboundLocalError("cannot access local variable '_e_3'")
+
+    monkeypatch.setattr(Pipeline, "ingress", crash)
+    with pytest.raises(StfError, match=rf"^{stf}:2: internal error in the switch pipeline on this "
+                                       r"packet: UnboundLocalError: cannot access local variable '_e_3'$"):
+        run_stf(PROGRAM, stf)
+    out = CliRunner().invoke(stf_command, [str(PROGRAM), str(stf)])
+    assert out.exit_code == 2
+    assert "UnboundLocalError" in out.output and "no packet" not in out.output

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import pytest
 
 from emu.embedded.core import SwitchCore
+from emu.embedded.errors import PacketError
 from emu.embedded.tm import QueueConfig, TrafficManager
 
 
@@ -128,7 +130,7 @@ class FakeState:
 
 class FakePipeline:
     """Forwards by the first byte (egress port); 0xEE = P4 drop, 0xBA = parser error,
-    0xCC = ingress raises, 0xDD = egress raises."""
+    0xCC = ingress raises (a bug), 0xCB = ingress raises PacketError, 0xDD = egress raises."""
 
     def __init__(self) -> None:
         self.stats = {"parsed": 0, "parser_errors": 0}
@@ -139,6 +141,8 @@ class FakePipeline:
         tag = frame[0]
         if tag == 0xCC:
             raise RuntimeError("boom")
+        if tag == 0xCB:
+            raise PacketError("bad frame")
         if tag == 0xBA:
             self.stats["parser_errors"] += 1
             return None
@@ -176,18 +180,37 @@ def test_core_drop_reasons_never_raise() -> None:
     core.receive(1, b"\x02" * 1519, 2)          # oversize
     core.receive(1, pkt(0xEE), 3)               # P4 drop
     core.receive(1, pkt(0xBA), 4)               # parser error
-    core.receive(1, pkt(0xCC), 5)               # ingress raises
-    core.receive(1, pkt(2, second=0xDD), 6)     # egress raises
+    core.receive(1, pkt(0xCB), 5)               # ingress rejects the frame (PacketError)
     core.receive(1, pkt(7), 7)                  # egress_spec not a port
     core.receive(9, pkt(2), 8)                  # unknown ingress port
     assert core.poll(10) == []
     drops = core.stats()["drops"]
     assert drops["oversize"] == 1
     assert drops["pipeline"] == 2
-    assert drops["malformed"] == 3
+    assert drops["malformed"] == 2
     assert drops["bad_port"] == 2
+    assert drops["internal"] == 0 and core.internal_error is None
     # still alive
     core.receive(1, pkt(2), 20)
+    assert core.poll(20) == [(2, pkt(2))]
+
+
+def test_core_internal_error_is_counted_apart_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    """An exception from the pipeline that is not a PacketError is a bug: dropped and counted
+    under drops.internal (not malformed), logged once at error level with the exception."""
+    core = SwitchCore(FakePipeline(), [1, 2])
+    with caplog.at_level(logging.DEBUG, logger="emu.embedded.core"):
+        core.receive(1, pkt(0xCC), 1)               # ingress raises
+        core.receive(1, pkt(2, second=0xDD), 2)     # egress raises
+        core.receive(1, pkt(0xCC), 3)
+        assert core.poll(10) == []
+    drops = core.stats()["drops"]
+    assert drops["internal"] == 3 and drops["malformed"] == 0
+    assert isinstance(core.internal_error, RuntimeError)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "RuntimeError: boom" in errors[0].getMessage()
+    assert errors[0].exc_info is not None
+    core.receive(1, pkt(2), 20)                     # still alive
     assert core.poll(20) == [(2, pkt(2))]
 
 
