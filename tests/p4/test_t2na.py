@@ -168,3 +168,23 @@ def test_t2na_mistakes_name_file_and_line(tmp_path: Path, old: str, new: str, wo
     with pytest.raises(P4FrontendError, match=r"bad.p4:\d+: " + words.replace("(", r"\(").replace(")", r"\)")
                        .replace("[", r"\[").replace("]", r"\]")):
         Pipeline(load_program(bad))
+
+
+def test_egress_intrinsic_metadata_has_tofino2_widths() -> None:
+    """enq_tstamp and deq_timedelta are 32-bit on Tofino2 (Tofino1: 18): 300 us = 300,000 ns
+    in the queue and an enqueue at 5 s arrive whole; the header is 28 bytes (a trailing pad
+    byte), so the fields after it (enq_qdepth, pkt_length) are read at the right offsets."""
+    prog = load_program(ROOT / "tests" / "p4" / "t2na" / "egress_md.p4")
+    pl = Pipeline(prog, seed=1)
+    frame = bytes(14) + bytes(16) + bytes(30)
+    st = pl.ingress(frame, 1, 0)
+    assert st is not None and st.egress_spec == 2
+    out = pl.egress(st, egress_port=2, enq_qdepth=12345, deq_qdepth=0, deq_timedelta_us=300,
+                    enq_timestamp_us=5_000_000, now_us=5_000_300)
+    assert out is not None
+    stamp = out[14:30]
+    enq_ts, deq_td, qdepth = (int.from_bytes(stamp[i:i + 4], "big") for i in (0, 4, 8))
+    assert deq_td == 300_000  # > 2^18 ns
+    assert enq_ts == (5_000_000 * 1000) & 0xFFFFFFFF
+    assert qdepth == 12345
+    assert int.from_bytes(stamp[12:14], "big") == len(frame)

@@ -104,7 +104,9 @@ struct ingress_intrinsic_metadata_for_deparser_t {
 /* ------------------------------------------------------------------ egress metadata */
 
 /* Prepended by the traffic manager; the egress parser extracts it first. Queue depths
- * are in buffer cells (176 bytes on Tofino2). */
+ * are in buffer cells (176 bytes on Tofino2). The Tofino2 layout: 32-bit enq_tstamp and
+ * deq_timedelta (Tofino1 has 18), a 7-bit queue id and a trailing byte of padding that
+ * keeps the header a whole number of 32-bit words (28 bytes). */
 header egress_intrinsic_metadata_t {
     bit<7>    _pad0;
     PortId_t  egress_port;
@@ -112,25 +114,24 @@ header egress_intrinsic_metadata_t {
     bit<19>   enq_qdepth;            /* cells queued ahead when this packet was enqueued */
     bit<6>    _pad2;
     bit<2>    enq_congest_stat;
-    bit<14>   _pad3a;
-    bit<18>   enq_tstamp;            /* ns, low bits */
+    bit<32>   enq_tstamp;            /* ns, when the packet was enqueued */
     bit<5>    _pad3;
     bit<19>   deq_qdepth;            /* cells queued when this packet was dequeued */
     bit<6>    _pad4;
     bit<2>    deq_congest_stat;
     bit<8>    app_pool_congest_stat;
-    bit<14>   _pad4a;
-    bit<18>   deq_timedelta;         /* ns spent in the queue */
+    bit<32>   deq_timedelta;         /* ns spent in the queue */
     ReplicationId_t egress_rid;
     bit<7>    _pad5;
     bit<1>    egress_rid_first;
-    bit<1>    _pad6;
+    bit<1>    _pad6;                 /* 8 - width of QueueId_t */
     QueueId_t egress_qid;
     bit<5>    _pad7;
     bit<3>    egress_cos;
     bit<7>    _pad8;
     bit<1>    deflection_flag;
     bit<16>   pkt_length;            /* bytes */
+    bit<8>    _pad9;                 /* to a 4-byte boundary */
 }
 
 struct egress_intrinsic_metadata_from_parser_t {
