@@ -121,6 +121,8 @@ class ExternRef:
 
     obj: Any
     ext: ExternType
+    #: the extern's P4 type name (``register``), for the declared methods' arity
+    type_name: str = ""
 
 
 @dataclass
@@ -379,7 +381,7 @@ class CodeGen:
             base = self.ref(e.expr, scopes)
             if isinstance(base, StructRef):
                 if e.name not in base.members:
-                    self.fail(e.loc, f"{base.path} has no member {e.name}")
+                    self.fail(e.loc, f"{base.path} (struct {base.type.name}) has no member {e.name}")
                 return base.members[e.name]
             if isinstance(base, HdrRef):
                 for fname, w, var in base.fields:
@@ -596,11 +598,32 @@ class CodeGen:
         """Return (kind, obj, method) for a call."""
         f = e.func
         if isinstance(f, ir.Name):
-            return ("func", f.name, None)
+            name = f.name
+            counts = self.prog.extern_arity.get(name)
+            if counts is not None and not any(name in sc for sc in scopes) \
+                    and name not in self.prog.actions and name not in self.prog.functions:
+                self.check_arity(e, name, counts)
+            return ("func", name, None)
         if isinstance(f, ir.Member):
             base = self.ref(f.expr, scopes)
+            if isinstance(base, TableRef) and f.name == "apply":
+                self.check_arity(e, f"{base.decl.name}.apply", {0})
+            elif isinstance(base, ExternRef):
+                counts = self.prog.method_arity.get((base.type_name, f.name))
+                if counts is not None:
+                    self.check_arity(e, f"{base.type_name}.{f.name}", counts)
             return ("method", base, f.name)
         self.fail(e.loc, "unsupported call")
+
+    def check_arity(self, e: ir.Call, what: str, counts: set[int]) -> None:
+        """``FILE:LINE: WHAT takes N arguments, got M`` unless ``len(e.args)`` is in ``counts``
+        (as p4c rejects such calls)."""
+        n = len(e.args)
+        if n in counts:
+            return
+        want = " or ".join(str(c) for c in sorted(counts))
+        plural = "" if counts == {1} else "s"
+        self.fail(e.loc, f"{what} takes {want} argument{plural}, got {n}")
 
     def call_expr(self, e: ir.Call, scopes) -> V:
         kind, obj, meth = self.call_target(e, scopes)
@@ -1380,7 +1403,7 @@ class CodeGen:
         ext = self.arch.externs.get(inst.type.name)
         if ext is None:
             self.fail(inst.loc, f"unsupported extern {inst.type.name}")
-        scope[inst.name] = ExternRef(ext.instantiate(self, fq, inst, scope), ext)
+        scope[inst.name] = ExternRef(ext.instantiate(self, fq, inst, scope), ext, inst.type.name)
 
     def _table(self, decl, t: ir.Table, ctx: Ctx) -> TableRef:
         fq = f"{decl.name}.{t.name}"

@@ -41,6 +41,7 @@ _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
     "header_union": (None, "header_union"),
     "value_set": ("<", "value_set"),
     "tuple": ("<", "tuple"),
+    "for": ("(", "for loop"),  # P4_16 1.2.5 for loops
 }
 #: Method names (after '.') that are unsupported.
 _UNSUPPORTED_METHODS = {
@@ -297,6 +298,11 @@ class _Default:
     """The ``default`` label of a switch case."""
 
 
+def _arity(params: list[ir.Param]) -> set[int]:
+    """Argument counts a call of ``params`` may pass (``@optional`` ones may be left out)."""
+    return set(range(sum(not p.optional for p in params), len(params) + 1))
+
+
 class _Ann:
     """A parsed annotation (kept only by name)."""
 
@@ -361,6 +367,8 @@ class _Builder(Transformer):
         self.controls: dict[str, ir.ControlDecl] = {}
         self.externs: dict[str, ir.Loc] = {}
         self.extern_functions: dict[str, ir.Loc] = {}
+        self.extern_arity: dict[str, set[int]] = {}
+        self.method_arity: dict[tuple[str, str], set[int]] = {}
         self.instances: list[ir.Instance] = []
         self.functions: dict[str, ir.Function] = {}
         self.field_lists: dict[int, list[tuple[str, str]]] = {}
@@ -455,6 +463,7 @@ class _Builder(Transformer):
             source="", types=self.types, consts=self.consts, errors=self.errors,
             match_kinds=self.match_kinds, actions=self.actions, parsers=self.parsers,
             controls=self.controls, externs=self.externs, extern_functions=self.extern_functions,
+            extern_arity=self.extern_arity, method_arity=self.method_arity,
             instances=self.instances, main=main, functions=self.functions, field_lists=self.field_lists,
             ser_enums=self.ser_enums)
 
@@ -548,17 +557,25 @@ class _Builder(Transformer):
         return None
 
     def extern_decl(self, meta, ch):
-        self.externs[str(ch[0])] = self._loc(meta)
+        name = str(ch[0])
+        self.externs[name] = self._loc(meta)
+        for c in ch[1:]:
+            if isinstance(c, tuple) and c[0] == "method":
+                self.method_arity.setdefault((name, c[1]), set()).update(c[2])
         return None
 
     def method_proto(self, meta, ch):
-        return None
+        ch = self._strip(ch)
+        params = ch[-1] or []
+        names = [c for c in ch[:-1] if isinstance(c, Token) and c.type in ("NAME", "APPLY")]
+        return ("method", str(names[-1]), _arity(params)) if names else None
 
     def ctor_proto(self, meta, ch):
         return None
 
     def extern_func_decl(self, meta, ch):
         self.extern_functions[str(ch[1])] = self._loc(meta)
+        self.extern_arity.setdefault(str(ch[1]), set()).update(_arity(ch[-1] or []))
         return None
 
     def package_decl(self, meta, ch):
@@ -586,9 +603,10 @@ class _Builder(Transformer):
         return str(ch[0])
 
     def param(self, meta, ch):
+        optional = any(isinstance(c, _Ann) and c.name == "optional" for c in ch)
         ch = self._strip(ch)
         direction = str(ch[0]) if ch[0] is not None else ""
-        return ir.Param(self._loc(meta), direction, ch[1], str(ch[2]))
+        return ir.Param(self._loc(meta), direction, ch[1], str(ch[2]), optional)
 
     # -- parsers
     def parser_decl(self, meta, ch):

@@ -337,6 +337,8 @@ class Param:
     direction: str
     type: Type
     name: str
+    #: ``@optional`` (an extern's parameter a call may leave out)
+    optional: bool = False
 
 
 @dataclass
@@ -491,6 +493,10 @@ class Program:
     instances: list[Instance]
     main: Instance | None
     functions: dict[str, Function] = field(default_factory=dict)
+    #: how many arguments a call may pass: extern function name -> counts (overloads,
+    #: ``@optional`` parameters), and (extern type, method) -> counts
+    extern_arity: dict[str, set[int]] = field(default_factory=dict)
+    method_arity: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     #: ``@field_list(n)`` annotations: list n -> [(struct name, member name)] in declaration order
     field_lists: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     #: serializable enums ``enum bit<8> E { A = 1 }``: name -> member -> value (the type is its bit<N>)

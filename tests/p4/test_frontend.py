@@ -214,9 +214,9 @@ def test_non_constant_header_stack_index_names_its_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("body", "needle", "message"), [
-    ("register<bit<8>>(4) r;\n apply {\n  r.read(hdr.h.a);\n}", "r.read", "read(): too few arguments (1)"),
-    ("counter(4, CounterType.packets) c;\n apply {\n  c.count();\n}", "c.count", "count(): too few arguments (0)"),
-    ("apply {\n  random(hdr.h.a, 8w1);\n}", "random(", "random(): too few arguments (2)"),
+    ("register<bit<8>>(4) r;\n apply {\n  r.read(hdr.h.a);\n}", "r.read", "register.read takes 2 arguments, got 1"),
+    ("counter(4, CounterType.packets) c;\n apply {\n  c.count();\n}", "c.count", "counter.count takes 1 argument, got 0"),
+    ("apply {\n  random(hdr.h.a, 8w1);\n}", "random(", "random takes 3 arguments, got 2"),
 ])
 def test_extern_calls_with_missing_arguments_name_the_users_line(tmp_path: Path, body: str, needle: str,
                                                                    message: str) -> None:
@@ -224,3 +224,37 @@ def test_extern_calls_with_missing_arguments_name_the_users_line(tmp_path: Path,
     with pytest.raises(P4FrontendError) as ei:
         Pipeline(load_program(path))
     assert str(ei.value) == f"{display_path(str(path))}:{line_of(path, needle)}: {message}"
+
+
+@pytest.mark.parametrize(("body", "needle", "message"), [
+    ("apply {\n  mark_to_drop();\n}", "mark_to_drop(", "mark_to_drop takes 1 argument, got 0"),
+    ("apply {\n  mark_to_drop(sm, 1);\n}", "mark_to_drop(", "mark_to_drop takes 1 argument, got 2"),
+    ("table t { key = { hdr.h.a: exact; } actions = { NoAction; } }\napply {\n  t.apply(1, 2);\n}",
+     "t.apply(", "t.apply takes 0 arguments, got 2"),
+    ("table t { key = { hdr.h.a: exact; } actions = { NoAction; } }\napply {\n  if (t.apply(1).hit) { }\n}",
+     "t.apply(", "t.apply takes 0 arguments, got 1"),
+    ("register<bit<8>>(4) r;\napply {\n  r.write(1);\n}", "r.write(", "register.write takes 2 arguments, got 1"),
+])
+def test_call_arity_is_checked_as_p4c_does(tmp_path: Path, body: str, needle: str, message: str) -> None:
+    path = write_program(tmp_path, body)
+    with pytest.raises(P4FrontendError) as ei:
+        Pipeline(load_program(path))
+    assert str(ei.value) == f"{display_path(str(path))}:{line_of(path, needle)}: {message}"
+
+
+def test_for_loop_is_named_unsupported(tmp_path: Path) -> None:
+    path = write_program(tmp_path, "apply {\n  for (bit<8> i = 0; i < 4; i = i + 1) { hdr.h.a = i; }\n}")
+    with pytest.raises(P4FrontendError) as ei:
+        load_program(path)
+    assert str(ei.value) == f"{display_path(str(path))}:{line_of(path, 'for (')}: unsupported for loop"
+
+
+def test_missing_member_names_the_struct_type_when_a_parameter_shadows_a_type(tmp_path: Path) -> None:
+    """``hdr`` is a header type and the parser's parameter (of struct ``headers``): the error says which."""
+    path = tmp_path / "prog.p4"
+    path.write_text(TEMPLATE.replace("h_t", "hdr").replace("pkt.extract(hdr.h);", "pkt.extract(hdr.ipv5);")
+                    .format(ingress="apply { }", decls=""))
+    with pytest.raises(P4FrontendError) as ei:
+        Pipeline(load_program(path))
+    assert str(ei.value) == (f"{display_path(str(path))}:{line_of(path, 'hdr.ipv5')}: "
+                             "hdr (struct headers) has no member ipv5")
