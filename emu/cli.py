@@ -349,8 +349,15 @@ def cli(verbose: int) -> None:
 @click.option("--p4", "p4", type=click.Choice(["v1model", "tofino"]), default="v1model", show_default=True,
               help="P4 build the switches run: p4/symphony.p4 (v1model) or p4/tofino/symphony.p4 (T2NA, "
                    "embedded target; docs/tofino.md).")
+@click.option("--dilation", type=float, default=None,
+              help="Mininet mode: time dilation D (rates / D, delays and host timers * D; CCTs reported in "
+                   "scenario time). Default: the scenario's `dilation` (1 if unset); docs/virtual-time.md.")
+@click.option("--mtu", type=int, default=None,
+              help="Override the scenario's IP MTU (bytes), e.g. --mtu 1500 to run a 4096-byte scenario "
+                   "in Mininet.")
 def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
-        out: Path | None, seed: int, mode: str, pcap: bool, p4: str) -> None:
+        out: Path | None, seed: int, mode: str, pcap: bool, p4: str, dilation: float | None,
+        mtu: int | None) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
 
@@ -361,7 +368,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
         with RichProgress(console) as progress:
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
                                 size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode,
-                                pcap=pcap, p4=p4)
+                                pcap=pcap, p4=p4, dilation=dilation, mtu=mtu)
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:

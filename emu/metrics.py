@@ -331,15 +331,21 @@ def compute_metrics(
     scheme: str,
     jobs: Mapping[int, JobInfo] | None = None,
     lead_samples: int = LEAD_SAMPLES,
+    time_scale: float = 1.0,
 ) -> SchemeMetrics:
     """Metrics of one scheme from its results folder.
 
     ``jobs`` (from :func:`job_infos`) gives each job's size and bandwidth for the bound,
     its rank count (an iteration is complete when every rank logged it) and its expected
     iterations (checked for ``verified``). Without it, ranks are the files found and no
-    bound is computed.
+    bound is computed. ``time_scale`` multiplies every logged time (1 / D for a run dilated
+    by D, emu.dilation: the metrics are then in scenario time).
     """
     recs = load_records(scheme_dir)
+    if time_scale != 1.0:
+        recs.steps = [dataclasses.replace(s, start=s.start * time_scale, end=s.end * time_scale) for s in recs.steps]
+        recs.iterations = [dataclasses.replace(it, start=it.start * time_scale, end=it.end * time_scale)
+                           for it in recs.iterations]
     jobs = dict(jobs or {})
     errors = [f"job {e.get('job')} rank {e.get('rank')}: {e.get('message', '')}" for e in recs.errors]
     if recs.bad_lines:

@@ -192,8 +192,9 @@ class MininetBackend(Backend):
         """Target installed, root, Mininet, and no stale links of the topology's node names."""
         target_class(target)  # TargetUnavailable: one line
         if topology.mtu != 1500:
-            raise UsageError(f"mtu {topology.mtu}: the Mininet hosts run a 1500-byte MTU; run this scenario "
-                             "with --mode sim")
+            raise UsageError(f"mtu {topology.mtu}: the Mininet hosts and switches run a 1500-byte MTU; run this "
+                             "scenario with --mode sim, or in Mininet with --mtu 1500 (the ECN ramp stays in "
+                             "the scenario's packets)")
         require_root()
         require_mininet()
         names = [h.name for h in topology.hosts] + [s.name for s in topology.switches]

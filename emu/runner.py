@@ -523,8 +523,13 @@ def _monotonic() -> float:
 def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES, iterations: int | None = None,
         size: int | None = None, target: str = "embedded", out: str | os.PathLike[str] | None = None, seed: int = 1,
         progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False,
-        p4: str = "v1model") -> RunResult:
+        p4: str = "v1model", dilation: float | None = None, mtu: int | None = None) -> RunResult:
     """Run the topology's jobs once per scheme on one network; write the results folder.
+
+    ``dilation``: Mininet mode only, time dilation D (emu.dilation.dilate: rates / D, delays
+    and host timers * D); None uses the scenario's ``dilation`` field (default 1). The
+    report's times are the scenario's (wall-clock times / D); summary.json gives ``dilation``
+    and each job's ``cct_wall_s``. ``mtu``: override of the scenario's MTU (bytes).
 
     ``p4``: the P4 build, "v1model" or "tofino" (T2NA on the embedded target; see Experiment.open).
     ``mode``: the back end, "mininet" (real time, root) or "sim" (virtual time).
@@ -545,16 +550,30 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
     from emu.topology import load_topology
 
     topology = load_topology(topology_path)
+    if mtu is not None:
+        if not 576 <= mtu <= 9000:
+            raise UsageError(f"--mtu {mtu}: give 576..9000 bytes")
+        topology = topology.model_copy(update={"mtu": mtu})
+        topology.__dict__.pop("plan", None)
+    if dilation is not None and mode != "mininet":
+        raise UsageError(f"--dilation: only --mode mininet dilates time (here --mode {mode}); drop --dilation")
+    if dilation is not None and not dilation >= 1:
+        raise UsageError(f"--dilation {dilation}: give D >= 1 (1 = the scenario's own rates)")
+    d = (dilation if dilation is not None else topology.dilation) if mode == "mininet" else 1.0
+    from emu.dilation import dilate
+
+    run_topology = dilate(topology, d) if d != 1 else topology
     check_memory(topology, size=size, per_process=mode == "mininet")
     runs: dict[str, SchemeRun] = {}
-    with Experiment.open(topology_path, topology=topology, target=target, out=Path(out) if out else None, seed=seed,
-                         progress=progress, mode=mode, pcap=pcap, p4=p4) as exp:
-        exp.update_run_file(schemes=list(schemes), **resolved_workload(exp.topology, iterations=iterations, size=size))
+    with Experiment.open(topology_path, topology=run_topology, target=target, out=Path(out) if out else None,
+                         seed=seed, progress=progress, mode=mode, pcap=pcap, p4=p4) as exp:
+        exp.update_run_file(schemes=list(schemes), dilation=d, mtu=topology.mtu,
+                            **resolved_workload(exp.topology, iterations=iterations, size=size))
         for scheme in schemes:
             runs[scheme] = exp.run_scheme(scheme, iterations=iterations, size=size, progress=progress)
         out_dir = exp.out_dir
     summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
-                               title=f"{topology.name}, run {exp.run_id}")
+                               title=f"{topology.name}, run {exp.run_id}", dilation=d)
     from emu import report
 
     exp.update_run_file(summary=report.SUMMARY_FILE,
@@ -623,11 +642,13 @@ def resolved_workload(topology: Any, *, iterations: int | None, size: int | None
 
 
 def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, iterations: int | None = None,
-              size: int | None = None, title: str | None = None) -> tuple[dict[str, Any], Any]:
+              size: int | None = None, title: str | None = None, dilation: float = 1.0) -> tuple[dict[str, Any], Any]:
     """Compute the metrics and write summary.json, cct.csv, steps.csv and the PNGs into ``out_dir``.
 
     Returns (summary dict, rich table). Per-switch counters of each scheme are in
-    ``<scheme>/counters.json``.
+    ``<scheme>/counters.json``. ``topology``: the scenario as written (its bounds are in
+    scenario time); ``dilation``: D of a dilated run, whose logged wall-clock times are
+    divided by D (emu.dilation).
     """
     import dataclasses
 
@@ -638,10 +659,11 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
                                     iterations=iterations if iterations is not None else info.iterations)
         for job_id, info in metrics.job_infos(topology).items()
     }
-    scheme_metrics = {scheme: metrics.compute_metrics(run.results_dir, scheme=scheme, jobs=infos)
+    scheme_metrics = {scheme: metrics.compute_metrics(run.results_dir, scheme=scheme, jobs=infos,
+                                                      time_scale=1.0 / dilation)
                       for scheme, run in runs.items()}
     counters = {scheme: counter_totals(run.counter_delta()) for scheme, run in runs.items()}
-    table = report.write_report(out_dir, scheme_metrics, counters, title=title)
+    table = report.write_report(out_dir, scheme_metrics, counters, title=title, dilation=dilation)
     summary = json.loads((out_dir / report.SUMMARY_FILE).read_text())
     return summary, table
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from hostapps.ratecontrol import DcqcnParams
 from hostapps.wire import MAX_JOBS, MAX_RANKS
@@ -246,8 +246,17 @@ class Topology(_Model):
     #: ``hpcc-dcqcn-100g``); ``dcqcn`` overrides its rate parameters, an ``ecn`` ramp or
     #: threshold given in the file its ECN ramp (else the preset's Kmin/Kmax/Pmax in packets of the MTU).
     dcqcn_preset: str | None = None
-    #: IP MTU of every host (bytes); RoCE's 4096 needs ``--mode sim`` (the Mininet hosts use 1500).
+    #: IP MTU of every host (bytes); RoCE's 4096 needs ``--mode sim`` (the Mininet hosts use 1500;
+    #: ``--mtu 1500`` runs such a scenario in Mininet).
     mtu: int = Field(1500, ge=576, le=9000)
+    #: Time dilation D that ``--mode mininet`` uses for this scenario when ``--dilation`` is
+    #: not given: link rates / D, delays and host timers * D (emu.dilation, docs/virtual-time.md).
+    dilation: float = Field(1.0, ge=1)
+
+    #: TransportConfig overrides applied over the preset's (set by emu.dilation.dilate).
+    _transport: dict[str, Any] = PrivateAttr(default_factory=dict)
+    #: The dilation applied to this object (1: the scenario as written).
+    _dilated_by: float = PrivateAttr(1.0)
 
     # -- lookups ---------------------------------------------------------------------
 
@@ -287,7 +296,13 @@ class Topology(_Model):
 
     def transport_for(self, job_id: int) -> dict[str, Any]:  # noqa: ARG002 - per job later
         """TransportConfig overrides for the job's workers (the preset's; none without one)."""
-        return dict(self.preset.transport) if self.preset is not None else {}
+        base = dict(self.preset.transport) if self.preset is not None else {}
+        return {**base, **self._transport}
+
+    @property
+    def dilated_by(self) -> float:
+        """The time dilation D applied to this object by :func:`emu.dilation.dilate` (1: none)."""
+        return self._dilated_by
 
     @property
     def preset(self) -> Any:

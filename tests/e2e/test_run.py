@@ -264,3 +264,25 @@ def test_cli_hangup_cleans_up(mininet_env: None, tmp_path: Path) -> None:
     assert info["status"] == "interrupted" and info["signal"] == "SIGHUP"
     assert "Traceback" not in err
     assert_nothing_left(info["run_id"], NODES_1SW)
+
+
+DILATED = Path(__file__).resolve().parent / "dilated.yaml"
+
+
+@pytest.mark.timeout(240)
+def test_dilated_run_reports_scenario_time(mininet_env: None, tmp_path: Path) -> None:
+    """``run --mtu 1500`` of a scenario with ``dilation: 50``: Mininet runs it at 1/50 of its
+    rates; the report's CCT is in scenario time (CCT/bound against the undilated 1 Gbit/s bound
+    is near 1, not near 50) and the wall-clock CCT beside it is 50 times that."""
+    proc = cli("run", str(DILATED), "--scheme", "baseline", "--mtu", "1500", "--out", str(tmp_path))
+    out, err = proc.communicate(timeout=220)
+    assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{err}"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    run_info = json.loads((tmp_path / "run.json").read_text())
+    assert summary["dilation"] == 50 and run_info["dilation"] == 50 and run_info["mtu"] == 1500
+    job = summary["baseline"]["jobs"]["0"]
+    assert job["verified"]
+    assert 0.9 <= job["cct_over_bound"]["mean"] < 10, job
+    assert job["cct_wall_s"]["mean"] == pytest.approx(50 * job["cct_s"]["mean"])
+    assert re.search(r"dilated\s+by\s+D\s+=\s+50", out), out
+    assert_nothing_left(run_info["run_id"], ["h1", "h2", "h3", "s1"])

@@ -221,7 +221,7 @@ def test_dc_scenario_4096_byte_frames_pass_the_switch(tmp_path: Path) -> None:
 
 
 def test_mininet_mode_refuses_a_4096_byte_mtu(tmp_path: Path) -> None:
-    with pytest.raises(runner.UsageError, match="mtu 4096: the Mininet hosts run a 1500-byte MTU"):
+    with pytest.raises(runner.UsageError, match="mtu 4096: the Mininet hosts and switches run a 1500-byte MTU.*--mtu 1500"):
         runner.run(DC16, out=tmp_path)
 
 
