@@ -18,6 +18,7 @@ subclass and one registry line.
 from __future__ import annotations
 
 import importlib
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from emu.control import SwitchControl
 
 from emu.targets.registry import TARGETS, target_names
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_PROGRAM", "P4_BUILDS", "Requirement", "SwitchOptions", "SwitchStartError", "SwitchTarget", "TARGETS",
            "TargetUnavailable", "load_target", "target_class", "target_names"]
@@ -94,7 +97,6 @@ def target_class(name: str) -> type[SwitchTarget]:
 def stop_process_group(proc: Any, name: str, timeout_s: float = 5.0) -> None:
     """SIGTERM the process group of ``proc`` (a ``subprocess.Popen`` started with
     ``start_new_session=True``), SIGKILL it after ``timeout_s`` seconds; no-op when it ended."""
-    import logging
     import os
     import signal
     import subprocess
@@ -108,7 +110,7 @@ def stop_process_group(proc: Any, name: str, timeout_s: float = 5.0) -> None:
     try:
         proc.wait(timeout_s)
     except subprocess.TimeoutExpired:
-        logging.getLogger(__name__).warning("switch %s ignored SIGTERM for %.0f s; killing it", name, timeout_s)
+        log.warning("switch %s ignored SIGTERM for %.0f s; killing it", name, timeout_s)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -151,6 +153,17 @@ class SwitchTarget(Switch):
         self.options = options or SwitchOptions()
         self.seed_offset = seed_offset
         self.proc: Any = None
+        #: The P4Runtime client session of :meth:`control`, if one is open.
+        self._p4rt: Any = None
+
+    def _close_p4rt(self) -> None:
+        """Tear down the P4Runtime client session, if any (a dead connection is only logged)."""
+        client, self._p4rt = self._p4rt, None
+        if client is not None:
+            try:
+                client.tear_down()
+            except Exception as exc:  # noqa: BLE001 - closing a dead connection
+                log.debug("P4Runtime tear down on %s: %s", self.name, exc)
 
     # -- installation -----------------------------------------------------------------------
     @classmethod

@@ -121,7 +121,6 @@ class Bmv2Switch(SwitchTarget):
     def __init__(self, name: str, *args: Any, **params: Any) -> None:
         super().__init__(name, *args, **params)
         self._control: P4RuntimeControl | None = None
-        self._p4rt: Any = None
         self._started = 0.0
 
     # -- installation check -------------------------------------------------------------
@@ -292,14 +291,6 @@ class Bmv2Switch(SwitchTarget):
                              usage=lambda: None if proc is None else process_usage(proc.pid, started))
         self._control = P4RuntimeControl(info, client, thrift, registers_over_p4runtime=False,
                                          on_close=self._close_p4rt)
-
-    def _close_p4rt(self) -> None:
-        client, self._p4rt = self._p4rt, None
-        if client is not None:
-            try:
-                client.tear_down()
-            except Exception as exc:  # noqa: BLE001 - closing a dead connection
-                log.debug("P4Runtime tear down on %s: %s", self.name, exc)
 
     def control(self) -> P4RuntimeControl:
         """The switch's control (after :meth:`wait_ready`): tables and counters over P4Runtime,

@@ -99,7 +99,6 @@ class EmbeddedSwitch(SwitchTarget):
     def __init__(self, name: str, *args: Any, **params: Any) -> None:
         super().__init__(name, *args, **params)
         self._control: P4RuntimeControl | None = None
-        self._p4rt: Any = None
 
     # -- installation check -------------------------------------------------------------
     @classmethod
@@ -208,14 +207,6 @@ class EmbeddedSwitch(SwitchTarget):
             self._control = P4RuntimeControl(info, client, side, registers_over_p4runtime=True,
                                              on_close=self._close_p4rt)
         return self._control
-
-    def _close_p4rt(self) -> None:
-        client, self._p4rt = self._p4rt, None
-        if client is not None:
-            try:
-                client.tear_down()
-            except Exception as exc:  # noqa: BLE001 - closing a dead connection
-                log.debug("P4Runtime tear down on %s: %s", self.name, exc)
 
     def stop_process(self, timeout_s: float = 5.0) -> None:
         """Close the control connections, SIGTERM the switch process, SIGKILL it after
