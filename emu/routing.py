@@ -54,10 +54,11 @@ MODES: dict[str, int] = {"baseline": 0, "symphony": 1}
 PROB_ONE = 65536
 #: Largest ``enq_qdepth`` (bit<19>), the top of the last queue_ecn range.
 MAX_QDEPTH = 2**19 - 1
-#: At most this many depth ranges per port for the part of the ECN ramp below kmax; a
-#: longer ramp is cut into this many equal ranges, each marked at its midpoint depth's
-#: probability, so the mean over the ramp's depths is unbiased (a table-size bound, as
-#: switch ASICs quantize RED profiles).
+#: At most this many ``queue_ecn`` ranges per port, the ``d >= kmax`` range included: the
+#: ramp below kmax is cut into at most ``MAX_RAMP_RANGES - 1`` equal ranges, each marked at
+#: its midpoint depth's probability, so the mean over the ramp's depths is unbiased (a
+#: table-size bound, as switch ASICs quantize RED profiles). 32 per port keeps a 64-port
+#: switch within QUEUE_ECN_ENTRIES (2048, p4/include/constants.p4).
 MAX_RAMP_RANGES = 32
 #: Bytes per buffer cell of the Tofino2 traffic manager, the unit of T2NA's
 #: ``eg_intr_md.enq_qdepth`` (Tofino1: 80). docs/tofino.md.
@@ -371,8 +372,8 @@ def ecn_ramp(kmin: int, kmax: int, pmax: float, *, max_ranges: int = MAX_RAMP_RA
     Depth d < kmin: no range (never marked). kmin <= d < kmax: probability
     ``pmax * (d - kmin) / (kmax - kmin)`` (DCQCN, SIGCOMM 2015, section 3), as a threshold
     in 1/65536; ranges whose threshold rounds to 0 are left out. d >= kmax: 65536 (always).
-    kmin == kmax is a step at K. Ranges of the ramp are single depths, or ``max_ranges``
-    equal pieces when the ramp is longer, each at the probability of its midpoint depth
+    kmin == kmax is a step at K. Ranges of the ramp are single depths, or ``max_ranges - 1``
+    equal pieces when the ramp is longer (so at most ``max_ranges`` ranges in all), each at the probability of its midpoint depth
     ``(low + high) / 2`` (the error averages out over a piece; the lowest depth would
     bias marking down and leave the first piece unmarked).
     Units are whatever ``kmin``/``kmax`` are in (packets or cells). ValueError if kmin > kmax.
@@ -381,7 +382,7 @@ def ecn_ramp(kmin: int, kmax: int, pmax: float, *, max_ranges: int = MAX_RAMP_RA
         raise ValueError(f"ECN ramp needs 0 <= kmin <= kmax, got kmin={kmin}, kmax={kmax}")
     out = []
     span = kmax - kmin
-    pieces = min(span, max_ranges)
+    pieces = min(span, max_ranges - 1)
     for i in range(pieces):
         low = kmin + (span * i) // pieces
         high = kmin + (span * (i + 1)) // pieces - 1

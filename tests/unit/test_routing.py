@@ -19,6 +19,7 @@ from emu.routing import (
     ACTION_MARKING,
     ACTION_SYMPHONY,
     MAX_QDEPTH,
+    MAX_RAMP_RANGES,
     PROB_ONE,
     TABLE_LPM,
     TABLE_MARKING,
@@ -33,6 +34,7 @@ from emu.routing import (
     symphony_threshold,
     t2na_qdepth,
 )
+from emu.targets import P4_BUILDS
 from emu.topology import Topology, load_topology, parse_topology
 from hostapps.wire import MAX_RANKS, STEP_WINDOW
 
@@ -268,11 +270,35 @@ ecn: {kmin_packets: 4, kmax_packets: 8, pmax: 0.5}
 def test_ecn_ramp_shapes() -> None:
     assert ecn_ramp(10, 10, 1.0) == [(10, MAX_QDEPTH, PROB_ONE)]  # the step of threshold_packets
     assert ecn_ramp(0, 2, 1.0) == [(1, 1, 32768), (2, MAX_QDEPTH, PROB_ONE)]
-    long = ecn_ramp(100, 1100, 0.2, max_ranges=4)  # 1000-deep ramp in 4 pieces of 250, each at its midpoint
+    long = ecn_ramp(100, 1100, 0.2, max_ranges=5)  # 1000-deep ramp in 4 pieces of 250 (+ d >= kmax), each at its midpoint
     assert long == [(100, 349, 1632), (350, 599, 4909), (600, 849, 8185), (850, 1099, 11462),
                     (1100, MAX_QDEPTH, PROB_ONE)]  # 0.2 * (224.5 - 100) / 1000 * 65536 = 1632
+    assert len(ecn_ramp(97, 389 * 24, 0.2)) <= MAX_RAMP_RANGES  # the kmax range counts in the budget
     with pytest.raises(ValueError, match="kmin <= kmax"):
         ecn_ramp(5, 4, 1.0)
+
+
+@pytest.mark.parametrize("p4", sorted(P4_BUILDS))
+def test_shipped_topologies_fit_the_p4_tables(p4: str) -> None:
+    """Every shipped scenario's entries fit the table sizes each build declares.
+
+    A 64-port spine (dc-leafspine-128) needs 64 ramps in ``queue_ecn``; the switch refuses an
+    entry past ``size`` ("table full"), which would end the run while programming.
+    """
+    from emu.embedded.frontend import load_program
+    from emu.embedded.runtime import Pipeline
+
+    pipe = Pipeline(load_program(P4_BUILDS[p4]))
+    for path in sorted((REPO / "topologies").glob("*.yaml")):
+        topo = load_topology(path)
+        for scheme in ("baseline", "symphony"):
+            for sw, prog in switch_programs(topo, scheme, p4=p4).items():
+                counts: dict[str, int] = {}
+                for entry in prog.entries:
+                    counts[entry.table] = counts.get(entry.table, 0) + 1
+                for table, n in counts.items():
+                    size = pipe.table(table).size
+                    assert n <= size, f"{path.name} {scheme} {sw}: {n} {table} entries > size {size}"
 
 
 def test_symphony_threshold_formula() -> None:
@@ -331,7 +357,7 @@ def test_long_ecn_ramp_is_unbiased(kmin: int, kmax: int, pmax: float) -> None:
     """Pieces of a long ramp mark at their midpoint's probability: the mean error over the
     ramp's depths is within rounding (1/65536 per range), the largest within half a piece."""
     mean, worst = _ramp_mean_error(kmin, kmax, pmax)
-    pieces = min(kmax - kmin, 32)
+    pieces = min(kmax - kmin, MAX_RAMP_RANGES - 1)
     assert abs(mean) < 2 / PROB_ONE + pmax / (kmax - kmin), (mean, worst)
     assert worst <= pmax / pieces / 2 + pmax / (kmax - kmin) + 1 / PROB_ONE, (mean, worst)
     assert ecn_ramp(kmin, kmax, pmax)[0][2] > 0  # the first piece marks too
