@@ -5,8 +5,11 @@ A field of the topology schema has a documented unit in its name (``delay_ms``,
 or a string with a unit, converted to it: ``delay_ms: 2us`` is 0.002 ms and
 ``bandwidth_mbps: 100Gbit/s`` is 100000 Mbit/s. Parsing and conversion use pint (SI and
 binary prefixes, ``bit``/``byte``/``B``, ``s``/``ms``/``us``/``ns``, ``/s``, and ``bps``
-for bit/s, so that ``10Mbps`` and ``100Gbps`` work too). The unit registry is built on
-first use (about 0.1 s), so files with bare numbers never pay for it.
+for bit/s). The networking spellings ``bps``, ``Kbps``/``kbps``, ``Mbps``, ``Gbps``, ``Tbps``
+are bits per second (decimal prefixes) and are read before pint, which would take ``bps`` as
+baud and ``Gbps`` as ambiguous (gilbert-picosecond); pint's "yield multiple results" log
+warnings are dropped. The unit registry is built on first use (about 0.1 s), so files with
+bare numbers never pay for it.
 
 - :func:`to_unit` converts one value and raises :class:`UnitError` (one line with a fix).
 - :data:`Mbps`, :data:`Milliseconds`, :data:`Seconds`, :data:`Bytes` are pydantic
@@ -17,6 +20,8 @@ first use (about 0.1 s), so files with bare numbers never pay for it.
 from __future__ import annotations
 
 import functools
+import logging
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
@@ -25,7 +30,11 @@ from pydantic_core import PydanticCustomError
 Kind = Literal["duration", "rate", "size"]
 
 #: Unit kind -> an example written with a unit (for error messages).
-_EXAMPLES: dict[Kind, str] = {"duration": "'5ms', '2us'", "rate": "'100Gbit/s', '10Mbps'", "size": "'64KiB'"}
+_EXAMPLES: dict[Kind, str] = {"duration": "'5ms', '2us'", "rate": "'100Gbps', '10Mbit/s'", "size": "'64KiB'"}
+
+#: Networking rate spellings -> bit/s per unit (decimal prefixes, as in IEEE 802.3 "100GBASE").
+_BPS: dict[str, float] = {"bps": 1.0, "Kbps": 1e3, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "Tbps": 1e12}
+_BPS_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(bps|[kK]bps|Mbps|Gbps|Tbps)$")
 
 
 _BIT_HINT = " (bits are 'bit', bytes 'B': 'Gbit/s', not 'Gb/s')"
@@ -40,10 +49,19 @@ class UnitError(ValueError):
         super().__init__(f"{problem}; {fix}")
 
 
+class _DropAmbiguityWarnings(logging.Filter):
+    """Drops pint's ``Parsing X yield multiple results`` warnings (our error says what to write)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "yield multiple results" not in record.getMessage()
+
+
 @functools.cache
 def _registry() -> Any:
     import pint  # deferred: only strings with units need it
 
+    for name in ("pint", "pint.util"):
+        logging.getLogger(name).addFilter(_DropAmbiguityWarnings())
     ureg = pint.UnitRegistry(cache_folder=None)
     if "bps" not in ureg:  # pint >= 0.24 defines it
         ureg.define("bps = bit / second")
@@ -67,7 +85,8 @@ def to_unit(value: Any, unit: str, kind: Kind) -> float:
 
     Returns the magnitude in ``unit`` (float). Raises :class:`UnitError` for an unparsable
     string, an unknown unit or a unit of another kind (``"5ms"`` for a rate, ``"3 Gb/s"``,
-    which pint reads as gilbert per second).
+    which pint reads as gilbert per second). ``bps``/``Kbps``/``Mbps``/``Gbps``/``Tbps`` are
+    bit/s (a rate; for another kind they are rejected).
     """
     if isinstance(value, bool):
         raise UnitError(f"expected a number, got {value!r}", f"give a number in {unit} or a value with a unit")
@@ -83,6 +102,12 @@ def to_unit(value: Any, unit: str, kind: Kind) -> float:
         return float(text)
     except ValueError:
         pass
+    match = _BPS_RE.match(text)
+    if match:
+        number, suffix = match.groups()
+        if kind == "rate" and unit == "Mbit/s":  # the common case, without loading pint
+            return float(f"{float(number) * _BPS[suffix] / 1e6:.12g}")
+        text = f"{number} {suffix[:-3].replace('K', 'k')}bit/s"
     import pint
 
     ureg = _registry()

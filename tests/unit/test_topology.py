@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 
 import pytest
 
 from emu.topology import TopologyError, load_topology, parse_topology
+from emu.units import to_unit
 
 REPO = Path(__file__).resolve().parents[2]
 TOPOLOGIES = sorted((REPO / "topologies").glob("*.yaml"))
@@ -375,3 +378,38 @@ def test_pmax_with_a_preset_overrides_only_pmax() -> None:
     assert "\necn:" not in dc
     ecn = parse_topology(dc + "ecn: {pmax: 0.5}\n", "dc.yaml").ecn
     assert (ecn.kmin_packets, ecn.kmax_packets, ecn.pmax) == (97, 389, 0.5)
+
+
+# -- networking rate spellings (Kbps/Mbps/Gbps/Tbps are bit/s) -----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "mbps"),
+    [("100Gbps", 100_000.0), ("10Mbps", 10.0), ("1Gbps", 1000.0), ("1.5 Tbps", 1.5e6), ("500Kbps", 0.5),
+     ("500kbps", 0.5), ("2e6 bps", 2.0)],
+)
+def test_networking_rate_spellings_are_bits_per_second(
+    text: str, mbps: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        topo = parse_topology(GOOD.replace("bandwidth_mbps: 20", f"bandwidth_mbps: {text}", 1), "t.yaml")
+        assert topo.links[1].bandwidth_mbps == pytest.approx(mbps)
+        topo = parse_topology(GOOD.replace("name: t\n", f"name: t\ndefaults: {{bandwidth_mbps: {text}}}\n"), "t.yaml")
+        assert topo.defaults.bandwidth_mbps == pytest.approx(mbps)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.records
+
+
+def test_pint_ambiguity_warning_is_never_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # 'Gbps/2' goes to pint, which alone logs "Parsing Gbps yield multiple results".
+    with caplog.at_level(logging.DEBUG):
+        msg = _error(GOOD.replace("bandwidth_mbps: 20", "bandwidth_mbps: 3 Gbps/2", 1))
+    assert "is not a rate" in msg and "\n" not in msg, msg
+    assert not [r for r in caplog.records if "multiple results" in r.getMessage()]
+
+
+def test_rate_error_suggests_values_that_are_accepted() -> None:
+    msg = _error(GOOD.replace("bandwidth_mbps: 20", "bandwidth_mbps: 3 mbps", 1))
+    assert "'3 mbps' is not a rate" in msg and "\n" not in msg, msg
+    suggested = re.findall(r"such as ((?:'[^']+'(?:, )?)+)", msg)[0]
+    for example in re.findall(r"'([^']+)'", suggested):
+        assert to_unit(example, "Mbit/s", "rate") > 0, example
