@@ -532,14 +532,21 @@ def _num(v: Any, fmt: str = "{:.2f}") -> str:
 _VERDICT_STYLE = {FASTER: "green", SLOWER: "red", NOISE: "yellow", TOO_FEW: "dim"}
 
 
+#: Verdict -> the compact mark in the table's ``vs baseline`` cell (the legend says which is which).
+_VERDICT_MARK = {FASTER: "+", SLOWER: "-", NOISE: "~", TOO_FEW: "?"}
+_LEGEND = "+ faster, - slower, ~ within the noise, ? too few iterations"
+
+
 def _vs_baseline(comp: Mapping[str, Any] | None) -> str:
+    """``0.99 [0.92,1.17] ~``: mean CCT ratio, its 95% CI and the verdict's mark (:data:`_VERDICT_MARK`)."""
     if not comp or comp.get("ratio") is None:
         return "-"
     ci = comp.get("ci95")
     verdict = str(comp.get("verdict"))
     style = _VERDICT_STYLE.get(verdict, "")
-    interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
-    return f"{comp['ratio']:.2f}{interval} [{style}]{verdict}[/]" if style else f"{comp['ratio']:.2f}{interval} {verdict}"
+    mark = _VERDICT_MARK.get(verdict, verdict)
+    interval = f" [{ci[0]:.2f},{ci[1]:.2f}]" if ci else ""
+    return f"{comp['ratio']:.2f}{interval} [{style}]{mark}[/]" if style else f"{comp['ratio']:.2f}{interval} {mark}"
 
 
 def _machine(load: Mapping[str, Any] | None) -> str:
@@ -564,34 +571,34 @@ def _jobs_of(s: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return [("-", s)]
 
 
+def _column(table: Table, header: str, justify: str = "right", wrap: bool = False) -> None:
+    table.add_column(header, justify=justify, no_wrap=not wrap)  # type: ignore[arg-type]
+
+
 def report_table(summary: Mapping[str, Any]) -> RenderableType:
-    """Rich table of a summary (see :func:`summary_dict`): a row per scheme and job, the
-    comparison with its 95% interval and verdict, then one closing line per job."""
-    table = Table(title="symphony-emu results", header_style="bold",
-                  caption="marks and drops: all switches, whole run of the scheme; "
-                          "vs baseline: mean CCT ratio [95% CI]"
-                          + (f"; times in scenario time, run dilated by D = {summary['dilation']:g} "
-                             f"(wall-clock CCT = D x CCT, cct_wall_s in summary.json)"
-                             if isinstance(summary.get("dilation"), int | float) else ""),
-                  caption_justify="left")
-    for col, justify in (
-        ("scheme", "left"),
-        ("job", "left"),
-        ("iters", "right"),
-        ("CCT mean ms", "right"),
-        ("p50 ms", "right"),
-        ("p99 ms", "right"),
-        ("CCT/bound", "right"),
-        ("max lead", "right"),
-        ("mean lead", "right"),
-        ("vs baseline", "left"),
-        ("Symphony marks", "right"),
-        ("queue marks", "right"),
-        ("drops", "right"),
-        ("verified", "center"),
-        ("machine", "left"),  # quiet, or busy with the late wake-ups and CPU wait
-    ):
-        table.add_column(col, justify=justify, no_wrap=col == "machine")  # type: ignore[arg-type]
+    """Rich tables of a summary (see :func:`summary_dict`), readable at 100 columns: timing
+    (CCTs, the bound, the comparison as ``ratio [95% CI] mark``) and counters (step lead,
+    marks, drops, verified, machine), a row per scheme and job in each; then one closing line
+    per job with the verdict in words."""
+    dilation = (f"; times in scenario time, run dilated by D = {summary['dilation']:g} "
+                f"(wall-clock CCT = D x CCT, cct_wall_s in summary.json)"
+                if isinstance(summary.get("dilation"), int | float) else "")
+    timing = Table(title="symphony-emu results", header_style="bold", caption_justify="left",
+                   caption="CCT/bound: mean CCT over the bandwidth bound; vs baseline: mean CCT ratio "
+                           f"[95% CI] and {_LEGEND}{dilation}")
+    counters = Table(header_style="bold", caption_justify="left",
+                     caption="step lead in steps; marks and drops: all switches, whole run of the scheme")
+    _column(timing, "scheme", "left")
+    _column(timing, "job", "left", wrap=True)
+    for header in ("iters", "CCT\nmean ms", "p50\nms", "p99\nms", "CCT/\nbound"):
+        _column(timing, header)
+    _column(timing, "vs baseline\nratio [CI]", "left")
+    _column(counters, "scheme", "left")
+    _column(counters, "job", "left", wrap=True)
+    for header in ("lead\nmax", "lead\nmean", "Symphony\nmarks", "queue\nmarks", "drops"):
+        _column(counters, header)
+    _column(counters, "verified", "center")
+    _column(counters, "machine", "left", wrap=True)  # quiet, or busy with the late wake-ups and CPU wait
     comparison = summary.get("comparison") or {}
     schemes = _ordered(k for k, v in summary.items() if isinstance(v, dict) and k != "comparison")
     for scheme in schemes:
@@ -603,24 +610,29 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
             what = ", ".join(str(x) for x in (block.get("collective"),
                                                f"{block['ranks']} ranks" if block.get("ranks") else None) if x)
             first = i == 0
-            table.add_row(
-                scheme if first else "",
-                f"{job} ({what})" if what else str(job),
+            name, job_cell = scheme if first else "", f"{job} ({what})" if what else str(job)
+            timing.add_row(
+                name,
+                job_cell,
                 _num(block.get("iterations"), "{}"),
                 _ms(cct.get("mean")),
                 _ms(cct.get("p50")),
                 _ms(cct.get("p99")),
                 _num(block.get("cct_over_bound", {}).get("mean")),
+                "" if scheme == "baseline" else _vs_baseline(comparison.get(scheme, {}).get(str(job))),
+            )
+            counters.add_row(
+                name,
+                job_cell,
                 _num(lead.get("max"), "{:.0f}"),
                 _num(lead.get("mean")),
-                "" if scheme == "baseline" else _vs_baseline(comparison.get(scheme, {}).get(str(job))),
                 _num(marks.get("symphony"), "{}") if first else "",
                 _num(marks.get("queue"), "{}") if first else "",
                 _num(s.get("drops"), "{}") if first else "",
                 ("[green]yes[/]" if block.get("verified", s.get("verified")) else "[red]no[/]"),
                 _machine(s.get("overload")) if first else "",
             )
-    lines: list[RenderableType] = [table]
+    lines: list[RenderableType] = [timing, counters]
     for sch in schemes:
         load = summary[sch].get("overload") or {}
         if load.get("disturbed"):

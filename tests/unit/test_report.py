@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from emu.metrics import JobInfo, compute_metrics
-from emu.report import ReportError, render_report, write_report
+from emu.report import ReportError, render_report, summary_dict, write_report
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_metrics import make_run  # noqa: E402
@@ -239,7 +240,9 @@ def test_two_jobs_are_never_pooled(two_jobs: tuple[Path, dict]) -> None:
     assert comp["1"]["verdict"] == "within the noise" and comp["1"]["ci95"][0] < 1 < comp["1"]["ci95"][1]
     assert summary["cct_mean_ratio"] is None and summary["verdict"] is None
     rows = [line for line in text.splitlines() if "ranks)" in line]
-    assert len(rows) == 4, text  # a row per scheme and job
+    assert len(rows) == 8, text  # a row per scheme and job in each of the two tables
+    assert re.search(r"│ symphony │ 0 \(allreduce, 2 ranks\) .*│ 0\.94 \[0\.9\d,0\.9\d\] \+ │", text), text
+    assert re.search(r"│ +│ 1 \(allgather, 2 ranks\) .*│ 1\.02 \[0\.9\d,1\.0\d\] ~ │", text), text
     assert "0 (allreduce, 2 ranks)" in text and "1 (allgather, 2 ranks)" in text
     assert "job 0 CCT mean ratio symphony/baseline: 0.9" in text and ": symphony faster" in text
     assert "job 1 CCT mean ratio symphony/baseline: 1.0" in text and ": within the noise" in text
@@ -350,3 +353,26 @@ def test_a_disturbed_run_says_so_in_its_row() -> None:
     assert "busy: 21% late, 2% wait" in text
     assert ("the machine disturbed the baseline run (21% of worker wake-ups over 2 ms late (max 41 ms)): CPU "
             "contention") in text
+
+
+@pytest.mark.parametrize("width", [100, 140])
+def test_the_table_is_readable_at_100_columns(run: tuple[Path, dict], tmp_path: Path, width: int) -> None:
+    """Issue: at 100 columns headers were cut to 'sc…', values to '1.…' and the verdict wrapped."""
+    from emu.report import report_table
+
+    _, metrics = run
+    summary = summary_dict(metrics, COUNTERS)
+    summary["baseline"]["overload"] = {"disturbed": True, "reasons": ["21% of worker wake-ups over 2 ms late"],
+                                       "worker_late_wakeups": 0.21, "worker_cpu_wait": 0.02}
+    console = Console(width=width, record=True, color_system=None)
+    console.print(report_table(summary))
+    text = console.export_text()
+    assert "…" not in text, text
+    assert all(len(line.rstrip()) <= width for line in text.splitlines()), text
+    header = " ".join(text.split())
+    for label in ("scheme", "job", "iters", "CCT mean ms", "p50 ms", "p99 ms", "CCT/ bound", "vs baseline ratio [CI]",
+                  "lead max", "lead mean", "Symphony marks", "queue marks", "drops", "verified", "machine"):
+        assert all(word in header for word in label.split()), label
+    row = next(line for line in text.splitlines() if line.startswith("│ symphony"))  # the timing table's
+    assert re.search(r"│ 0\.89 (\[\d\.\d\d,\d\.\d\d\] )?\? +│$", row.rstrip()), row  # ratio and mark on one line
+    assert "? too few iterations" in header and "too few iterations to tell" in header  # legend, closing line
