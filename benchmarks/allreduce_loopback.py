@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate-control", choices=("none", "dcqcn"), default="none")
     parser.add_argument("--slices", type=int, default=1, help="slices per chunk (default 1)")
     parser.add_argument("--step-timeout", type=float, default=10.0, help="worker step timeout, s")
-    parser.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto",
-                        help="worker event loop (default auto: uvloop when installed)")
+    parser.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="asyncio",
+                        help="worker event loop (default asyncio, the worker's default; auto: uvloop when installed)")
     args = parser.parse_args(argv)
     if args.ranks < 2:
         parser.error("--ranks must be >= 2")
