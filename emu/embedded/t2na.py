@@ -55,9 +55,10 @@ from .codegen import (
     render,
 )
 from .errors import P4FrontendError
-from .externs import Counter, Register, crc16
+from .externs import Register, crc16
 from .optimize import optimize
 from .v1model import Compiled
+from .v1model import CounterExtern as V1CounterExtern
 
 __all__ = ["CELL_BYTES", "T2NA", "compile_t2na", "qdepth_cells"]
 
@@ -295,31 +296,11 @@ class ChecksumExtern:
         raise AssertionError  # pragma: no cover
 
 
-class CounterExtern:
-    """``Counter<W, I>(size, CounterType_t.X)`` with ``count(index)``: packets and bytes per index."""
+class CounterExtern(V1CounterExtern):
+    """``Counter<W, I>(size, CounterType_t.X)`` with ``count(index)``: packets and bytes per
+    index, as v1model's ``counter`` (TNA names its kinds ``PACKETS``/``BYTES``/...)."""
 
-    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> Counter:
-        size = gen.const_of(inst.args[0], [scope])
-        kind_v = gen.expr(inst.args[1], [scope]) if len(inst.args) > 1 else None
-        enum_t = gen.prog.types.get("CounterType_t")
-        kind = (enum_t.members[kind_v.const].lower() if isinstance(enum_t, ir.EnumT) and kind_v
-                and kind_v.const is not None else "packets")
-        cnt = Counter(fq, size, kind)
-        gen.objects.counters[fq] = cnt
-        return cnt
-
-    def call(self, gen: CodeGen, c: Counter, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
-        if meth != "count" or len(e.args) != 1:
-            gen.fail(e.loc, f"unsupported Counter.{meth}()")
-        pv = gen.glob("CP_" + c.name, c.packets)
-        bv = gen.glob("CB_" + c.name, c.bytes)
-        idx = gen.clean(gen.expr(e.args[0], scopes))
-        iv = gen.fresh("i")
-        gen.flush_pre()
-        gen.emit(f"{iv} = {idx}")
-        gen.emit(f"if {iv} < {c.size}:")
-        gen.emit(f"    {pv}[{iv}] += 1")
-        gen.emit(f"    {bv}[{iv}] += _plen")
+    kind_enum = "CounterType_t"
 
 
 @dataclass

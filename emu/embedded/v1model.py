@@ -84,14 +84,21 @@ class RegisterExtern:
 
 
 class CounterExtern:
-    """``counter(N, CounterType)`` with ``count(index)``: packets and bytes (frame length) per index."""
+    """``counter(N, CounterType)`` with ``count(index)``: packets and bytes (frame length) per index.
+
+    Another architecture's indexed counter with the same semantics subclasses it and names
+    its counter-type enum (:attr:`kind_enum`).
+    """
+
+    #: The architecture's enum of counter kinds (members ``packets``/``bytes``/..., any case).
+    kind_enum = "CounterType"
 
     def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> Counter:
         size = gen.const_of(inst.args[0], [scope])
         kind_v = gen.expr(inst.args[1], [scope]) if len(inst.args) > 1 else None
-        enum_t = gen.prog.types.get("CounterType")
-        kind = (enum_t.members[kind_v.const] if isinstance(enum_t, ir.EnumT) and kind_v and kind_v.const is not None
-                else "packets")
+        enum_t = gen.prog.types.get(self.kind_enum)
+        kind = (enum_t.members[kind_v.const].lower() if isinstance(enum_t, ir.EnumT) and kind_v
+                and kind_v.const is not None else "packets")
         cnt = Counter(fq, size, kind)
         gen.objects.counters[fq] = cnt
         return cnt
