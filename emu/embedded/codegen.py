@@ -159,7 +159,8 @@ class ExternType(Protocol):
 FunctionGen = Any  # Callable[[CodeGen, ir.Call, Scopes, Ctx], None]
 
 
-class Architecture(Protocol):
+@dataclass(frozen=True)
+class Architecture:
     """What :class:`CodeGen` needs of an architecture: its externs by type name and its functions by name."""
 
     externs: dict[str, ExternType]

@@ -41,6 +41,7 @@ from typing import Any
 
 from . import ir
 from .codegen import (
+    Architecture,
     CodeGen,
     Ctx,
     ExternRef,
@@ -303,15 +304,8 @@ class CounterExtern(V1CounterExtern):
     kind_enum = "CounterType_t"
 
 
-@dataclass
-class T2naArch:
-    """T2NA as a :class:`~.codegen.Architecture`: extern object types; no extern functions."""
-
-    externs: dict[str, Any]
-    functions: dict[str, Any]
-
-
-T2NA = T2naArch(
+#: T2NA: extern object types by P4 name; no extern functions.
+T2NA = Architecture(
     externs={"Register": RegisterExtern(), "RegisterAction": RegisterActionExtern(), "Random": RandomExtern(),
              "Hash": HashExtern(), "Checksum": ChecksumExtern(), "Counter": CounterExtern()},
     functions={},

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ir
-from .codegen import CodeGen, Ctx, Leaf, Line, PacketRef, Scopes, StructRef, mask, render
+from .codegen import Architecture, CodeGen, Ctx, Leaf, Line, PacketRef, Scopes, StructRef, mask, render
 from .errors import P4FrontendError
 from .externs import Counter, DirectCounter, DirectMeter, Meter, Objects, Register
 from .optimize import names, optimize
 
-__all__ = ["DROP_PORT", "SM_FIELDS", "V1MODEL", "Compiled", "V1Model", "compile_v1model"]
+__all__ = ["DROP_PORT", "SM_FIELDS", "V1MODEL", "Compiled", "compile_v1model"]
 
 logger = logging.getLogger(__name__)
 
@@ -321,15 +321,8 @@ def desc(e: ir.Call) -> str:
     return f"{e.func.name}()" if isinstance(e.func, ir.Name) else "call"
 
 
-@dataclass
-class V1Model:
-    """The v1model architecture as :class:`~.codegen.Architecture`: extern types and functions by P4 name."""
-
-    externs: dict[str, Any]
-    functions: dict[str, Any]
-
-
-V1MODEL = V1Model(
+#: The v1model architecture: extern types and functions by P4 name.
+V1MODEL = Architecture(
     externs={"register": RegisterExtern(), "counter": CounterExtern(), "meter": MeterExtern(),
              "direct_counter": DirectCounterExtern(), "direct_meter": DirectMeterExtern()},
     functions={"mark_to_drop": gen_mark_to_drop, "random": gen_random, "hash": gen_hash,

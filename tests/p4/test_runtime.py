@@ -472,6 +472,21 @@ def _state(pl: Pipeline) -> tuple:
             dict(pl.stats))
 
 
+def program_mixed(pl: Pipeline) -> None:
+    """Routes (one drop), an ECN step and a range, and three jobs: Symphony on, a gate, baseline."""
+    pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.0/8"}, "MyIngress.ipv4_forward",
+                 {"srcAddr": "00:00:00:00:08:01", "dstAddr": "00:00:00:00:08:02", "port": 3})
+    pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.ipv4_forward",
+                 {"srcAddr": MAC_S, "dstAddr": MAC_D, "port": 2})
+    pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.9/32"}, "MyIngress.drop", {})
+    queue_step(pl, 2, 10)
+    pl.table_add("MyEgress.queue_ecn", {"meta.egress_port": 3, "meta.enq_qdepth": [3, 9]},
+                 "MyEgress.set_ecn_mark", {"threshold": 30000}, priority=1)
+    configure(pl, job=0, flows=2, threshold=1, slope=1.0, gate=0, mode=1)
+    configure(pl, job=1, flows=3, threshold=0, slope=0.25, gate=4, mode=1)
+    configure(pl, job=2, flows=1, threshold=2, slope=100 / 65536, gate=0, mode=0)
+
+
 def test_optimized_pipeline_matches_unoptimized() -> None:
     """optimize=True (raw-byte deparse, struct extract, pruned state, inlined parser) is bit-exact."""
     import random
@@ -479,17 +494,7 @@ def test_optimized_pipeline_matches_unoptimized() -> None:
     pipes = []
     for opt in (True, False):
         pl = Pipeline(PROGRAM, seed=11, optimize=opt)
-        pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.0/8"}, "MyIngress.ipv4_forward",
-                     {"srcAddr": "00:00:00:00:08:01", "dstAddr": "00:00:00:00:08:02", "port": 3})
-        pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.ipv4_forward",
-                     {"srcAddr": MAC_S, "dstAddr": MAC_D, "port": 2})
-        pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.9/32"}, "MyIngress.drop", {})
-        queue_step(pl, 2, 10)
-        pl.table_add("MyEgress.queue_ecn", {"meta.egress_port": 3, "meta.enq_qdepth": [3, 9]},
-                     "MyEgress.set_ecn_mark", {"threshold": 30000}, priority=1)
-        configure(pl, job=0, flows=2, threshold=1, slope=1.0, gate=0, mode=1)
-        configure(pl, job=1, flows=3, threshold=0, slope=0.25, gate=4, mode=1)
-        configure(pl, job=2, flows=1, threshold=2, slope=100 / 65536, gate=0, mode=0)
+        program_mixed(pl)
         pipes.append(pl)
     assert "unpack_from" in pipes[0].source and "unpack_from" not in pipes[1].source
     rng = random.Random(1234)

@@ -21,25 +21,12 @@ from emu.routing import TABLE_QUEUE_ECN, TABLE_SYMPHONY, switch_programs
 from emu.topology import load_topology
 from hostapps.wire import CTH
 
-from .test_runtime import MAC_D, MAC_S, _random_frames, _state, configure, queue_step
+from .test_runtime import MAC_D, MAC_S, _random_frames, _state, queue_step
+from .test_runtime import program_mixed as program
 
 ROOT = Path(__file__).resolve().parents[2]
 V1MODEL = load_program(ROOT / "p4" / "symphony.p4")
 T2NA = load_program(ROOT / "p4" / "tofino" / "symphony.p4")
-
-
-def program(pl: Pipeline) -> None:
-    pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.0/8"}, "MyIngress.ipv4_forward",
-                 {"srcAddr": "00:00:00:00:08:01", "dstAddr": "00:00:00:00:08:02", "port": 3})
-    pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.0/24"}, "MyIngress.ipv4_forward",
-                 {"srcAddr": MAC_S, "dstAddr": MAC_D, "port": 2})
-    pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.1.9/32"}, "MyIngress.drop", {})
-    queue_step(pl, 2, 10)
-    pl.table_add("MyEgress.queue_ecn", {"meta.egress_port": 3, "meta.enq_qdepth": [3, 9]},
-                 "MyEgress.set_ecn_mark", {"threshold": 30000}, priority=1)
-    configure(pl, job=0, flows=2, threshold=1, slope=1.0, gate=0, mode=1)
-    configure(pl, job=1, flows=3, threshold=0, slope=0.25, gate=4, mode=1)
-    configure(pl, job=2, flows=1, threshold=2, slope=100 / 65536, gate=0, mode=0)
 
 
 @pytest.mark.parametrize("optimize", [True, False])
