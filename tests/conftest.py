@@ -59,3 +59,26 @@ def mininet_env() -> None:
 def repo_root() -> Path:
     """The repository root."""
     return REPO
+
+
+@pytest.fixture
+def nobody_can_run_checkout() -> None:
+    """Skip unless uid 65534 (nobody) can run this checkout's Python and import ``emu``.
+
+    Tests that run a command as another user need the checkout and its ``.venv`` readable by
+    that user; a clone under a private directory (``mktemp -d`` makes it 0700) is not. As a
+    non-root user nothing is checked (those tests then run as the current user).
+    """
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0:
+        return
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to run a command as another user")
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           sys.executable, "-c", "import emu.cli"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"uid 65534 cannot run {sys.executable} in {REPO} (a private parent directory?): {why}")

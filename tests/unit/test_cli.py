@@ -154,7 +154,7 @@ def test_doctor_warns_when_the_machine_is_busy() -> None:
     assert "real-time runs will be disturbed" in check.fix
 
 
-def test_run_mode_sim_needs_no_root_and_report_reads_it() -> None:
+def test_run_mode_sim_needs_no_root_and_report_reads_it(nobody_can_run_checkout: None) -> None:
     """``run --mode sim`` as any user: the table, a results folder that ``report`` redraws."""
     import os
 

@@ -306,7 +306,8 @@ def test_report_on_a_cli_folder(run: tuple[Path, dict], tmp_path: Path) -> None:
     assert text.count("symphony-emu results") == 2
 
 
-def test_report_as_another_user_says_why_plots_are_not_redrawn(run: tuple[Path, dict]) -> None:
+def test_report_as_another_user_says_why_plots_are_not_redrawn(run: tuple[Path, dict],
+                                                               nobody_can_run_checkout: None) -> None:
     """Issue 9: `report` as non-root skipped redrawing the plots silently."""
     import os
     import pwd
