@@ -123,6 +123,10 @@ class Backend(abc.ABC):
     mode: str = ""
     #: The workers' clock: True when ``start_at`` and the JSON lines are wall-clock times.
     wall_clock: bool = True
+    #: True: every scheme runs on a network of its own, built and programmed afresh from the
+    #: run's seed (virtual time: the schemes share everything but Symphony's marking and can
+    #: run in parallel processes); False: one network for the whole run (Mininet).
+    network_per_scheme: bool = False
 
     def __init__(self, topology: Any, *, out_dir: Path, run_dir: Path, run_id: str, seed: int,
                  target: str, pcap: bool = False, p4: str = "v1model") -> None:

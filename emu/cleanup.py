@@ -246,7 +246,7 @@ def mark_killed_runs(*, dry_run: bool = False) -> list[tuple[str, Path]]:
         if not isinstance(info, dict) or info.get("run_id") != run_id or info.get("status") not in ("starting",
                                                                                                    "running"):
             if not dry_run:
-                pointer.unlink(missing_ok=True)  # a stale note: the run's folder is gone or says how it ended
+                _unlink(pointer)  # a stale note: the run's folder is gone or says how it ended
             continue
         found.append((run_id, out_dir))
         if dry_run:
@@ -258,8 +258,16 @@ def mark_killed_runs(*, dry_run: bool = False) -> list[tuple[str, Path]]:
             run_file.write_text(json.dumps(info, indent=1) + "\n")
         except OSError as exc:
             log.warning("cannot mark %s killed: %s", run_file, exc)
-        pointer.unlink(missing_ok=True)
+        _unlink(pointer)
     return found
+
+
+def _unlink(path: Path) -> None:
+    """Remove ``path``; a note another user wrote (root's, read by a user run) stays, logged."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        log.debug("cannot remove %s: %s", path, exc.strerror or exc)
 
 
 def live_runs() -> list[tuple[str, int]]:

@@ -355,9 +355,13 @@ def cli(verbose: int) -> None:
 @click.option("--mtu", type=int, default=None,
               help="Override the scenario's IP MTU (bytes), e.g. --mtu 1500 to run a 4096-byte scenario "
                    "in Mininet.")
+@click.option("--parallel", type=click.IntRange(min=1), default=None,
+              help="--mode sim: schemes run at once, each in a process of its own (default: "
+                   "$SYMPHONY_EMU_PARALLEL, else one per scheme up to the CPUs the run may use; 1 = one after "
+                   "the other in one process). Results are the same bit for bit.")
 def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
         out: Path | None, seed: int, mode: str, pcap: bool, p4: str, dilation: float | None,
-        mtu: int | None) -> None:
+        mtu: int | None, parallel: int | None) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
 
@@ -368,7 +372,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
         with RichProgress(console) as progress:
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
                                 size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode,
-                                pcap=pcap, p4=p4, dilation=dilation, mtu=mtu)
+                                pcap=pcap, p4=p4, dilation=dilation, mtu=mtu, parallel=parallel)
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:

@@ -2,8 +2,9 @@
 
 Written once over a network back end (:mod:`emu.backend`): ``mininet`` (real time,
 :mod:`emu.mininet_backend`) or ``sim`` (virtual time, :mod:`emu.vtime`). ``run()`` loads
-the topology once, builds and programs its network once, and then for each scheme
-(baseline, symphony) sets the switches' Symphony mode, zeroes the tracker registers, runs
+the topology once, builds and programs its network once (virtual time: a fresh network per
+scheme from the same seed, the schemes in parallel processes, :mod:`emu.vtime.parallel`),
+and then for each scheme (baseline, symphony) sets the switches' Symphony mode, zeroes the tracker registers, runs
 the workload (one worker per rank of every job plus the background sources, worker spec in
 docs/interfaces.md section 4) and reads the switch counters before and after. Everything
 but the ``mode`` of ``symphony_config`` is shared by the schemes: routes, queues, ECN
@@ -432,7 +433,8 @@ class Experiment:
                 os.environ[cleanup_mod.RUN_ENV] = previous
 
     def _build(self, progress: ProgressFn) -> None:
-        self.backend.build(progress)
+        if not self.backend.network_per_scheme:  # else run_scheme builds a fresh network per scheme
+            self.backend.build(progress)
         (self.out_dir / "topology.yaml").write_text(self.topology_path.read_text())
 
     def update_run_file(self, **fields: Any) -> None:
@@ -460,6 +462,27 @@ class Experiment:
         """Stop everything the back end started."""
         self.backend.close()
 
+    def run_schemes(self, schemes: Sequence[str], *, iterations: int | None = None, size: int | None = None,
+                    progress: ProgressFn | None = None, parallel: int = 1) -> dict[str, SchemeRun]:
+        """Run every job once per scheme; scheme -> SchemeRun in the order of ``schemes``.
+
+        ``parallel``: how many schemes run at the same time. 1 runs them one after the other in
+        this process; more (back ends with ``network_per_scheme`` only: virtual time) runs
+        each scheme in a process of its own (emu.vtime.parallel), with the same results bit
+        for bit. Raises as :meth:`run_scheme`.
+        """
+        if parallel <= 1 or len(schemes) < 2 or not self.backend.network_per_scheme:
+            return {scheme: self.run_scheme(scheme, iterations=iterations, size=size, progress=progress)
+                    for scheme in schemes}
+        from emu.vtime import parallel as par
+
+        level = logging.getLogger().getEffectiveLevel()
+        tasks = [par.SchemeTask(scheme=scheme, topology=self.topology, topology_path=self.topology_path,
+                                     target=self.target, out_dir=self.out_dir, seed=self.seed, run_id=self.run_id,
+                                     mode=self.mode, p4=self.p4, iterations=iterations, size=size, log_level=level)
+                 for scheme in schemes]
+        return par.run_schemes(tasks, progress or no_progress, parallel)
+
     def set_mode(self, scheme: str) -> None:
         """Put every switch in ``scheme``'s mode."""
         self.network.set_mode(scheme)
@@ -467,10 +490,17 @@ class Experiment:
     # -- one run of the jobs --------------------------------------------------------------
     def run_scheme(self, scheme: str, *, iterations: int | None = None, size: int | None = None,
                    progress: ProgressFn | None = None, results_dir: Path | None = None) -> SchemeRun:
-        """Run every job once with ``scheme``'s marking; RunError if a worker fails."""
+        """Run every job once with ``scheme``'s marking; RunError if a worker fails.
+
+        A back end with ``network_per_scheme`` (virtual time) first builds and programs a
+        fresh network from the run's seed, so every scheme starts from the same state.
+        """
         from emu.network import NetworkError
 
         emit = progress or no_progress
+        if self.backend.network_per_scheme:
+            self.backend.close()
+            self.backend.build(emit)
         results_dir = results_dir or self.out_dir / scheme
         results_dir.mkdir(parents=True, exist_ok=True)
         logs_dir = results_dir / "logs"
@@ -523,8 +553,15 @@ def _monotonic() -> float:
 def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES, iterations: int | None = None,
         size: int | None = None, target: str = "embedded", out: str | os.PathLike[str] | None = None, seed: int = 1,
         progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False,
-        p4: str = "v1model", dilation: float | None = None, mtu: int | None = None) -> RunResult:
-    """Run the topology's jobs once per scheme on one network; write the results folder.
+        p4: str = "v1model", dilation: float | None = None, mtu: int | None = None,
+        parallel: int | None = None) -> RunResult:
+    """Run the topology's jobs once per scheme; write the results folder.
+
+    Mininet runs the schemes one after the other on one network. Virtual time gives every
+    scheme a fresh network from the same seed and runs ``parallel`` schemes at once, each in
+    a process of its own (None: ``$SYMPHONY_EMU_PARALLEL``, else one per scheme up to the CPUs
+    this process may use, see emu.vtime.parallel.default_parallel; 1: one after the other in this process), with
+    the same results bit for bit either way.
 
     ``dilation``: Mininet mode only, time dilation D (emu.dilation.dilate: rates / D, delays
     and host timers * D); None uses the scenario's ``dilation`` field (default 1). The
@@ -559,18 +596,29 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
         raise UsageError(f"--dilation: only --mode mininet dilates time (here --mode {mode}); drop --dilation")
     if dilation is not None and not dilation >= 1:
         raise UsageError(f"--dilation {dilation}: give D >= 1 (1 = the scenario's own rates)")
+    if parallel is not None and parallel < 1:
+        raise UsageError(f"--parallel {parallel}: give 1 or more (1 = the schemes one after the other)")
+    if parallel is not None and parallel > 1 and mode != "sim":
+        raise UsageError(f"--parallel {parallel}: only --mode sim runs schemes in parallel (here --mode {mode}); "
+                         "drop --parallel")
+    if mode == "sim" and parallel is None:
+        from emu.vtime.parallel import default_parallel
+
+        try:
+            parallel = default_parallel(len(schemes))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    parallel = max(1, min(parallel or 1, len(schemes)))
     d = (dilation if dilation is not None else topology.dilation) if mode == "mininet" else 1.0
     from emu.dilation import dilate
 
     run_topology = dilate(topology, d) if d != 1 else topology
-    check_memory(topology, size=size, per_process=mode == "mininet")
-    runs: dict[str, SchemeRun] = {}
+    check_memory(topology, size=size, per_process=mode == "mininet", copies=parallel)
     with Experiment.open(topology_path, topology=run_topology, target=target, out=Path(out) if out else None,
                          seed=seed, progress=progress, mode=mode, pcap=pcap, p4=p4) as exp:
         exp.update_run_file(schemes=list(schemes), dilation=d, mtu=topology.mtu,
                             **resolved_workload(exp.topology, iterations=iterations, size=size))
-        for scheme in schemes:
-            runs[scheme] = exp.run_scheme(scheme, iterations=iterations, size=size, progress=progress)
+        runs = exp.run_schemes(schemes, iterations=iterations, size=size, progress=progress, parallel=parallel)
         out_dir = exp.out_dir
     summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
                                title=f"{topology.name}, run {exp.run_id}", dilation=d)
@@ -603,21 +651,22 @@ def mem_available_bytes() -> int | None:
 
 
 def check_memory(topology: Any, *, size: int | None, available: int | None = None,
-                 per_process: bool = True) -> None:
+                 per_process: bool = True, copies: int = 1) -> None:
     """UsageError when the workers of every job together would not fit in memory.
 
     Estimate: ``WORKER_BYTES_PER_BYTE * size`` per rank (worker processes, ``per_process``)
-    or ``SIM_BYTES_PER_BYTE * size`` (virtual time: one process, no deferred verification),
-    summed over the jobs' ranks.
+    or ``SIM_BYTES_PER_BYTE * size`` (virtual time: one process per scheme, no deferred
+    verification), summed over the jobs' ranks, times ``copies`` (schemes running at once).
     """
     per_byte = WORKER_BYTES_PER_BYTE if per_process else SIM_BYTES_PER_BYTE
     available = mem_available_bytes() if available is None else available
     if available is None:
         return
-    need = sum(per_byte * (size if size is not None else job.size_bytes) * len(job.ranks)
-               for job in topology.jobs)
+    need = copies * sum(per_byte * (size if size is not None else job.size_bytes) * len(job.ranks)
+                        for job in topology.jobs)
     if need > available:
-        raise UsageError(f"--size: the workers would need about {need / 2**30:.1f} GiB and "
+        at_once = f" ({copies} schemes at once; --parallel 1 runs one at a time)" if copies > 1 else ""
+        raise UsageError(f"--size: the workers would need about {need / 2**30:.1f} GiB{at_once} and "
                          f"{available / 2**30:.1f} GiB is available; give a smaller --size")
 
 

@@ -3,10 +3,12 @@
 :class:`SimBackend` builds a :class:`emu.vtime.network.SimNetwork` (no root, no Mininet),
 lets the runner program it through the same controller code as Mininet's, and runs a
 workload in simulated time: one :class:`emu.vtime.hosts.SimRank` per worker spec, the
-background sources, all in one event loop until every rank has ended. Its clock starts at
-0 and keeps running across the schemes of a run (each workload starts
-:data:`WORKLOAD_GAP_S` after the previous one drained), so every time in the results folder
-is simulated seconds.
+background sources, all in one event loop until every rank has ended. Every scheme gets a
+network of its own (``network_per_scheme``), built from the run's seed, whose clock starts
+at 0; the workload starts :data:`WORKLOAD_GAP_S` later. So the schemes share everything but
+Symphony's marking (the same switch seeds, start time and background schedule), can run in
+parallel processes (:mod:`emu.vtime.parallel`), and every time in the results folder is
+simulated seconds.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class SimBackend(Backend):
 
     mode = "sim"
     wall_clock = False
+    network_per_scheme = True
 
     def __init__(self, topology: Any, **kwargs: Any) -> None:
         super().__init__(topology, **kwargs)
@@ -53,6 +56,7 @@ class SimBackend(Backend):
         mtu = int(getattr(self.topology, "mtu", 1500) or 1500)
         progress(ProgressEvent("network", message=f"compiling the {self.p4} build for {len(self.topology.switches)} switches"))
         t0 = time.monotonic()
+        self.hosts = {}
         try:
             from emu.targets import P4_BUILDS
 
