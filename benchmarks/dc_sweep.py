@@ -1,0 +1,252 @@
+"""Sweep a scenario's DCQCN, ECN and Symphony settings in virtual time; compare the schemes.
+
+Usage::
+
+    .venv/bin/python benchmarks/dc_sweep.py TOPOLOGY [--set KEY=V1,V2,...]... [--seeds 1,2,3]
+        [--size 16MiB] [--iterations 5] [--scheme both|baseline|symphony] [--jobs 1]
+        [--out DIR]
+
+Every combination of the ``--set`` values (their Cartesian product) is one configuration; a
+KEY is a dotted path into the topology file (``dcqcn.rate_increase_period``,
+``ecn.kmin_packets``, ``symphony.slope``, ``jobs.0.size_bytes``, ``background`` = ``none``
+to drop the background sources). Each configuration runs once per seed and scheme with
+``symphony-emu run --mode sim`` (emu.runner.run), each scheme as its own simulation of the
+same scenario and seed, so the two schemes share everything but Symphony's marking. A
+baseline run does not depend on the ``symphony.*`` keys, so configurations that differ only
+there share one baseline run per seed.
+
+Output: one row per configuration with the baseline's and Symphony's mean and p99 CCT (ms,
+pooled over seeds) and CCT/bound, the mean step lead of each, Symphony's and the queue's
+marks per run, and the ratio of mean CCTs Symphony/baseline with its 95% BCa bootstrap
+interval over the pooled iterations (emu.metrics.compare_ccts) and the verdict; per-seed
+ratios follow. ``--out`` keeps each run's results folder (``report`` works on them) and
+``sweep.jsonl``, one line per run; an existing run folder is reused, so an interrupted sweep
+resumes. Virtual time is deterministic: a run's result does not depend on the machine's
+load, only its wall time does, so a sweep may share the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import hashlib
+import itertools
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+class SweepError(ValueError):
+    """A bad ``--set`` key or value."""
+
+
+def parse_value(text: str) -> Any:
+    """``--set`` value: a number (``0.01``, ``55e-6``), else YAML scalar syntax (``true``, ``300us``)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    value = yaml.safe_load(text)
+    return text if value is None and text not in ("null", "~") else value
+
+
+def parse_set(arg: str) -> tuple[str, list[Any]]:
+    """``KEY=V1,V2`` -> (KEY, [V1, V2])."""
+    key, sep, values = arg.partition("=")
+    if not sep or not key or not values:
+        raise SweepError(f"--set {arg!r}: give KEY=VALUE[,VALUE...]")
+    return key, [parse_value(v) for v in values.split(",")]
+
+
+def apply_override(doc: dict[str, Any], key: str, value: Any) -> None:
+    """Set the dotted ``key`` of the loaded topology ``doc`` to ``value`` (in place)."""
+    if key == "background" and value == "none":
+        doc.pop("background", None)
+        return
+    parts = key.split(".")
+    node: Any = doc
+    for i, part in enumerate(parts[:-1]):
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise SweepError(f"--set {key}: {'.'.join(parts[: i + 1])} is not an index of the list")
+            node = node[int(part)]
+        else:
+            node = node.setdefault(part, {})
+        if not isinstance(node, (dict, list)):
+            raise SweepError(f"--set {key}: {'.'.join(parts[: i + 1])} is not a mapping")
+    if isinstance(node, list):
+        raise SweepError(f"--set {key}: the last part must name a field, not an index")
+    node[parts[-1]] = value
+
+
+def config_label(config: Sequence[tuple[str, Any]]) -> str:
+    return " ".join(f"{k}={v}" for k, v in config) or "(file as given)"
+
+
+def config_id(config: Sequence[tuple[str, Any]]) -> str:
+    return hashlib.sha1(json.dumps(list(config), default=str).encode()).hexdigest()[:10]
+
+
+def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int, size: int | None,
+            iterations: int | None, out: str, lock: str | None = None) -> dict[str, Any]:
+    """One scheme of one configuration and seed; returns the row for ``sweep.jsonl``.
+
+    ``lock``: a file to hold a shared flock on while the run lasts (so a benchmark that
+    needs the whole machine can take it exclusively between two runs).
+    """
+    import fcntl
+
+    from emu import runner
+
+    out_dir = Path(out)
+    summary_file = out_dir / "summary.json"
+    if not summary_file.exists():
+        doc = yaml.safe_load(Path(topology).read_text())
+        for key, value in config:
+            apply_override(doc, key, value)
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        topo_file = out_dir.parent / f"{out_dir.name}.yaml"
+        topo_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+        lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666) if lock else None
+        try:
+            if lock_fd is not None:
+                fcntl.flock(lock_fd, fcntl.LOCK_SH)
+            t0 = time.perf_counter()
+            result = runner.run(topo_file, schemes=(scheme,), iterations=iterations, size=size, mode="sim",
+                                out=out_dir, seed=seed)
+            (out_dir / "wall_s").write_text(f"{time.perf_counter() - t0:.3f}\n")
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)
+        if not result.ok:
+            raise RuntimeError(f"{out_dir}: {result.failure}")
+    s = json.loads(summary_file.read_text())[scheme]
+    with (out_dir / "cct.csv").open() as f:
+        ccts = [float(r["cct_s"]) for r in csv.DictReader(f) if r["scheme"] == scheme]
+    return {"config": config, "scheme": scheme, "seed": seed, "ccts": ccts, "verified": s["verified"],
+            "cct_over_bound": s["cct_over_bound"]["mean"], "lead_mean": s["step_lead"]["mean"],
+            "lead_max": s["step_lead"]["max"], "symphony_marks": s["marks"]["symphony"],
+            "queue_marks": s["marks"]["queue"], "drops": s["drops"], "dir": str(out_dir)}
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    import numpy as np
+
+    return float(np.percentile(values, q))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("topology")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2", help="a swept key (repeatable)")
+    ap.add_argument("--seeds", default="1", help="comma-separated seeds (default 1)")
+    ap.add_argument("--size", default=None, help="bytes per rank, e.g. 4MiB (default: the topology's)")
+    ap.add_argument("--iterations", type=int, default=None, help="collectives per run (default: the topology's)")
+    ap.add_argument("--scheme", choices=["both", "baseline", "symphony"], default="both")
+    ap.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes; default 1)")
+    ap.add_argument("--lock", default=None, metavar="FILE",
+                    help="hold a shared flock on FILE during each run (e.g. /tmp/symphony-quiet.lock)")
+    ap.add_argument("--out", default=None, help="keep the runs here (default: a folder under /tmp)")
+    args = ap.parse_args(argv)
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from emu.cli import parse_size
+    from emu.metrics import compare_ccts, comparison_words
+
+    console = Console(width=None if sys.stdout.isatty() else 220)
+    try:
+        axes = [parse_set(a) for a in args.set]
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except (SweepError, ValueError) as exc:
+        console.print(f"error: {exc}")
+        return 2
+    size = parse_size(args.size) if args.size else None
+    schemes = ["baseline", "symphony"] if args.scheme == "both" else [args.scheme]
+    out_root = Path(args.out or f"/tmp/dc_sweep-{os.getpid()}")
+    configs = [list(zip([k for k, _ in axes], values, strict=True))
+               for values in itertools.product(*[v for _, v in axes])]
+    tasks: dict[tuple[str, str, int], tuple[Any, ...]] = {}
+    for config in configs:
+        base_config = [(k, v) for k, v in config if not k.startswith("symphony.")]
+        for seed in seeds:
+            for scheme in schemes:
+                cfg = base_config if scheme == "baseline" else config
+                run_dir = out_root / config_id(cfg) / f"{scheme}-seed{seed}"
+                tasks[(config_id(cfg), scheme, seed)] = (args.topology, cfg, scheme, seed, size, args.iterations,
+                                                         str(run_dir), args.lock)
+    console.print(f"{len(configs)} configuration(s) x {len(seeds)} seed(s): {len(tasks)} run(s) in {out_root}")
+    rows: dict[tuple[str, str, int], dict[str, Any]] = {}
+    out_root.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        log = stack.enter_context((out_root / "sweep.jsonl").open("a"))
+        if args.jobs > 1:  # processes; with one job the runs stay in this process, in order
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=args.jobs))
+            pending = {key: pool.submit(run_one, *task) for key, task in tasks.items()}
+            results = ((key, fut.result()) for key, fut in pending.items())
+        else:
+            results = ((key, run_one(*task)) for key, task in tasks.items())
+        for key, row in results:
+            rows[key] = row
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+            console.print(f"  {config_label(row['config'])} {row['scheme']} seed {row['seed']}: mean CCT"
+                          f" {1e3 * statistics.fmean(row['ccts']):.3f} ms, lead {row['lead_mean']:.2f},"
+                          f" marks {row['symphony_marks']}+{row['queue_marks']}")
+
+    title = f"{Path(args.topology).name}, size {args.size or 'as given'}, seeds {args.seeds}"
+    table = Table(title=title)
+    for col in ("configuration", "base mean/p99 ms", "base CCT/bound", "base lead", "base q-marks",
+                "sym mean/p99 ms", "sym lead", "sym marks", "sym/base [95% CI]", "per seed"):
+        table.add_column(col, overflow="fold")
+    for config in configs:
+        base_id = config_id([(k, v) for k, v in config if not k.startswith("symphony.")])
+        base = [rows[(base_id, "baseline", s)] for s in seeds if (base_id, "baseline", s) in rows]
+        sym = [rows[(config_id(config), "symphony", s)] for s in seeds if (config_id(config), "symphony", s) in rows]
+        cells = [config_label(config)]
+        for runs, q_marks in ((base, True), (sym, False)):
+            if not runs:
+                cells += ["-"] * (4 if q_marks else 3)
+                continue
+            ccts = [c for r in runs for c in r["ccts"]]
+            cells.append(f"{1e3 * statistics.fmean(ccts):.3f}/{1e3 * _pct(ccts, 99):.3f}")
+            if q_marks:
+                cells.append(f"{statistics.fmean(r['cct_over_bound'] for r in runs):.2f}")
+            cells.append(f"{statistics.fmean(r['lead_mean'] for r in runs):.2f}")
+            marks = statistics.fmean(r["symphony_marks"] if not q_marks else r["queue_marks"] for r in runs)
+            cells.append(f"{marks:.0f}" if q_marks else
+                         f"{marks:.0f}+{statistics.fmean(r['queue_marks'] for r in runs):.0f}q")
+        if base and sym:
+            comp = compare_ccts([c for r in base for c in r["ccts"]], [c for r in sym for c in r["ccts"]])
+            cells.append(comparison_words("symphony", comp.as_dict()).split(" (")[0] +
+                         (f" [{comp.ci_low:.2f}, {comp.ci_high:.2f}] {comp.verdict}" if comp.ci_low is not None
+                          else f" {comp.verdict}"))
+            cells.append(" ".join(f"{statistics.fmean(s['ccts']) / statistics.fmean(b['ccts']):.2f}"
+                                  for b, s in zip(base, sym, strict=False)))
+        else:
+            cells += ["-", "-"]
+        table.add_row(*cells)
+    console.print(table)
+    console.print("CCTs pooled over seeds; the interval is over the pooled iterations; marks per run.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
