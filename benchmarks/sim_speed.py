@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                 pipe = sw.core.pipeline
                 pipe.ingress = _timed(pipe.ingress, pipe_t)
                 pipe.egress = _timed(pipe.egress, pipe_t)
+                if sw.core._egress_at is not None:  # the core's positional egress call (Pipeline.egress_at)
+                    sw.core._egress_at = _timed(sw.core._egress_at, pipe_t)
             for host in self.hosts.values():
                 host.receive = _timed(host.receive, host_t)
                 self.network.set_host_receiver(host.name, host.receive)

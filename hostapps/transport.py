@@ -72,6 +72,10 @@ IPV4_HEADER_LEN = 20
 UDP_HEADER_LEN = 8
 _PSN_MOD = 1 << 32
 _STEP_MOD = 1 << 16
+# the header's type and flag values as plain ints and members bound once (per-packet code:
+# IntFlag arithmetic and enum attribute lookups cost more than the rest of a header)
+_DATA, _ACK, _NACK, _CNP = CthType.DATA, CthType.ACK, CthType.NACK, CthType.CNP
+_LAST, _ECE, _RETX = int(CthFlags.LAST), int(CthFlags.ECE), int(CthFlags.RETX)
 
 
 #: A wake-up later than this behind its timer counts as late in ``Transport.lag`` (s):
@@ -351,19 +355,19 @@ class Transport:
                 f"is not for job {self.job_id} rank {self.rank}"
             )
             return
-        if hdr.type == CthType.DATA:
+        if hdr.type is _DATA:
             self._on_data(hdr, payload, ecn & ECN_MASK, now)
             return
         flow = self._send.get(src_rank)
         if flow is None:
             self._garbage(f"{hdr.type.name} from rank {src_rank} without a flow to it")
             return
-        if hdr.type == CthType.CNP:
+        if hdr.type is _CNP:
             self._stats["cnps_received"] += 1
             flow.rc.on_cnp(now)
-        elif hdr.type == CthType.ACK:
+        elif hdr.type is _ACK:
             self._stats["acks_received"] += 1
-            if hdr.flags & CthFlags.ECE:
+            if hdr.flags & _ECE:
                 self._stats["ece_received"] += 1
             self._on_ack(flow, hdr.psn, now)
         else:  # NACK
@@ -437,7 +441,7 @@ class Transport:
             if now - flow.last_cnp >= cfg.cnp_interval:
                 flow.last_cnp = now
                 self._stats["cnps_sent"] += 1
-                self._control(src, CthType.CNP, hdr.psn, now, step=hdr.step)
+                self._control(src, _CNP, hdr.psn, now, step=hdr.step)
         psn = _unwrap(hdr.psn, flow.expected, _PSN_MOD)
         if psn < flow.expected or psn in flow.buffer:
             self._stats["duplicates"] += 1
@@ -446,7 +450,7 @@ class Transport:
         if psn >= flow.expected + cfg.recv_buffer_packets:
             self._stats["beyond_window"] += 1
             return
-        last = bool(hdr.flags & CthFlags.LAST)
+        last = bool(hdr.flags & _LAST)
         if psn > flow.expected:
             self._stats["out_of_order"] += 1
             flow.buffer[psn] = (hdr.step, hdr.offset, bytes(payload), last)
@@ -481,20 +485,20 @@ class Transport:
         flow.nacked_psn = flow.expected
         flow.last_nack = now
         self._stats["nacks_sent"] += 1
-        self._control(src, CthType.NACK, flow.expected % _PSN_MOD, now, ece=flow.ece)
+        self._control(src, _NACK, flow.expected % _PSN_MOD, now, ece=flow.ece)
         flow.ece = False
         flow.unacked = 0
         flow.ack_due = None
 
     def _send_ack(self, src: int, flow: _RecvFlow, now: float) -> None:
         self._stats["acks_sent"] += 1
-        self._control(src, CthType.ACK, flow.expected % _PSN_MOD, now, ece=flow.ece)
+        self._control(src, _ACK, flow.expected % _PSN_MOD, now, ece=flow.ece)
         flow.ece = False
         flow.unacked = 0
         flow.ack_due = None
 
     def _control(self, dst: int, ctype: CthType, psn: int, now: float, *, step: int = 0, ece: bool = False) -> None:
-        hdr = Cth(ctype, self.job_id, step, self.rank, dst, psn, 0, CthFlags.ECE if ece else 0)
+        hdr = Cth(ctype, self.job_id, step, self.rank, dst, psn, 0, _ECE if ece else 0)
         self._ctrl.append(Outgoing(dst, hdr.pack(), ECN_NOT_ECT))
         if self._ctrl_at is None:
             self._ctrl_at = now
@@ -567,8 +571,8 @@ class Transport:
             pkt = flow.pending.popleft()
             flow.inflight[pkt.psn] = pkt
             flow.snd_nxt = pkt.psn + 1
-        flags = (CthFlags.LAST if pkt.last else 0) | (CthFlags.RETX if pkt.sends else 0)
-        hdr = Cth(CthType.DATA, self.job_id, pkt.step, self.rank, flow.dst,
+        flags = (_LAST if pkt.last else 0) | (_RETX if pkt.sends else 0)
+        hdr = Cth(_DATA, self.job_id, pkt.step, self.rank, flow.dst,
                   pkt.psn % _PSN_MOD, pkt.offset, flags)
         datagram = hdr.pack() + pkt.payload
         pkt.sends += 1
@@ -592,22 +596,27 @@ class Transport:
 
     def next_timer(self) -> float | None:
         """Absolute time (s) :meth:`poll` wants to run next, or None when idle."""
-        times: list[float] = []
-        if self._ctrl_at is not None:
-            times.append(self._ctrl_at)
+        # the earliest of: control packets, each flow's next paced send (when it may send),
+        # RTO and rate-control timer, each receive flow's delayed ACK
+        when = self._ctrl_at
         window = self.config.window_packets
+        host_next = self._host_next_send
         for flow in self._send.values():
-            if flow.sendable(window):
-                times.append(max(flow.next_send, self._host_next_send))
+            if flow.retx_heap or (flow.pending and flow.snd_nxt - flow.una < window):  # flow.sendable(window)
+                t = flow.next_send if flow.next_send > host_next else host_next
+                if when is None or t < when:
+                    when = t
             if flow.rto_at is not None:
-                times.append(flow.rto_at + self._lag_s)
+                t = flow.rto_at + self._lag_s
+                if when is None or t < when:
+                    when = t
             t = flow.rc.next_timer()
-            if t is not None:
-                times.append(t)
+            if t is not None and (when is None or t < when):
+                when = t
         for rflow in self._recv.values():
-            if rflow.ack_due is not None:
-                times.append(rflow.ack_due)
-        when = min(times) if times else None
+            t = rflow.ack_due
+            if t is not None and (when is None or t < when):
+                when = t
         # Lateness counts from the asked time, or from the last poll when that was already past.
         self._wake_at = None if when is None else max(when, self._last_poll)
         return when

@@ -133,11 +133,13 @@ def decode(datagram: bytes | memoryview) -> tuple[Cth, memoryview]:
     version, ptype = vt >> 4, vt & 0xF
     if version != CTH_VERSION:
         raise WireError(f"CTH version {version}, expected {CTH_VERSION}")
-    try:
-        ctype = CthType(ptype)
-    except ValueError:
-        raise WireError(f"unknown CTH type {ptype}") from None
+    ctype = _TYPES.get(ptype)  # CthType(ptype) without the enum call
+    if ctype is None:
+        raise WireError(f"unknown CTH type {ptype}")
     return Cth(ctype, job_id, step, src, dst, psn, offset, flags, version), view[CTH_LEN:]
+
+
+_TYPES = {t.value: t for t in CthType}
 
 
 def serial_newer(a: int, b: int, bits: int = 16) -> bool:

@@ -120,6 +120,8 @@ class SwitchCore:
         self._pending: list | None = getattr(pipeline, "pending", None)
         #: the first internal error (an exception from the pipeline that is not a PacketError)
         self.internal_error: Exception | None = None
+        # Pipeline.egress_at (positional arguments) where the pipeline has it, else egress
+        self._egress_at = getattr(pipeline, "egress_at", None)
 
     def _internal(self, exc: Exception, now_us: int, where: str) -> None:
         """An exception out of the pipeline that is not a :class:`PacketError`: a bug in the
@@ -149,7 +151,8 @@ class SwitchCore:
         Never raises because of the frame's contents.
         """
         tm = self.tm
-        tm.service_until(now_us)
+        if now_us >= tm._next_service:  # tm.service_until(now_us) without the call when it has nothing to do
+            tm.service_until(now_us)
         if port not in self._ports:
             self._drops["bad_port"] += 1
             self._log("bad_port", now_us, "frame received on unknown port %r", port)
@@ -216,7 +219,8 @@ class SwitchCore:
         if tm.enqueue(out_port, st, now_us) is None:
             self._drops["tail"] += 1
             return
-        tm.service_until(now_us)
+        if now_us >= tm._next_service:
+            tm.service_until(now_us)
 
     def _enqueue_copy(self, out_port: int, st: Any, now_us: int, from_port: int) -> None:
         if out_port not in self._ports:
@@ -274,9 +278,12 @@ class SwitchCore:
         else:
             now_tick = now_us
         try:
-            out = self.pipeline.egress(st, egress_port=port, enq_qdepth=enq_qdepth,
-                                       deq_qdepth=deq_qdepth, deq_timedelta_us=deq_timedelta_us,
-                                       enq_timestamp_us=enq_timestamp_us, now_us=now_us)
+            if self._egress_at is not None:
+                out = self._egress_at(st, port, enq_qdepth, deq_qdepth, deq_timedelta_us, enq_timestamp_us, now_us)
+            else:
+                out = self.pipeline.egress(st, egress_port=port, enq_qdepth=enq_qdepth,
+                                           deq_qdepth=deq_qdepth, deq_timedelta_us=deq_timedelta_us,
+                                           enq_timestamp_us=enq_timestamp_us, now_us=now_us)
         except PacketError as e:
             self._drops["malformed"] += 1
             self._log("malformed", now_tick, "port %d: egress dropped the packet: %s", port, e)
@@ -291,7 +298,8 @@ class SwitchCore:
     def poll(self, now_us: int) -> list[tuple[int, bytes]]:
         """Frames to put on the wire at ``now_us``: ``[(port, frame), ...]``, FIFO per port."""
         tm = self.tm
-        tm.service_until(now_us)
+        if now_us >= tm._next_service:  # tm.service_until(now_us) without the call when it has nothing to do
+            tm.service_until(now_us)
         if self._pending:
             self._copies(now_us)
         out = tm.due(now_us)

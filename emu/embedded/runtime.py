@@ -132,13 +132,15 @@ class Pipeline:
         frames (they get a parser_error and follow the program's logic).
         """
         self.stats["parsed"] += 1
-        r = self._ingress_fn(bytes(frame), ingress_port, now_us)
+        if frame.__class__ is not bytes:
+            frame = bytes(frame)
+        r = self._ingress_fn(frame, ingress_port, now_us)
         if r is None:
             self.stats["ingress_drops"] += 1
             return None
         if len(r) == 5:
-            return IngressResult(r[0], r[1], r[2], r[3], ingress_port, ops=r[4], frame=bytes(frame), now_us=now_us)
-        return IngressResult(*r, ingress_port)
+            return IngressResult(r[0], r[1], r[2], r[3], ingress_port, ops=r[4], frame=frame, now_us=now_us)
+        return IngressResult(r[0], r[1], r[2], r[3], ingress_port)
 
     def ingress_copy(self, frame: bytes, ingress_port: int, now_us: int, instance_type: int,
                      preserved: dict[str, Any] | None, depth: int = 0) -> IngressResult | None:
@@ -210,6 +212,11 @@ class Pipeline:
         Queue depths are in packets (v1model enq_qdepth/deq_qdepth, 19 bits), times in us.
         The payload after the last extracted header is appended unchanged.
         """
+        return self.egress_at(st, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us, enq_timestamp_us, now_us)
+
+    def egress_at(self, st: IngressResult, egress_port: int, enq_qdepth: int, deq_qdepth: int,
+                  deq_timedelta_us: int, enq_timestamp_us: int, now_us: int) -> bytes | None:
+        """:meth:`egress` with positional arguments (the switch core's per-packet call)."""
         if st.itype or st.rid:  # a replica or a clone (v1model's _egress takes rid and instance_type)
             out = self._egress_fn(st.state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us,
                                   enq_timestamp_us, now_us, st.rid, st.itype)

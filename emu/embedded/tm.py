@@ -43,6 +43,10 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
+_INF = math.inf
+_ceil = math.ceil
+_heappop = heapq.heappop
+
 #: Default queue depth in packets (bmv2 ``simple_switch`` default, ``set_queue_depth``).
 DEFAULT_DEPTH_PKTS = 64
 
@@ -215,47 +219,54 @@ class TrafficManager:
         try:
             self._service_ports(now_us)
         finally:
-            nxt = math.inf
+            nxt = _INF
+            ports = self._ports
             for port in self._active:
-                f = self._ports[port].free_at
+                f = ports[port].free_at
                 if f < nxt:
                     nxt = f
             self._next_service = nxt
 
     def _service_ports(self, now_us: int) -> None:
         active = self._active
+        ports = self._ports
+        service = self._service
+        unit = self.qdepth_unit
+        overhead = self.wire_overhead_bytes
+        deps = self._departures
+        push = heapq.heappush
+        ceil = math.ceil
         for port in (sorted(active) if len(active) > 1 else tuple(active)):
-            p = self._ports[port]
+            p = ports[port]
             q = p.queue
             while q and p.free_at <= now_us:
                 item, enq_us, enq_qdepth, units = q.popleft()
                 p.units -= units
                 start = p.free_at if p.free_at > enq_us else float(enq_us)
                 # packets still waiting that had arrived by the (virtual) start time
-                deq_qdepth = len(q) if self.qdepth_unit is None else p.units
+                deq_qdepth = len(q) if unit is None else p.units
                 if deq_qdepth and q[-1][1] > start:
                     deq_qdepth = sum(e[3] for e in q if e[1] <= start)
                 p.serviced += 1
                 p.free_at = start  # port free until a frame is produced
-                start_us = math.ceil(start)
-                if self._service is None:
+                start_us = ceil(start)
+                if service is None:
                     frame = item
                 else:
                     try:
-                        frame = self._service(port, item, enq_qdepth, deq_qdepth,
-                                              start_us - enq_us, enq_us, start_us)
+                        frame = service(port, item, enq_qdepth, deq_qdepth, start_us - enq_us, enq_us, start_us)
                     finally:
                         if not q:
-                            self._active.discard(port)
+                            active.discard(port)
                 if frame is None:
                     continue
-                end = start + (len(frame) + self.wire_overhead_bytes) * p.us_per_byte
+                end = start + (len(frame) + overhead) * p.us_per_byte
                 p.free_at = end
                 self._seq += 1
                 p.pending += 1
-                heapq.heappush(self._departures, (end + p.delay, self._seq, port, frame))
+                push(deps, (end + p.delay, self._seq, port, frame))
             if not q:
-                self._active.discard(port)
+                active.discard(port)
 
     def due(self, now_us: int) -> list[tuple[int, bytes]]:
         """Pop the frames whose departure time is at or before ``now_us``, in departure
@@ -270,7 +281,7 @@ class TrafficManager:
         if deps and deps[0][0] <= now_us:
             ports = self._ports
             while deps and deps[0][0] <= now_us:
-                _, _, port, frame = heapq.heappop(deps)
+                _, _, port, frame = _heappop(deps)
                 ports[port].pending -= 1
                 out.append((port, frame))
         return out
@@ -280,12 +291,13 @@ class TrafficManager:
         None when the traffic manager is idle."""
         if self._ready_at is not None:
             return self._ready_at
-        t = self._departures[0][0] if self._departures else math.inf
+        deps = self._departures
+        t = deps[0][0] if deps else _INF
         if self._next_service < t:
             t = self._next_service
-        if t == math.inf:
+        if t == _INF:
             return None
-        return 0 if t == -math.inf else math.ceil(t)
+        return 0 if t == -_INF else _ceil(t)
 
     # -- statistics ----------------------------------------------------------------
 

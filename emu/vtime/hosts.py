@@ -159,8 +159,8 @@ class SimRank:
 
     # -- event entry points -------------------------------------------------------------
     def on_datagram(self, src_ip: bytes, datagram: memoryview, ecn: int) -> None:
-        """A CTH datagram for this rank arrived now."""
-        src = self.rank_of.get(bytes(src_ip))
+        """A CTH datagram for this rank arrived now (``src_ip``: 4 bytes)."""
+        src = self.rank_of.get(src_ip)
         if src is None:
             return
         now = self.loop.now * 1e-9
@@ -209,9 +209,11 @@ class SimRank:
             return
         out = tr.poll(now)
         if out:
-            host = self.host
+            send = self.host.send
+            ip_of, port, port_of = self.ip_of, self.port, self.port_of
             for o in out:
-                host.send(self.ip_of[o.dst_rank], self.port, self.port_of[o.dst_rank], o.datagram, o.ecn)
+                dst = o.dst_rank
+                send(ip_of[dst], port, port_of[dst], o.datagram, o.ecn)
             if self.state == DRAINING and tr.idle():
                 self._finish(now)
                 return
@@ -219,13 +221,15 @@ class SimRank:
 
     def _arm(self) -> None:
         t = self.transport.next_timer()
-        if self.state == RUNNING and self.coll is not None:
-            tc = self.coll.next_timer()
-            if tc is not None and (t is None or tc < t):
-                t = tc
-        if self.state in (WAITING, COMPUTING, DRAINING) and self.phase_at is not None and (
-                t is None or self.phase_at < t):
-            t = self.phase_at
+        state = self.state
+        if state == RUNNING:
+            coll = self.coll
+            if coll is not None:
+                tc = coll.next_timer()
+                if tc is not None and (t is None or tc < t):
+                    t = tc
+        elif state != DONE and state != FAILED and self.phase_at is not None and (t is None or self.phase_at < t):
+            t = self.phase_at  # WAITING, COMPUTING, DRAINING
         if t is None:
             return
         ns = s_to_ns(t)
@@ -340,11 +344,12 @@ class SimHost:
 
     def receive(self, frame: bytes) -> None:
         """A frame reached this host (IPv4/UDP as :func:`emu.vtime.frames.parse` reads it)."""
-        if len(frame) < _PAYLOAD_OFFSET or frame[12:14] != b"\x08\x00" or frame[23] != 17 or frame[14] != 0x45:
+        n = len(frame)
+        if n < _PAYLOAD_OFFSET or frame[12] != 8 or frame[13] != 0 or frame[23] != 17 or frame[14] != 0x45:
             self.garbage += 1
             return
         dport = (frame[36] << 8) | frame[37]
-        if dport == CTH_UDP_PORT and len(frame) >= _PAYLOAD_OFFSET + 4:
+        if dport == CTH_UDP_PORT and n >= _PAYLOAD_OFFSET + 4:
             rank = self.ranks.get((frame[_PAYLOAD_OFFSET + 2] << 8) | frame[_PAYLOAD_OFFSET + 3])
             if rank is not None:
                 rank.on_datagram(frame[26:30], memoryview(frame)[_PAYLOAD_OFFSET:], frame[15] & 3)

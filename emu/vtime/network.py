@@ -116,7 +116,7 @@ class EventLoop:
 class HostLink:
     """A host's access link towards its switch: FIFO at ``rate_bps``, then ``delay_ns``."""
 
-    __slots__ = ("loop", "ns_per_byte", "delay_ns", "busy_until", "deliver", "packets", "bytes")
+    __slots__ = ("loop", "ns_per_byte", "delay_ns", "busy_until", "deliver", "packets", "bytes", "_heap", "_seq")
 
     def __init__(self, loop: EventLoop, rate_bps: float, delay_ns: int, deliver: Callable[[Any], None]) -> None:
         self.loop = loop
@@ -126,22 +126,32 @@ class HostLink:
         self.deliver = deliver  #: called with the frame at its arrival at the far end
         self.packets = 0
         self.bytes = 0
+        self._heap = loop._heap
+        self._seq = loop._seq
 
     def send(self, frame: bytes) -> None:
         """Queue ``frame`` now; it reaches the far end after queueing, serialisation and delay."""
         now = self.loop.now
         start = self.busy_until if self.busy_until > now else now
-        end = start + (len(frame) + WIRE_OVERHEAD_BYTES) * self.ns_per_byte
+        n = len(frame)
+        end = start + (n + WIRE_OVERHEAD_BYTES) * self.ns_per_byte
         self.busy_until = end
         self.packets += 1
-        self.bytes += len(frame)
-        self.loop.at(math.ceil(end) + self.delay_ns, self.deliver, frame)
+        self.bytes += n
+        # EventLoop.at inlined (the arrival is never before now)
+        heapq.heappush(self._heap, (math.ceil(end) + self.delay_ns, next(self._seq), self.deliver, frame))
 
 
 class SimSwitch:
-    """One switch core in the event loop: frames in, departures out to the peers."""
+    """One switch core in the event loop: frames in, departures out to the peers.
 
-    __slots__ = ("name", "core", "loop", "peers", "wake_at", "_receive", "_poll", "_deadline")
+    The switch has at most one useful wake-up pending: at the traffic manager's next
+    deadline (``wake_at``). An earlier deadline schedules an earlier wake-up; the later
+    one then finds ``wake_at`` changed and does nothing.
+    """
+
+    __slots__ = ("name", "core", "loop", "peers", "wake_at", "_receive", "_poll", "_deadline", "_heap", "_seq",
+                 "_wake_fn")
 
     def __init__(self, name: str, core: Any, loop: EventLoop) -> None:
         self.name = name
@@ -153,13 +163,28 @@ class SimSwitch:
         self._receive = core.receive
         self._poll = core.poll
         self._deadline = core.tm.next_deadline_us  # SwitchCore.next_deadline_us without the wrapper
+        self._heap = loop._heap
+        self._seq = loop._seq
+        self._wake_fn = self._wake
 
     def port_input(self, port: int) -> Callable[[bytes], None]:
         """The callable that hands a frame arriving on ``port`` to this switch now."""
+        loop = self.loop
+        receive = self._receive
+        deadline = self._deadline
+        heap = self._heap
+        seq = self._seq
+        wake = self._wake_fn
+        push = heapq.heappush
 
         def arrive(frame: bytes) -> None:
-            self._receive(port, frame, self.loop.now)
-            self._arm()
+            now = loop.now
+            receive(port, frame, now)
+            # _arm inlined: a deadline is never before now (the core serviced up to now)
+            t = deadline()
+            if t is not None and (self.wake_at is None or t < self.wake_at):
+                self.wake_at = t
+                push(heap, (t if t > now else now, next(seq), wake, t))
 
         return arrive
 
@@ -167,16 +192,22 @@ class SimSwitch:
         t = self._deadline()
         if t is not None and (self.wake_at is None or t < self.wake_at):
             self.wake_at = t
-            self.loop.at(t, self._wake, t)
+            self.loop.at(t, self._wake_fn, t)
 
     def _wake(self, t: int) -> None:
         if t != self.wake_at:
             return  # superseded by an earlier wake-up
         self.wake_at = None
-        peers = self.peers
-        for port, frame in self._poll(self.loop.now):
-            peers[port](frame)
-        self._arm()
+        now = self.loop.now
+        out = self._poll(now)
+        if out:
+            peers = self.peers
+            for port, frame in out:
+                peers[port](frame)
+        t = self._deadline()
+        if t is not None and (self.wake_at is None or t < self.wake_at):
+            self.wake_at = t
+            heapq.heappush(self._heap, (t if t > now else now, next(self._seq), self._wake_fn, t))
 
 
 class SimNetwork(ProgrammedNetwork):
