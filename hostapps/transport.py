@@ -57,11 +57,11 @@ from hostapps.wire import (
     ECN_MASK,
     ECN_NOT_ECT,
     MAX_JOBS,
-    Cth,
     CthFlags,
     CthType,
     WireError,
-    decode,
+    pack_header,
+    unpack_header,
 )
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ _PSN_MOD = 1 << 32
 _STEP_MOD = 1 << 16
 # the header's type and flag values as plain ints and members bound once (per-packet code:
 # IntFlag arithmetic and enum attribute lookups cost more than the rest of a header)
-_DATA, _ACK, _NACK, _CNP = CthType.DATA, CthType.ACK, CthType.NACK, CthType.CNP
+_DATA, _ACK, _NACK, _CNP = int(CthType.DATA), int(CthType.ACK), int(CthType.NACK), int(CthType.CNP)
 _LAST, _ECE, _RETX = int(CthFlags.LAST), int(CthFlags.ECE), int(CthFlags.RETX)
 
 
@@ -345,34 +345,34 @@ class Transport:
         and ignored; this method never raises on packet contents.
         """
         try:
-            hdr, payload = decode(datagram)
+            ptype, flags, job_id, step, hsrc, hdst, psn, offset, payload = unpack_header(datagram)
         except WireError as exc:
             self._garbage(f"from rank {src_rank}: {exc}")
             return
-        if hdr.job_id != self.job_id or hdr.dst_rank != self.rank or hdr.src_rank != src_rank:
+        if job_id != self.job_id or hdst != self.rank or hsrc != src_rank:
             self._garbage(
-                f"job {hdr.job_id} {hdr.src_rank}->{hdr.dst_rank} (from rank {src_rank}) "
+                f"job {job_id} {hsrc}->{hdst} (from rank {src_rank}) "
                 f"is not for job {self.job_id} rank {self.rank}"
             )
             return
-        if hdr.type is _DATA:
-            self._on_data(hdr, payload, ecn & ECN_MASK, now)
+        if ptype == _DATA:
+            self._on_data(src_rank, step, psn, offset, flags, payload, ecn & ECN_MASK, now)
             return
         flow = self._send.get(src_rank)
         if flow is None:
-            self._garbage(f"{hdr.type.name} from rank {src_rank} without a flow to it")
+            self._garbage(f"{CthType(ptype).name} from rank {src_rank} without a flow to it")
             return
-        if hdr.type is _CNP:
+        if ptype == _CNP:
             self._stats["cnps_received"] += 1
             flow.rc.on_cnp(now)
-        elif hdr.type is _ACK:
+        elif ptype == _ACK:
             self._stats["acks_received"] += 1
-            if hdr.flags & _ECE:
+            if flags & _ECE:
                 self._stats["ece_received"] += 1
-            self._on_ack(flow, hdr.psn, now)
+            self._on_ack(flow, psn, now)
         else:  # NACK
             self._stats["nacks_received"] += 1
-            self._on_nack(flow, hdr.psn, now)
+            self._on_nack(flow, psn, now)
 
     def _garbage(self, why: str) -> None:
         self._stats["garbage"] += 1
@@ -428,9 +428,10 @@ class Transport:
             flow.retx_set.add(psn)
             heapq.heappush(flow.retx_heap, psn)
 
-    def _on_data(self, hdr: Cth, payload: memoryview, ecn: int, now: float) -> None:
+    def _on_data(self, src: int, step: int, wire_psn: int, offset: int, flags: int, payload: memoryview, ecn: int,
+                 now: float) -> None:
+        """A DATA packet's header fields (CTH values: step mod 2**16, PSN mod 2**32) and payload."""
         cfg = self.config
-        src = hdr.src_rank
         flow = self._recv.get(src)
         if flow is None:
             flow = self._recv[src] = _RecvFlow()
@@ -441,8 +442,8 @@ class Transport:
             if now - flow.last_cnp >= cfg.cnp_interval:
                 flow.last_cnp = now
                 self._stats["cnps_sent"] += 1
-                self._control(src, _CNP, hdr.psn, now, step=hdr.step)
-        psn = _unwrap(hdr.psn, flow.expected, _PSN_MOD)
+                self._control(src, _CNP, wire_psn, now, step=step)
+        psn = _unwrap(wire_psn, flow.expected, _PSN_MOD)
         if psn < flow.expected or psn in flow.buffer:
             self._stats["duplicates"] += 1
             self._send_ack(src, flow, now)
@@ -450,14 +451,14 @@ class Transport:
         if psn >= flow.expected + cfg.recv_buffer_packets:
             self._stats["beyond_window"] += 1
             return
-        last = bool(hdr.flags & _LAST)
+        last = bool(flags & _LAST)
         if psn > flow.expected:
             self._stats["out_of_order"] += 1
-            flow.buffer[psn] = (hdr.step, hdr.offset, bytes(payload), last)
+            flow.buffer[psn] = (step, offset, bytes(payload), last)
             self._maybe_nack(src, flow, now)
             return
         # in order: deliver it and whatever it releases from the buffer
-        self._deliver(src, flow, hdr.step, hdr.offset, bytes(payload), last)
+        self._deliver(src, flow, step, offset, bytes(payload), last)
         ack_now = last
         while flow.expected in flow.buffer:
             step, offset, data, blast = flow.buffer.pop(flow.expected)
@@ -497,9 +498,9 @@ class Transport:
         flow.unacked = 0
         flow.ack_due = None
 
-    def _control(self, dst: int, ctype: CthType, psn: int, now: float, *, step: int = 0, ece: bool = False) -> None:
-        hdr = Cth(ctype, self.job_id, step, self.rank, dst, psn, 0, _ECE if ece else 0)
-        self._ctrl.append(Outgoing(dst, hdr.pack(), ECN_NOT_ECT))
+    def _control(self, dst: int, ctype: int, psn: int, now: float, *, step: int = 0, ece: bool = False) -> None:
+        datagram = pack_header(ctype, self.job_id, step, self.rank, dst, psn, 0, _ECE if ece else 0)
+        self._ctrl.append(Outgoing(dst, datagram, ECN_NOT_ECT))
         if self._ctrl_at is None:
             self._ctrl_at = now
 
@@ -572,9 +573,8 @@ class Transport:
             flow.inflight[pkt.psn] = pkt
             flow.snd_nxt = pkt.psn + 1
         flags = (_LAST if pkt.last else 0) | (_RETX if pkt.sends else 0)
-        hdr = Cth(_DATA, self.job_id, pkt.step, self.rank, flow.dst,
-                  pkt.psn % _PSN_MOD, pkt.offset, flags)
-        datagram = hdr.pack() + pkt.payload
+        datagram = pack_header(_DATA, self.job_id, pkt.step, self.rank, flow.dst, pkt.psn % _PSN_MOD, pkt.offset,
+                               flags) + pkt.payload
         pkt.sends += 1
         pkt.sent_at = now
         if flow.rto_at is None:

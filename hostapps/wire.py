@@ -101,18 +101,28 @@ class Cth:
     def pack(self) -> bytes:
         """Encode to 16 bytes, network byte order. Raises :class:`WireError` on overflow."""
         try:
-            return _STRUCT.pack(
-                ((self.version & 0xF) << 4) | (int(self.type) & 0xF),
-                self.flags,
-                self.job_id,
-                self.step & 0xFFFF,
-                self.src_rank,
-                self.dst_rank,
-                self.psn & 0xFFFFFFFF,
-                self.offset,
-            )
+            return _pack(self.type, self.job_id, self.step, self.src_rank, self.dst_rank, self.psn, self.offset,
+                         self.flags, self.version)
         except struct.error as exc:
             raise WireError(f"CTH field out of range in {self!r}: {exc}") from None
+
+
+def _pack(ctype: int, job_id: int, step: int, src_rank: int, dst_rank: int, psn: int, offset: int, flags: int,
+          version: int) -> bytes:
+    """The 16 header bytes (``step`` modulo 2**16, ``psn`` modulo 2**32); struct.error on overflow."""
+    return _STRUCT.pack(((version & 0xF) << 4) | (int(ctype) & 0xF), flags, job_id, step & 0xFFFF, src_rank,
+                        dst_rank, psn & 0xFFFFFFFF, offset)
+
+
+def pack_header(ctype: int, job_id: int, step: int, src_rank: int, dst_rank: int, psn: int = 0, offset: int = 0,
+                flags: int = 0) -> bytes:
+    """``Cth(ctype, job_id, step, src_rank, dst_rank, psn, offset, flags).pack()`` without the object
+    (the transport's per-packet path). Raises :class:`WireError` on overflow."""
+    try:
+        return _pack(ctype, job_id, step, src_rank, dst_rank, psn, offset, flags, CTH_VERSION)
+    except struct.error as exc:
+        raise WireError(f"CTH field out of range (type {int(ctype)}, job {job_id}, step {step}, ranks "
+                        f"{src_rank}->{dst_rank}, psn {psn}, offset {offset}, flags {flags}): {exc}") from None
 
 
 def encode(header: Cth, payload: bytes | memoryview = b"") -> bytes:
@@ -126,6 +136,15 @@ def decode(datagram: bytes | memoryview) -> tuple[Cth, memoryview]:
     Raises :class:`WireError` naming the problem for a short datagram, a wrong version
     or an unknown type.
     """
+    ptype, flags, job_id, step, src, dst, psn, offset, payload = unpack_header(datagram)
+    return Cth(_TYPES[ptype], job_id, step, src, dst, psn, offset, flags, CTH_VERSION), payload
+
+
+def unpack_header(datagram: bytes | memoryview) -> tuple[int, int, int, int, int, int, int, int, memoryview]:
+    """:func:`decode` without the object (the transport's per-packet path): ``(type, flags,
+    job_id, step, src_rank, dst_rank, psn, offset, payload)``, the type a :class:`CthType`
+    value. Raises :class:`WireError` as :func:`decode`.
+    """
     view = memoryview(datagram)
     if len(view) < CTH_LEN:
         raise WireError(f"datagram of {len(view)} bytes is shorter than the {CTH_LEN}-byte CTH")
@@ -133,10 +152,9 @@ def decode(datagram: bytes | memoryview) -> tuple[Cth, memoryview]:
     version, ptype = vt >> 4, vt & 0xF
     if version != CTH_VERSION:
         raise WireError(f"CTH version {version}, expected {CTH_VERSION}")
-    ctype = _TYPES.get(ptype)  # CthType(ptype) without the enum call
-    if ctype is None:
+    if ptype not in _TYPES:
         raise WireError(f"unknown CTH type {ptype}")
-    return Cth(ctype, job_id, step, src, dst, psn, offset, flags, version), view[CTH_LEN:]
+    return ptype, flags, job_id, step, src, dst, psn, offset, view[CTH_LEN:]
 
 
 _TYPES = {t.value: t for t in CthType}

@@ -322,3 +322,30 @@ jobs: [{id: 0, ranks: [h1, h2, h3, h4], size_bytes: 4MiB, iterations: 2}]
     result = _sim(topo, tmp_path / "out", schemes=("baseline",))
     assert result.ok, result.failure
     assert result.summary["baseline"]["cct_over_bound"]["mean"] >= 1.0
+
+
+def test_verifier_checks_every_result_that_differs_and_digests_as_the_worker() -> None:
+    """An all-reduce result equal to one checked right passes with its digest; one element off
+    on a later rank still fails with the worker's message."""
+
+    from emu.vtime import hosts
+    from hostapps import worker
+
+    spec = worker.parse_spec({
+        "job_id": 0, "rank": 0, "ranks": [{"rank": i, "ip": "127.0.0.1", "port": 40000 + i} for i in range(3)],
+        "collective": "allreduce", "size_bytes": 4096, "iterations": 1, "compute_s": 0.0, "start_at": None,
+        "line_rate_bps": 1e9, "rate_control": {"name": "dcqcn", "params": {}}, "mtu": 1500, "step_timeout_s": 1.0,
+        "slices": 1, "seed": 7, "results_dir": "/tmp/x"})
+    v = hosts.Verifier(spec)
+    inputs = [worker.make_input(spec, r, 0) for r in range(3)]
+    for r, x in enumerate(inputs):
+        v.add_input(0, r, x)
+    right = (inputs[0] + inputs[1]) + inputs[2]
+    assert v.check_digest(0, 0, right) == (None, worker.digest(right))
+    assert v.check_digest(0, 1, right.copy()) == (None, worker.digest(right))
+    wrong = right.copy()
+    wrong[5] += 1.0
+    problem, digest = v.check_digest(0, 2, wrong)
+    assert problem is not None and problem.startswith("iteration 0: allreduce result differs from the float64 sum at "
+                                                      "element 5"), problem
+    assert digest == worker.digest(wrong)
