@@ -189,7 +189,7 @@ DC16 = REPO / "topologies" / "dc-leafspine-16.yaml"
 
 
 def test_dc_scenario_uses_the_hpcc_preset() -> None:
-    """100 Gbit/s, 1 us, 4096-byte MTU; DCQCN and K from HPCC's 100 Gbit/s settings."""
+    """100 Gbit/s, 1 us, 4096-byte MTU; DCQCN and K from HPCC's 100 Gbit/s settings (timer: the DCQCN paper's)."""
     from emu.topology import load_topology
     from hostapps.ratecontrol import HPCC_DCQCN_100G
 
@@ -198,7 +198,8 @@ def test_dc_scenario_uses_the_hpcc_preset() -> None:
     assert {lk.bandwidth_bps for lk in topo.plan.links} == {100e9} and {lk.delay_us for lk in topo.plan.links} == {1}
     assert (topo.ecn.kmin_packets, topo.ecn.kmax_packets, topo.ecn.pmax) == (97, 389, 0.2)  # 400 KB, 1600 KB
     params = topo.dcqcn_for(0)
-    assert params["rate_increase_period"] == 300e-6 and params["g"] == 1 / 256 and not params["clamp_target_rate"]
+    assert HPCC_DCQCN_100G.rate_params["rate_increase_period"] == 300e-6
+    assert params == {**HPCC_DCQCN_100G.rate_params, "rate_increase_period": 55e-6}  # the file's one override
     assert topo.transport_for(0) == HPCC_DCQCN_100G.transport
     assert len(topo.jobs[0].ranks) == 16 and topo.jobs[0].size_bytes >= 16 * 2**20
     from emu import routing
