@@ -99,8 +99,9 @@ def config_label(config: Sequence[tuple[str, Any]]) -> str:
     return " ".join(f"{k}={v}" for k, v in config) or "(file as given)"
 
 
-def config_id(config: Sequence[tuple[str, Any]]) -> str:
-    return hashlib.sha1(json.dumps(list(config), default=str).encode()).hexdigest()[:10]
+def config_id(config: Sequence[tuple[str, Any]], *scenario: Any) -> str:
+    """Folder name of one configuration of one scenario (topology file, size, iterations)."""
+    return hashlib.sha1(json.dumps([list(config), *scenario], default=str).encode()).hexdigest()[:10]
 
 
 def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int, size: int | None,
@@ -183,14 +184,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_root = Path(args.out or f"/tmp/dc_sweep-{os.getpid()}")
     configs = [list(zip([k for k, _ in axes], values, strict=True))
                for values in itertools.product(*[v for _, v in axes])]
+    scenario = (str(Path(args.topology).resolve()), size, args.iterations)
     tasks: dict[tuple[str, str, int], tuple[Any, ...]] = {}
     for config in configs:
         base_config = [(k, v) for k, v in config if not k.startswith("symphony.")]
         for seed in seeds:
             for scheme in schemes:
                 cfg = base_config if scheme == "baseline" else config
-                run_dir = out_root / config_id(cfg) / f"{scheme}-seed{seed}"
-                tasks[(config_id(cfg), scheme, seed)] = (args.topology, cfg, scheme, seed, size, args.iterations,
+                run_dir = out_root / config_id(cfg, *scenario) / f"{scheme}-seed{seed}"
+                tasks[(config_id(cfg, *scenario), scheme, seed)] = (args.topology, cfg, scheme, seed, size, args.iterations,
                                                          str(run_dir), args.lock)
     console.print(f"{len(configs)} configuration(s) x {len(seeds)} seed(s): {len(tasks)} run(s) in {out_root}")
     rows: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -217,9 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "sym mean/p99 ms", "sym lead", "sym marks", "sym/base [95% CI]", "per seed"):
         table.add_column(col, overflow="fold")
     for config in configs:
-        base_id = config_id([(k, v) for k, v in config if not k.startswith("symphony.")])
+        base_id = config_id([(k, v) for k, v in config if not k.startswith("symphony.")], *scenario)
         base = [rows[(base_id, "baseline", s)] for s in seeds if (base_id, "baseline", s) in rows]
-        sym = [rows[(config_id(config), "symphony", s)] for s in seeds if (config_id(config), "symphony", s) in rows]
+        sym_id = config_id(config, *scenario)
+        sym = [rows[(sym_id, "symphony", s)] for s in seeds if (sym_id, "symphony", s) in rows]
         cells = [config_label(config)]
         for runs, q_marks in ((base, True), (sym, False)):
             if not runs:
