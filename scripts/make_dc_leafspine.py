@@ -21,8 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def gen(n: int, iterations: int, size_mib: int, bg: int) -> str:
-    """The YAML text of the n-rank scenario (n a multiple of 4)."""
+def gen(n: int, iterations: int, size_mib: int, bg: int, bg_gbps: int = 20, on_us: int = 200, off_us: int = 800) -> str:
+    """The YAML text of the n-rank scenario (n a multiple of 4); background sources of ``bg_gbps`` Gbit/s while on,
+    mean ``on_us`` on / ``off_us`` off (exponential)."""
     L = n // 2
     half = L // 2
     hosts = [f"h{i}" for i in range(1, n + 1)]
@@ -51,7 +52,7 @@ def gen(n: int, iterations: int, size_mib: int, bg: int) -> str:
 #
 # Traffic per iteration: each flow carries 2(N-1)/N * S = {2*(n-1)/n*size_mib:.2f} MiB; the bandwidth
 # bound at 50 Gbit/s is {2*(n-1)/n*size_mib*2**20*8/50e9*1e3:.2f} ms. Background: on/off Not-ECT sources
-# (exponential, 20 Gbit/s while on, mean 200 us on / 800 us off) across the spines.
+# (exponential, {bg_gbps} Gbit/s while on, mean {on_us} us on / {off_us} us off) across the spines.
 #
 # Run: symphony-emu run topologies/dc-leafspine-{n}.yaml --mode sim""")
     out.append(f"name: dc-leafspine-{n}")
@@ -91,7 +92,7 @@ dcqcn:
         # from the second host of a first-half leaf to the first host of a second-half leaf
         src = leaf_hosts[1 + (2 * k) % half][1]
         dst = leaf_hosts[half + 1 + (2 * k + 1) % half][0]
-        out.append(f"  - {{src: {src}, dst: {dst}, rate_mbps: 20Gbit/s, on_ms: 200us, off_ms: 800us, start_ms: {k*100}us, exponential: true, packet_bytes: 1472}}")
+        out.append(f"  - {{src: {src}, dst: {dst}, rate_mbps: {bg_gbps}Gbit/s, on_ms: {on_us}us, off_ms: {off_us}us, start_ms: {k*100}us, exponential: true, packet_bytes: 1472}}")
     out.append("""symphony:
   # T = 2, slope 0.02 (2% more marking probability per step of lead beyond T), any queue:
   # tuned in virtual time (docs/virtual-time.md, "Tuning"); T <= 1 and steeper slopes mark the
@@ -108,12 +109,16 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--size-mib", type=int, default=16)
     ap.add_argument("--background", type=int, default=2)
+    ap.add_argument("--background-gbps", type=int, default=20, help="a source's rate while on (Gbit/s)")
+    ap.add_argument("--on-us", type=int, default=200, help="mean on period (us)")
+    ap.add_argument("--off-us", type=int, default=800, help="mean off period (us)")
     ap.add_argument("--out", type=Path, default=None, help="output file (default topologies/dc-leafspine-N.yaml)")
     args = ap.parse_args()
     if args.ranks < 4 or args.ranks % 4:
         raise SystemExit("ranks must be a multiple of 4, at least 4")
     out = args.out or REPO / "topologies" / f"dc-leafspine-{args.ranks}.yaml"
-    out.write_text(gen(args.ranks, args.iterations, args.size_mib, args.background))
+    out.write_text(gen(args.ranks, args.iterations, args.size_mib, args.background, args.background_gbps,
+                         args.on_us, args.off_us))
     print(f"wrote {out}")
 
 
