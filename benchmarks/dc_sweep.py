@@ -33,7 +33,9 @@ import csv
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -104,6 +106,26 @@ def config_id(config: Sequence[tuple[str, Any]], *scenario: Any) -> str:
     return hashlib.sha1(json.dumps([list(config), *scenario], default=str).encode()).hexdigest()[:10]
 
 
+def check_configs(topology: str, configs: Sequence[Sequence[tuple[str, Any]]]) -> None:
+    """Load the topology with each configuration's overrides; raise SweepError naming the first bad one."""
+    import tempfile
+
+    from emu.topology import TopologyError, load_topology
+
+    text = Path(topology).read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        for config in configs:
+            doc = yaml.safe_load(text)
+            for key, value in config:
+                apply_override(doc, key, value)
+            path = Path(tmp) / Path(topology).name
+            path.write_text(yaml.safe_dump(doc, sort_keys=False))
+            try:
+                load_topology(path)
+            except TopologyError as exc:
+                raise SweepError(f"{config_label(config)}: {str(exc).replace(str(path), topology)}") from None
+
+
 def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int, size: int | None,
             iterations: int | None, out: str, lock: str | None = None) -> dict[str, Any]:
     """One scheme of one configuration and seed; returns the row for ``sweep.jsonl``.
@@ -118,6 +140,8 @@ def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int
     out_dir = Path(out)
     summary_file = out_dir / "summary.json"
     if not summary_file.exists():
+        if out_dir.exists():  # an interrupted run's partial folder
+            shutil.rmtree(out_dir)
         doc = yaml.safe_load(Path(topology).read_text())
         for key, value in config:
             apply_override(doc, key, value)
@@ -144,6 +168,20 @@ def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int
             "cct_over_bound": s["cct_over_bound"]["mean"], "lead_mean": s["step_lead"]["mean"],
             "lead_max": s["step_lead"]["max"], "symphony_marks": s["marks"]["symphony"],
             "queue_marks": s["marks"]["queue"], "drops": s["drops"], "dir": str(out_dir)}
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and kill the workers: a run in progress is abandoned.
+
+    SIGKILL, not SIGTERM: a worker's runner turns SIGTERM into an exception the pool would
+    report and go on from. A virtual-time run owns no namespace, link or process, so nothing
+    is left behind; its partial folder is redone on resume (:func:`run_one`).
+    """
+    pool.shutdown(wait=False, cancel_futures=True)
+    for child in multiprocessing.active_children():
+        child.kill()
+    for child in multiprocessing.active_children():
+        child.join(5)
 
 
 def _pct(values: Sequence[float], q: float) -> float:
@@ -194,24 +232,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                 run_dir = out_root / config_id(cfg, *scenario) / f"{scheme}-seed{seed}"
                 tasks[(config_id(cfg, *scenario), scheme, seed)] = (args.topology, cfg, scheme, seed, size, args.iterations,
                                                          str(run_dir), args.lock)
+    try:  # every configuration must load before any run starts
+        check_configs(args.topology, configs)
+    except (SweepError, OSError, yaml.YAMLError) as exc:
+        console.print(f"error: {exc}")
+        return 2
     console.print(f"{len(configs)} configuration(s) x {len(seeds)} seed(s): {len(tasks)} run(s) in {out_root}")
     rows: dict[tuple[str, str, int], dict[str, Any]] = {}
     out_root.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
-        log = stack.enter_context((out_root / "sweep.jsonl").open("a"))
-        if args.jobs > 1:  # processes; with one job the runs stay in this process, in order
-            pool = stack.enter_context(ProcessPoolExecutor(max_workers=args.jobs))
-            pending = {key: pool.submit(run_one, *task) for key, task in tasks.items()}
-            results = ((key, fut.result()) for key, fut in pending.items())
-        else:
-            results = ((key, run_one(*task)) for key, task in tasks.items())
-        for key, row in results:
-            rows[key] = row
-            log.write(json.dumps(row) + "\n")
-            log.flush()
-            console.print(f"  {config_label(row['config'])} {row['scheme']} seed {row['seed']}: mean CCT"
-                          f" {1e3 * statistics.fmean(row['ccts']):.3f} ms, lead {row['lead_mean']:.2f},"
-                          f" marks {row['symphony_marks']}+{row['queue_marks']}")
+    from emu.backend import RunError, UsageError
+    from emu.topology import TopologyError
+
+    try:
+        with contextlib.ExitStack() as stack:
+            log = stack.enter_context((out_root / "sweep.jsonl").open("a"))
+            if args.jobs > 1:  # processes; with one job the runs stay in this process, in order
+                from emu.cleanup import die_with_parent
+
+                # fork: the workers inherit the parent-death signal set up here (no pickling)
+                pool = ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("fork"),
+                                           initializer=die_with_parent())
+                stack.callback(_stop_pool, pool)
+                pending = {key: pool.submit(run_one, *task) for key, task in tasks.items()}
+                results = ((key, fut.result()) for key, fut in pending.items())
+            else:
+                results = ((key, run_one(*task)) for key, task in tasks.items())
+            for key, row in results:
+                rows[key] = row
+                log.write(json.dumps(row) + "\n")
+                log.flush()
+                console.print(f"  {config_label(row['config'])} {row['scheme']} seed {row['seed']}: mean CCT"
+                              f" {1e3 * statistics.fmean(row['ccts']):.3f} ms, lead {row['lead_mean']:.2f},"
+                              f" marks {row['symphony_marks']}+{row['queue_marks']}")
+    except KeyboardInterrupt:
+        console.print(f"interrupted: the finished runs are kept in {out_root}; the same command resumes")
+        return 130
+    except (SweepError, TopologyError, UsageError, RunError, RuntimeError) as exc:
+        console.print(f"error: {exc}")
+        return 1
 
     title = f"{Path(args.topology).name}, size {args.size or 'as given'}, seeds {args.seeds}"
     table = Table(title=title)

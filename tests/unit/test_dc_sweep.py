@@ -56,3 +56,54 @@ def test_tiny_sweep_shares_the_baseline_and_applies_the_override(tmp_path: Path,
     written = (Path(by_slope[1.0]["dir"]).parent / "symphony-seed1.yaml").read_text()
     assert "slope: 1.0" in written and "lead_threshold: 0" in written
     assert "sym/base" in capsys.readouterr().out
+
+
+def test_a_bad_override_is_refused_before_any_run(tmp_path: Path, capsys) -> None:
+    topo = str(REPO / "topologies" / "single.yaml")
+    assert sweep.main([topo, "--set", "symphony.slope=0.1,-1", "--out", str(tmp_path / "sw")]) == 2
+    out = capsys.readouterr().out
+    assert "symphony.slope=-1" in out and "must be >= 0" in out and topo in out
+    assert not (tmp_path / "sw").exists()  # nothing ran, nothing written
+
+
+def test_interrupt_with_parallel_runs_leaves_no_process(tmp_path: Path) -> None:
+    """SIGINT to a --jobs 2 sweep: it says how to resume, exits 130, and no worker outlives it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [sys.executable, str(REPO / "benchmarks" / "dc_sweep.py"), str(REPO / "topologies" / "single.yaml"),
+           "--size", "64KiB", "--iterations", "2000", "--jobs", "2", "--set", "symphony.slope=0.1,0.2",
+           "--out", str(tmp_path / "sw")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def session() -> list[int]:
+        pids = []
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    if os.getsid(int(d)) == proc.pid:
+                        pids.append(int(d))
+                except OSError:
+                    pass
+        return pids
+
+    try:
+        deadline = time.monotonic() + 30
+        while len(session()) < 3 and time.monotonic() < deadline:  # the sweep and its 2 workers
+            time.sleep(0.2)
+        assert len(session()) >= 3, "the sweep did not start its workers"
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 130, out
+        assert "interrupted" in out and "resumes" in out and "Traceback" not in out
+        deadline = time.monotonic() + 10
+        while session() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert session() == []
+    finally:
+        for pid in session():
+            os.kill(pid, signal.SIGKILL)
