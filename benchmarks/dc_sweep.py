@@ -35,7 +35,9 @@ import itertools
 import json
 import multiprocessing
 import os
+import re
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -123,7 +125,8 @@ def check_configs(topology: str, configs: Sequence[Sequence[tuple[str, Any]]]) -
             try:
                 load_topology(path)
             except TopologyError as exc:
-                raise SweepError(f"{config_label(config)}: {str(exc).replace(str(path), topology)}") from None
+                text = re.sub(r" \(line \d+\)", "", str(exc).replace(str(path), topology))  # lines of a copy
+                raise SweepError(f"{config_label(config)}: {text}") from None
 
 
 def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int, size: int | None,
@@ -168,6 +171,30 @@ def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int
             "cct_over_bound": s["cct_over_bound"]["mean"], "lead_mean": s["step_lead"]["mean"],
             "lead_max": s["step_lead"]["max"], "symphony_marks": s["marks"]["symphony"],
             "queue_marks": s["marks"]["queue"], "drops": s["drops"], "dir": str(out_dir)}
+
+
+class _Terminated(KeyboardInterrupt):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
+    raise _Terminated(signum)
+
+
+def _worker_init() -> Any:
+    """The pool's initializer: a worker dies with the sweep (SIGKILL) and leaves Ctrl-C to it."""
+    from emu.cleanup import die_with_parent
+
+    pdeath = die_with_parent(signal.SIGKILL)
+
+    def init() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if pdeath is not None:
+            pdeath()
+
+    return init
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -217,7 +244,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SweepError, ValueError) as exc:
         console.print(f"error: {exc}")
         return 2
-    size = parse_size(args.size) if args.size else None
+    try:
+        size = parse_size(args.size) if args.size else None
+    except Exception as exc:  # click.BadParameter: the CLI's own message  # noqa: BLE001
+        console.print(f"error: --size {args.size}: {getattr(exc, 'message', exc)}")
+        return 2
+    for name, value in (("--size", size), ("--iterations", args.iterations), ("--jobs", args.jobs)):
+        if value is not None and value < 1:
+            console.print(f"error: {name} {value}: give 1 or more")
+            return 2
     schemes = ["baseline", "symphony"] if args.scheme == "both" else [args.scheme]
     out_root = Path(args.out or f"/tmp/dc_sweep-{os.getpid()}")
     configs = [list(zip([k for k, _ in axes], values, strict=True))
@@ -243,15 +278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from emu.backend import RunError, UsageError
     from emu.topology import TopologyError
 
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         with contextlib.ExitStack() as stack:
             log = stack.enter_context((out_root / "sweep.jsonl").open("a"))
             if args.jobs > 1:  # processes; with one job the runs stay in this process, in order
-                from emu.cleanup import die_with_parent
-
-                # fork: the workers inherit the parent-death signal set up here (no pickling)
+                # fork: the initializer is this process's closure, not a pickled copy
                 pool = ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("fork"),
-                                           initializer=die_with_parent())
+                                           initializer=_worker_init())
                 stack.callback(_stop_pool, pool)
                 pending = {key: pool.submit(run_one, *task) for key, task in tasks.items()}
                 results = ((key, fut.result()) for key, fut in pending.items())
@@ -264,9 +298,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 console.print(f"  {config_label(row['config'])} {row['scheme']} seed {row['seed']}: mean CCT"
                               f" {1e3 * statistics.fmean(row['ccts']):.3f} ms, lead {row['lead_mean']:.2f},"
                               f" marks {row['symphony_marks']}+{row['queue_marks']}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         console.print(f"interrupted: the finished runs are kept in {out_root}; the same command resumes")
-        return 130
+        return 128 + getattr(exc, "signum", signal.SIGINT)
     except (SweepError, TopologyError, UsageError, RunError, RuntimeError) as exc:
         console.print(f"error: {exc}")
         return 1

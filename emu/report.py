@@ -520,7 +520,11 @@ def step_lead_figure(
 
 
 def _ms(v: Any) -> str:
-    return "-" if v is None else f"{v * 1000:.1f}"
+    """Seconds as milliseconds with at least 3 significant digits (5.829, 61.07, 1470.3)."""
+    if v is None:
+        return "-"
+    ms = v * 1000
+    return f"{ms:.3f}" if abs(ms) < 10 else f"{ms:.2f}" if abs(ms) < 100 else f"{ms:.1f}"
 
 
 def _num(v: Any, fmt: str = "{:.2f}") -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import signal
 from collections.abc import Iterator, Sequence
@@ -594,7 +595,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
         topology.__dict__.pop("plan", None)
     if dilation is not None and mode != "mininet":
         raise UsageError(f"--dilation: only --mode mininet dilates time (here --mode {mode}); drop --dilation")
-    if dilation is not None and not dilation >= 1:
+    if dilation is not None and not (math.isfinite(dilation) and dilation >= 1):
         raise UsageError(f"--dilation {dilation}: give D >= 1 (1 = the scenario's own rates)")
     if parallel is not None and parallel < 1:
         raise UsageError(f"--parallel {parallel}: give 1 or more (1 = the schemes one after the other)")

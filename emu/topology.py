@@ -251,7 +251,7 @@ class Topology(_Model):
     mtu: int = Field(1500, ge=576, le=9000)
     #: Time dilation D that ``--mode mininet`` uses for this scenario when ``--dilation`` is
     #: not given: link rates / D, delays and host timers * D (emu.dilation, docs/virtual-time.md).
-    dilation: float = Field(1.0, ge=1)
+    dilation: float = Field(1.0, ge=1, allow_inf_nan=False)
 
     #: TransportConfig overrides applied over the preset's (set by emu.dilation.dilate).
     _transport: dict[str, Any] = PrivateAttr(default_factory=dict)

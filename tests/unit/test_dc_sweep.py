@@ -66,8 +66,9 @@ def test_a_bad_override_is_refused_before_any_run(tmp_path: Path, capsys) -> Non
     assert not (tmp_path / "sw").exists()  # nothing ran, nothing written
 
 
-def test_interrupt_with_parallel_runs_leaves_no_process(tmp_path: Path) -> None:
-    """SIGINT to a --jobs 2 sweep: it says how to resume, exits 130, and no worker outlives it."""
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_interrupt_with_parallel_runs_leaves_no_process(tmp_path: Path, signame: str) -> None:
+    """SIGINT/SIGTERM to a --jobs 2 sweep: it says how to resume, exits 128 + signal, no worker outlives it."""
     import os
     import signal
     import subprocess
@@ -96,9 +97,10 @@ def test_interrupt_with_parallel_runs_leaves_no_process(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert len(session()) >= 3, "the sweep did not start its workers"
         time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
+        signum = getattr(signal, signame)
+        proc.send_signal(signum)
         out, _ = proc.communicate(timeout=30)
-        assert proc.returncode == 130, out
+        assert proc.returncode == 128 + signum, out
         assert "interrupted" in out and "resumes" in out and "Traceback" not in out
         deadline = time.monotonic() + 10
         while session() and time.monotonic() < deadline:
@@ -107,3 +109,12 @@ def test_interrupt_with_parallel_runs_leaves_no_process(tmp_path: Path) -> None:
     finally:
         for pid in session():
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(("args", "words"), [(["--size", "0"], "--size 0"), (["--iterations", "0"], "--iterations 0"),
+                                             (["--jobs", "0"], "--jobs 0"),
+                                             (["--set", "dcqcn.rate_increse_period=55e-6"], "unknown DCQCN parameter")])
+def test_bad_arguments_are_one_line(tmp_path: Path, capsys, args: list[str], words: str) -> None:
+    assert sweep.main([str(REPO / "topologies" / "single.yaml"), *args, "--out", str(tmp_path / "sw")]) == 2
+    out = capsys.readouterr().out
+    assert words in out and "Traceback" not in out and "(line" not in out and not (tmp_path / "sw").exists()
