@@ -94,7 +94,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.profile:
         hosts.SimRank._wake = _timed(hosts.SimRank._wake, host_t)  # type: ignore[method-assign]
         hosts.OnOffSource._send = _timed(hosts.OnOffSource._send, host_t)  # type: ignore[method-assign]
-    size = parse_size(args.size)
+    try:
+        size = parse_size(args.size)
+    except Exception as exc:  # click.BadParameter, with the CLI's own message  # noqa: BLE001
+        ap.error(f"--size {args.size}: {getattr(exc, 'message', exc)}")
+    if args.iterations < 1:
+        ap.error(f"--iterations {args.iterations}: give 1 or more")
+    from emu.cli import resolve_topology
+    from emu.topology import TopologyError, load_topology
+
+    args.topology = str(resolve_topology(args.topology))
+    try:
+        load_topology(args.topology)
+    except TopologyError as exc:
+        ap.error(str(exc))
     with tempfile.TemporaryDirectory() as out:
         if args.profile:
             import cProfile

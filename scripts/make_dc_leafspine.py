@@ -87,7 +87,7 @@ dcqcn:
     out.append("jobs:\n  - id: 0")
     out.append("    ranks: [" + ", ".join(order) + "]")
     out.append(f"    collective: allreduce\n    size_bytes: {size_mib}MiB\n    iterations: {iterations}\n    step_timeout_s: 1")
-    out.append("background:")
+    out.append("background:" if bg else "background: []")
     for k in range(bg):
         # from the second host of a first-half leaf to the first host of a second-half leaf
         src = leaf_hosts[1 + (2 * k) % half][1]
@@ -115,10 +115,18 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="output file (default topologies/dc-leafspine-N.yaml)")
     args = ap.parse_args()
     if args.ranks < 4 or args.ranks % 4:
-        raise SystemExit("ranks must be a multiple of 4, at least 4")
+        ap.error(f"ranks {args.ranks}: give a multiple of 4, at least 4")
+    for name in ("iterations", "size_mib", "background_gbps", "on_us", "off_us"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: give 1 or more")
+    if args.background < 0:
+        ap.error(f"--background {args.background}: give 0 or more")
     out = args.out or REPO / "topologies" / f"dc-leafspine-{args.ranks}.yaml"
-    out.write_text(gen(args.ranks, args.iterations, args.size_mib, args.background, args.background_gbps,
-                         args.on_us, args.off_us))
+    try:
+        out.write_text(gen(args.ranks, args.iterations, args.size_mib, args.background, args.background_gbps,
+                           args.on_us, args.off_us))
+    except OSError as exc:
+        ap.error(f"--out {out}: {exc.strerror}")
     print(f"wrote {out}")
 
 
