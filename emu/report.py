@@ -168,8 +168,12 @@ def write_report(
     *,
     title: str | None = None,
     dilation: float = 1.0,
+    mode: str = "mininet",
 ) -> RenderableType:
     """Write summary.json, cct.csv, steps.csv and both PNGs; return the terminal table.
+
+    ``mode``: the back end; a virtual-time run (``"sim"``) gets ``"mode": "sim"`` in
+    summary.json and says so in the table's caption.
 
     ``title`` (e.g. "dumbbell, run 20261130-101500-4242") names the run in the plot titles.
     ``dilation``: D of a time-dilated run (emu.dilation); the metrics are in scenario time
@@ -178,6 +182,8 @@ def write_report(
     out = Path(results_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summary_dict(metrics, counters)
+    if mode != "mininet":
+        summary["mode"] = mode
     if dilation != 1.0:
         summary["dilation"] = dilation
         for scheme in _ordered(metrics):
@@ -587,6 +593,8 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
     dilation = (f"; times in scenario time, run dilated by D = {summary['dilation']:g} "
                 f"(wall-clock CCT = D x CCT, cct_wall_s in summary.json)"
                 if isinstance(summary.get("dilation"), int | float) else "")
+    if summary.get("mode") == "sim":
+        dilation += "; virtual time: every time is simulated (docs/virtual-time.md)"
     timing = Table(title="symphony-emu results", header_style="bold", caption_justify="left",
                    caption="CCT/bound: mean CCT over the bandwidth bound; vs baseline: mean CCT ratio "
                            f"[95% CI] and {_LEGEND}{dilation}")

@@ -622,7 +622,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
         runs = exp.run_schemes(schemes, iterations=iterations, size=size, progress=progress, parallel=parallel)
         out_dir = exp.out_dir
     summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
-                               title=f"{topology.name}, run {exp.run_id}", dilation=d)
+                               title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode)
     from emu import report
 
     exp.update_run_file(summary=report.SUMMARY_FILE,
@@ -692,7 +692,8 @@ def resolved_workload(topology: Any, *, iterations: int | None, size: int | None
 
 
 def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, iterations: int | None = None,
-              size: int | None = None, title: str | None = None, dilation: float = 1.0) -> tuple[dict[str, Any], Any]:
+              size: int | None = None, title: str | None = None, dilation: float = 1.0,
+              mode: str = "mininet") -> tuple[dict[str, Any], Any]:
     """Compute the metrics and write summary.json, cct.csv, steps.csv and the PNGs into ``out_dir``.
 
     Returns (summary dict, rich table). Per-switch counters of each scheme are in
@@ -713,7 +714,7 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
                                                       time_scale=1.0 / dilation)
                       for scheme, run in runs.items()}
     counters = {scheme: counter_totals(run.counter_delta()) for scheme, run in runs.items()}
-    table = report.write_report(out_dir, scheme_metrics, counters, title=title, dilation=dilation)
+    table = report.write_report(out_dir, scheme_metrics, counters, title=title, dilation=dilation, mode=mode)
     summary = json.loads((out_dir / report.SUMMARY_FILE).read_text())
     return summary, table
 
