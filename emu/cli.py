@@ -128,11 +128,13 @@ def parse_allreduce_args(line: str) -> tuple[int | None, int | None]:
 
 
 def make_console(stderr: bool = False) -> Any:
-    """A rich console; 140 columns when the output is not a terminal (logs, CI), so tables fit."""
+    """A rich console; when the output is not a terminal (logs, CI) ``COLUMNS`` columns if set, else 140."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else 140)
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else 140
+    return Console(stderr=stderr, width=None if stream.isatty() else width)
 
 
 def setup_logging(verbose: int) -> None:
