@@ -183,18 +183,12 @@ def _interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
     raise _Terminated(signum)
 
 
-def _worker_init() -> Any:
+def _worker_init(parent: int) -> None:
     """The pool's initializer: a worker dies with the sweep (SIGKILL) and leaves Ctrl-C to it."""
-    from emu.cleanup import die_with_parent
+    from emu.cleanup import parent_death_signal
 
-    pdeath = die_with_parent(signal.SIGKILL)
-
-    def init() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if pdeath is not None:
-            pdeath()
-
-    return init
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent_death_signal(parent, signal.SIGKILL)
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -283,9 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             log = stack.enter_context((out_root / "sweep.jsonl").open("a"))
             if args.jobs > 1:  # processes; with one job the runs stay in this process, in order
-                # fork: the initializer is this process's closure, not a pickled copy
                 pool = ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("fork"),
-                                           initializer=_worker_init())
+                                           initializer=_worker_init, initargs=(os.getpid(),))
                 stack.callback(_stop_pool, pool)
                 pending = {key: pool.submit(run_one, *task) for key, task in tasks.items()}
                 results = ((key, fut.result()) for key, fut in pending.items())

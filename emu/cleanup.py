@@ -43,6 +43,38 @@ LINK_RE = re.compile(r"^\d+:\s+([-_.A-Za-z0-9]+-eth\d+)(?:@\S+)?:")
 PR_SET_PDEATHSIG = 1
 
 
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl(2) (Linux), or None where there is none."""
+    import ctypes
+    import ctypes.util
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        log.debug("prctl not available: children will not get a parent-death signal")
+        return None
+
+
+def _arm_parent_death(prctl: Callable[..., int], parent: int, signum: int) -> None:
+    prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signum)
+
+
+def parent_death_signal(parent: int, sig: signal.Signals = signal.SIGTERM) -> None:
+    """In a child process (spawned or forked): get ``sig`` when ``parent`` (a pid) dies.
+
+    PR_SET_PDEATHSIG (prctl(2), Linux only; nothing elsewhere), or ``sig`` at once when
+    ``parent`` is already gone. For a child started by Popen see :func:`die_with_parent`.
+    """
+    prctl = _prctl()
+    if prctl is not None:
+        _arm_parent_death(prctl, parent, int(sig))
+
+
 def die_with_parent(sig: signal.Signals = signal.SIGTERM) -> Callable[[], None] | None:
     """A Popen ``preexec_fn`` that makes the child get ``sig`` when this process dies.
 
@@ -52,25 +84,14 @@ def die_with_parent(sig: signal.Signals = signal.SIGTERM) -> Callable[[], None] 
     child: start children from a thread that lives as long as the run (the main thread).
     libc's prctl is looked up here, before the fork, so the child only makes the system call.
     """
-    import ctypes
-    import ctypes.util
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        log.debug("prctl not available: children will not get a parent-death signal")
+    prctl = _prctl()
+    if prctl is None:
         return None
     parent = os.getpid()
     signum = int(sig)
 
     def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signum)
+        _arm_parent_death(prctl, parent, signum)
 
     return preexec
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from emu.backend import ProgressEvent, ProgressFn, RunError
+from emu.cleanup import parent_death_signal
 
 log = logging.getLogger(__name__)
 
@@ -90,23 +91,6 @@ class SchemeTask:
     log_level: int
 
 
-def _die_with_parent(parent: int) -> None:
-    """SIGTERM this process when ``parent`` dies (Linux prctl; nothing elsewhere)."""
-    import ctypes
-    import ctypes.util
-    import sys
-
-    from emu.cleanup import PR_SET_PDEATHSIG
-
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
 class _PipeQueue:
     """What :class:`logging.handlers.QueueHandler` needs of a queue, over a child's pipe."""
 
@@ -122,7 +106,7 @@ def _child_main(task: SchemeTask, conn: Any, parent: int) -> None:
     ("result", scheme, SchemeRun) or ("error", scheme, one line) over ``conn``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and terminates us
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by the parent around start()
-    _die_with_parent(parent)
+    parent_death_signal(parent)  # SIGTERM when the runner dies
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
