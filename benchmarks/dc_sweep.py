@@ -99,6 +99,14 @@ def apply_override(doc: dict[str, Any], key: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def config_yaml(text: str, config: Sequence[tuple[str, Any]]) -> str:
+    """The topology file ``text`` with the configuration's overrides applied, as YAML."""
+    doc = yaml.safe_load(text)
+    for key, value in config:
+        apply_override(doc, key, value)
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
 def config_label(config: Sequence[tuple[str, Any]]) -> str:
     return " ".join(f"{k}={v}" for k, v in config) or "(file as given)"
 
@@ -117,11 +125,8 @@ def check_configs(topology: str, configs: Sequence[Sequence[tuple[str, Any]]]) -
     text = Path(topology).read_text()
     with tempfile.TemporaryDirectory() as tmp:
         for config in configs:
-            doc = yaml.safe_load(text)
-            for key, value in config:
-                apply_override(doc, key, value)
             path = Path(tmp) / Path(topology).name
-            path.write_text(yaml.safe_dump(doc, sort_keys=False))
+            path.write_text(config_yaml(text, config))
             try:
                 load_topology(path)
             except TopologyError as exc:
@@ -145,12 +150,9 @@ def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int
     if not summary_file.exists():
         if out_dir.exists():  # an interrupted run's partial folder
             shutil.rmtree(out_dir)
-        doc = yaml.safe_load(Path(topology).read_text())
-        for key, value in config:
-            apply_override(doc, key, value)
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         topo_file = out_dir.parent / f"{out_dir.name}.yaml"
-        topo_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+        topo_file.write_text(config_yaml(Path(topology).read_text(), config))
         lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666) if lock else None
         try:
             if lock_fd is not None:
