@@ -85,10 +85,15 @@ class DynElem:
 
 @dataclass
 class Leaf:
-    """A scalar storage location (Python variable) of a given type."""
+    """A scalar storage location (Python variable) of a given type.
+
+    ``bits``: the var holds the two's-complement bit pattern of an ``int<N>`` (header fields,
+    which extract and emit move as bits), so reads sign-convert and stores mask.
+    """
 
     var: str
     type: Any
+    bits: bool = False
 
 
 @dataclass
@@ -385,8 +390,10 @@ class CodeGen:
                     self.fail(e.loc, f"{base.path} (struct {base.type.name}) has no member {e.name}")
                 return base.members[e.name]
             if isinstance(base, HdrRef):
-                for fname, w, var in base.fields:
+                for (fname, w, var), (_n, ftype) in zip(base.fields, base.type.fields, strict=True):
                     if fname == e.name:
+                        if isinstance(ftype, ir.IntT):
+                            return Leaf(var, ftype, bits=True)
                         return Leaf(var, ir.BitT(w))
                 self.fail(e.loc, f"header {base.type.name} has no field {e.name}")
             if isinstance(base, StackRef):
@@ -409,7 +416,8 @@ class CodeGen:
                 for fname, ftype in t.fields:
                     if fname == e.name:
                         shift = t.width - off - ftype.width  # type: ignore[union-attr]
-                        return V(f"(({code} >> {shift}) & {hex(mask(ftype.width))})", ftype)  # type: ignore[union-attr]
+                        return V(f"(({code} >> {shift}) & {hex(mask(ftype.width))})", ftype,  # type: ignore[union-attr]
+                                 dirty=isinstance(ftype, ir.IntT))
                     off += ftype.width  # type: ignore[union-attr]
                 self.fail(e.loc, f"header {t.name} has no field {e.name}")
             return ("member", base, e.name)
@@ -439,7 +447,7 @@ class CodeGen:
         for n, h in reversed(self.dyn_elems(d)):
             var = next(v for fn, _w, v in h.fields if fn == name)
             code = f"({var} if {d.stack.nxt} == {n} else {code})"
-        return V(code, widths[name])
+        return V(code, widths[name], dirty=isinstance(widths[name], ir.IntT))
 
     def expr(self, e: ir.Expr, scopes) -> V:
         if isinstance(e, ir.Lit):
@@ -451,7 +459,7 @@ class CodeGen:
                 return self.table_hit(e, scopes)
             b = self.ref(e, scopes)
             if isinstance(b, Leaf):
-                return V(b.var, b.type)
+                return V(b.var, b.type, dirty=b.bits)  # clean() sign-converts a bit pattern
             if isinstance(b, V):
                 return b
             self.fail(e.loc, "unsupported use of a header, struct or object as a value")
@@ -882,7 +890,7 @@ class CodeGen:
         b = self.ref(target, scopes)
         if isinstance(b, Leaf):
             v = self.expr(value, scopes)
-            code = self.convert(v, b.type, loc)
+            code = self.store_code(b, self.convert(v, b.type, loc))
             self.flush_pre()
             self.emit(f"{b.var} = {code}")
             return
@@ -893,6 +901,10 @@ class CodeGen:
             self.copy_ref(b, src)
             return
         self.fail(loc, "unsupported assignment target")
+
+    def store_code(self, b: Leaf, code: str) -> str:
+        """``code`` (a value of ``b.type``) as stored in ``b``: masked to its bits for a bit-pattern leaf."""
+        return f"({code}) & {hex(mask(b.type.width))}" if b.bits else code
 
     def copy_ref(self, dst, src) -> None:
         """Emit ``dst = src`` for a header, header stack or struct binding."""
@@ -1005,7 +1017,11 @@ class CodeGen:
                       body_scopes: Scopes | None = None) -> None:
         """Inline ``act`` (or a function as an action) with ``args``; ``bound`` binds action data.
 
-        The body sees ``body_scopes`` (default: its control's scopes) plus its parameters.
+        Copy-in/copy-out (P4_16 spec 6.8): every ``in``/``out``/``inout`` parameter is a fresh
+        local (scalar, header or struct), initialised from its argument (``in``, ``inout``) or
+        invalid/0 (``out``) and, for ``out``/``inout``, copied back to the argument at the end,
+        also when the body runs ``exit`` (spec 12.5: copy-out still happens). The body sees
+        ``body_scopes`` (default: its control's scopes) plus its parameters.
         """
         depth = ctx.depth
         if depth > 16:
@@ -1013,22 +1029,38 @@ class CodeGen:
         if bound is None and len(args) != len(act.params):
             self.fail(loc, f"action {act.name} takes {len(act.params)} arguments, got {len(args)}")
         scope: dict[str, Any] = {}
-        copy_out = []
+        copy_out: list[tuple[Any, Any]] = []  # (argument binding, parameter local)
         for i, p in enumerate(act.params):
             if bound is not None and p.name in bound:
                 scope[p.name] = bound[p.name]
                 continue
             a = args[i]
+            if isinstance(p.type, ir.StructT | ir.HeaderT | ir.StackT):
+                src = self.ref(a, scopes)
+                if not isinstance(src, HdrRef | StructRef | StackRef) or src.type != p.type:
+                    self.fail(a.loc, f"argument {p.name} of {act.name} must be a {tname(p.type)}")
+                local = self.alloc_local(p.type, f"{act.name}.{p.name}")
+                self.flush_pre()
+                if p.direction == "out":
+                    self.clear_ref(local)
+                else:  # in, inout, directionless: a copy (never an alias of the argument)
+                    self.copy_ref(local, src)
+                scope[p.name] = local
+                if p.direction in ("out", "inout"):
+                    copy_out.append((src, local))
+                continue
             if p.direction in ("out", "inout"):
                 tgt = self.out_target(a, scopes, loc)
                 var = self.fresh(p.name)
-                self.emit(f"{var} = {tgt.var if p.direction == 'inout' else '0'}")
+                if p.direction == "inout":
+                    init = self.convert(V(tgt.var, tgt.type, dirty=tgt.bits), p.type, loc)
+                else:
+                    init = "False" if isinstance(p.type, ir.BoolT) else "0"
+                self.flush_pre()
+                self.emit(f"{var} = {init}")
                 scope[p.name] = Leaf(var, p.type)
-                copy_out.append((tgt.var, var))
+                copy_out.append((tgt, Leaf(var, p.type)))
             else:
-                if isinstance(p.type, ir.StructT | ir.HeaderT):
-                    scope[p.name] = self.ref(a, scopes)
-                    continue
                 v = self.expr(a, scopes)
                 var = self.fresh(p.name)
                 code = self.convert(v, p.type, loc)
@@ -1037,15 +1069,77 @@ class CodeGen:
                 scope[p.name] = Leaf(var, p.type)
         uses_return = contains(act.body, ir.Return)
         sub = replace(ctx, depth=depth + 1, in_loop=uses_return or ctx.in_loop)
+        body_sc = (ctx.scopes if body_scopes is None else body_scopes) + [scope]
+        guard = bool(copy_out) and self.may_exit(act.body, body_sc)
+        if guard:  # exit raises _Exit through the body: copy out on the way (spec 12.5)
+            self.emit("try:")
+            self.ind += 1
         if uses_return:
             self.emit("while True:")
             self.ind += 1
-        self.block(act.body.stmts, (ctx.scopes if body_scopes is None else body_scopes) + [scope], sub)
+        self.block(act.body.stmts, body_sc, sub)
         if uses_return:
             self.emit("break")
             self.ind -= 1
-        for tvar, var in copy_out:
-            self.emit(f"{tvar} = {var}")
+        if guard:
+            self.ind -= 1
+            self.emit("finally:")
+            self.ind += 1
+        for tgt, local in copy_out:
+            if isinstance(tgt, Leaf):
+                self.emit(f"{tgt.var} = {self.store_code(tgt, local.var)}")
+            else:
+                self.copy_ref(tgt, local)
+        if guard:
+            self.ind -= 1
+
+    def may_exit(self, body: ir.Stmt, scopes, depth: int = 0) -> bool:
+        """Whether ``body`` runs ``exit``, itself or in an action it calls."""
+        if contains(body, ir.Exit):
+            return True
+        if depth > 16:
+            return False
+        for call in calls_in(body):
+            f = call.func
+            if not isinstance(f, ir.Name):
+                continue
+            act = next((sc[f.name].action for sc in reversed(scopes) if isinstance(sc.get(f.name), ActionRef)),
+                       self.prog.actions.get(f.name))
+            if act is not None and self.may_exit(act.body, scopes, depth + 1):
+                return True
+        return False
+
+    def alloc_local(self, t: Any, path: str) -> Any:
+        """Storage for a local header, struct or header stack value (not part of the packet state)."""
+        saved, self.slots = self.slots, []
+        try:
+            if isinstance(t, ir.HeaderT):
+                ref = self.alloc_header(t, path)
+            elif isinstance(t, ir.StackT):
+                nxt = self.fresh(path + "_next")
+                ref = StackRef([self.alloc_header(t.elem, f"{path}[{i}]") for i in range(t.size)], nxt, t, path)
+            else:
+                ref = self.alloc_struct(t, path)
+        finally:
+            self.slots = saved
+        return ref
+
+    def clear_ref(self, dst: Any) -> None:
+        """Emit the initial value of a header (invalid, fields 0), stack or struct binding."""
+        if isinstance(dst, HdrRef):
+            self.emit(f"{dst.valid} = False")
+            for _n, _w, v in dst.fields:
+                self.emit(f"{v} = 0")
+        elif isinstance(dst, StackRef):
+            self.emit(f"{dst.nxt} = 0")
+            for h in dst.elems:
+                self.clear_ref(h)
+        else:
+            for d in dst.members.values():
+                if isinstance(d, Leaf):
+                    self.emit(f"{d.var} = {'False' if isinstance(d.type, ir.BoolT) else '0'}")
+                else:
+                    self.clear_ref(d)
 
     # -- tables
     def apply_table(self, t: TableRef, scopes, loc, want_hit: bool = False) -> str | None:
@@ -1471,9 +1565,14 @@ class CodeGen:
     def _const_entries(self, table: Table, t: ir.Table, specs: list[ActionSpec], actions: list[ir.Action],
                        scopes) -> None:
         """Install ``const entries`` (P4_16 spec 14.2.1.4): in source order, the first one has the
-        highest priority; ``_``/``default`` is a wildcard; the table then refuses control-plane changes."""
+        highest priority unless ``@priority(n)`` says otherwise (the smaller n wins, as p4c's bmv2
+        back end passes it to bmv2); ``_``/``default`` is a wildcard; the table then refuses
+        control-plane changes."""
         names = [a.name for a in actions]
-        n = len(t.entries or [])
+        # bmv2 priorities as p4c's bmv2 back end gives them (the smaller wins): @priority(n), else
+        # the entry's position 1, 2, ...; the table's priorities are the other way round
+        prios = [i + 1 if ent.priority is None else ent.priority for i, ent in enumerate(t.entries or [])]
+        top = max(prios, default=0) + 1
         for i, ent in enumerate(t.entries or []):
             if len(ent.keys) != len(table.keys):
                 self.fail(ent.loc, f"entry has {len(ent.keys)} keys, table {t.name} has {len(table.keys)}")
@@ -1515,7 +1614,7 @@ class CodeGen:
                 self.fail(ref.loc, f"action {ref.name} needs {len(spec.params)} arguments")
             params = {p: v & mask(w) for (p, w), v in zip(spec.params, vals, strict=True)}
             try:
-                table.add(match, spec.name, params, n - i if table.needs_priority else None, force=True)
+                table.add(match, spec.name, params, top - prios[i] if table.needs_priority else None, force=True)
             except ControlError as e:
                 self.fail(ent.loc, str(e))
         table.const_entries = True
@@ -1740,6 +1839,19 @@ def desc_call(e: ir.Call) -> str:
     if isinstance(f, ir.Name):
         return f"{f.name}()"
     return "call"
+
+
+def calls_in(node: Any) -> list[ir.Call]:
+    """The call statements of statement ``node`` (through blocks, ifs and switches)."""
+    if isinstance(node, ir.CallStmt):
+        return [node.call]
+    if isinstance(node, ir.Block):
+        return [c for s in node.stmts for c in calls_in(s)]
+    if isinstance(node, ir.If):
+        return calls_in(node.then) + (calls_in(node.other) if node.other is not None else [])
+    if isinstance(node, ir.Switch):
+        return [c for _labels, b in node.cases for c in calls_in(b)]
+    return []
 
 
 def contains_deep(decl: ir.ControlDecl, cls: type) -> bool:

@@ -781,11 +781,19 @@ class _Builder(Transformer):
         return ("entries", ch[0] is not None, [c for c in ch[1:] if c is not None], meta)
 
     def table_entry(self, meta, ch):
+        prio = next((a for a in ch if isinstance(a, _Ann) and a.name == "priority"), None)
         ch = self._strip(ch)
         ks, action = ch[0], ch[1]
         keys = ks if isinstance(ks, list) else [ks]
         keys = [k if isinstance(k, tuple) else ("value", k) for k in keys]
-        return ir.TableEntry(self._loc(meta), keys, self._action_ref(action, meta))
+        priority = None
+        if prio is not None:
+            if len(prio.args) != 1:
+                self._fail(meta, "@priority takes one argument")
+            priority = self.const_eval(prio.args[0])
+            if priority < 0:
+                self._fail(meta, f"@priority({priority}) is negative")
+        return ir.TableEntry(self._loc(meta), keys, self._action_ref(action, meta), priority)
 
     def table_prop_block(self, meta, ch):
         ch = self._strip(ch)
@@ -799,10 +807,16 @@ class _Builder(Transformer):
         return list(ch)
 
     def prop_elem(self, meta, ch):
+        name = next((a for a in ch if isinstance(a, _Ann) and a.name == "name"), None)
         ch = self._strip(ch)
         e = ch[0]
         mk = str(ch[1]) if len(ch) > 1 and ch[1] is not None else None
-        return (e, mk, meta, _expr_text(e))
+        text = _expr_text(e)
+        if name is not None:  # @name("x") on a key: its control-plane name (p4c, P4Runtime)
+            if len(name.args) != 1 or not isinstance(name.args[0], ir.StringLit):
+                self._fail(meta, '@name takes one string argument')
+            text = name.args[0].value
+        return (e, mk, meta, text)
 
     # -- statements
     def block(self, meta, ch):

@@ -354,7 +354,8 @@ class Action:
 
 @dataclass
 class KeyElement:
-    """One table key: expression and match kind name; ``text`` is the key as written."""
+    """One table key: expression and match kind name; ``text`` is its control-plane name (the key
+    as written, or its ``@name``)."""
 
     loc: Loc
     expr: Expr
@@ -395,6 +396,9 @@ class TableEntry:
     loc: Loc
     keys: list[tuple]
     action: ActionRef
+    #: ``@priority(n)``: bmv2's convention as p4c's bmv2 back end passes it through (the smaller
+    #: n wins); None: the entry's position 1, 2, ... in the list
+    priority: int | None = None
 
 
 @dataclass

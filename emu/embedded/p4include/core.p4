@@ -4,8 +4,8 @@
  * "P4 core library"), written for this project: the embedded runtime gives these
  * externs their meaning itself; this file only declares names and signatures.
  */
-#ifndef EMU_CORE_P4
-#define EMU_CORE_P4
+#ifndef _CORE_P4_
+#define _CORE_P4_
 
 /* Standard error codes, in the order of the specification (NoError = 0). */
 error {

@@ -5,8 +5,8 @@
  * and bmv2's documented behaviour. Semantics live in emu/embedded/v1model.py; see
  * docs/p4-subset.md.
  */
-#ifndef EMU_V1MODEL_P4
-#define EMU_V1MODEL_P4
+#ifndef _V1_MODEL_P4_
+#define _V1_MODEL_P4_
 
 #include <core.p4>
 
