@@ -24,6 +24,12 @@ struct metadata {
     bit<19> enq_qdepth;         /* egress: standard_metadata.enq_qdepth, packets (queue_ecn key) */
     bit<17> ecn_threshold;      /* egress: from queue_ecn, 0 = no queue mark */
     bit<17> symphony_threshold; /* egress: from symphony_marking, 0 = no Symphony mark */
+    bit<1>  ecmp;               /* 1: ipv4_lpm chose an ECMP group (p4/include/ecmp.p4) */
+    bit<16> ecmp_group;         /* the group, from ipv4_ecmp */
+    bit<16> ecmp_seed;          /* this switch's hash seed, from ipv4_ecmp */
+    bit<16> l4_src;             /* UDP source port, 0 without UDP (the 5-tuple hash) */
+    bit<16> l4_dst;             /* UDP destination port, 0 without UDP */
+    bit<ECMP_BUCKET_BITS> ecmp_bucket; /* CRC-16 of the 5-tuple and seed, low bits */
 }
 
 /*************************************************************************
@@ -125,12 +131,15 @@ control MyIngress(inout headers hdr,
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
+#include "include/ecmp.p4"
+
     table ipv4_lpm {
         key = {
             hdr.ipv4.dstAddr: lpm;
         }
         actions = {
             ipv4_forward;
+            ipv4_ecmp;
             drop;
         }
         size = 1024;
@@ -142,6 +151,7 @@ control MyIngress(inout headers hdr,
     apply {
         meta.tracked = 0;
         meta.lead = 0;
+        meta.ecmp = 0;
         if (standard_metadata.parser_error != error.NoError) {
             parser_errors.count((bit<32>)standard_metadata.ingress_port);
             drop();
@@ -153,7 +163,23 @@ control MyIngress(inout headers hdr,
         } else if (hdr.ipv4.ttl <= 1) {
             drop();
         } else {
-            ipv4_lpm.apply();
+            meta.l4_src = 0;
+            meta.l4_dst = 0;
+            if (hdr.udp.isValid()) {
+                meta.l4_src = hdr.udp.srcPort;
+                meta.l4_dst = hdr.udp.dstPort;
+            }
+            /* An explicit path first, else the destination's route or ECMP group. */
+            if (!path_pin.apply().hit) {
+                ipv4_lpm.apply();
+                if (meta.ecmp == 1) {
+                    hash(meta.ecmp_bucket, HashAlgorithm.crc16, (bit<ECMP_BUCKET_BITS>)0,
+                         { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+                           meta.l4_src, meta.l4_dst, meta.ecmp_seed },
+                         (bit<32>)ECMP_BUCKETS);
+                    ecmp_nhop.apply();
+                }
+            }
             /* A job or rank outside the register arrays is never tracked (on both builds:
              * v1model would index past the arrays, T2NA would alias job_id mod MAX_JOBS). */
             if (hdr.cth.isValid() && hdr.cth.type == CTH_TYPE_DATA

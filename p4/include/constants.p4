@@ -37,6 +37,13 @@ const bit<2>  ECN_CE          = 3;
 #define MAX_PORTS         512    /* bit<9> port numbers */
 #define MARKING_ENTRIES   2048   /* symphony_marking: MAX_JOBS * MAX_RANKS (job, lead) pairs */
 #define QUEUE_ECN_ENTRIES 2048   /* queue_ecn: ports * depth ranges of the RED-like ramp */
+/* ECMP (p4/include/ecmp.p4): a 5-tuple hash picks one of ECMP_BUCKETS buckets of a group;
+ * the controller maps bucket b of a k-member group to member b mod k. */
+#define ECMP_BUCKETS      64
+#define ECMP_BUCKET_BITS  6
+#define ECMP_GROUPS       64
+#define ECMP_ENTRIES      4096   /* ECMP_GROUPS * ECMP_BUCKETS */
+#define PATH_PIN_ENTRIES  4096   /* path_pin: explicit (src, dst) host-pair paths */
 
 /* Serial arithmetic on 16-bit step ids (RFC 1982): newer(a, b) iff 0 < a - b < 2^15. */
 const bit<16> SERIAL_HALF     = 0x8000;

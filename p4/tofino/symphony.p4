@@ -65,6 +65,12 @@ struct ingress_metadata_t {
     bit<16>      count;           /* DESIGN 4 step 2 */
     bit<1>       reached;         /* DESIGN 4 step 3 */
     bit<16>      front;           /* DESIGN 4 step 4 */
+    bit<1>       ecmp;            /* 1: ipv4_lpm chose an ECMP group (p4/include/ecmp.p4) */
+    bit<16>      ecmp_group;      /* the group, from ipv4_ecmp */
+    bit<16>      ecmp_seed;       /* this switch's hash seed, from ipv4_ecmp */
+    bit<16>      l4_src;          /* UDP source port, 0 without UDP (the 5-tuple hash) */
+    bit<16>      l4_dst;          /* UDP destination port, 0 without UDP */
+    bit<ECMP_BUCKET_BITS> ecmp_bucket; /* CRC-16 of the 5-tuple and seed, low bits */
 }
 
 struct egress_metadata_t {
@@ -147,6 +153,8 @@ control MyIngress(inout switch_headers_t hdr,
     /* Register indices as the hash unit's identity function of the concatenated fields. */
     Hash<flow_index_t>(HashAlgorithm_t.IDENTITY) flow_index_hash;
     Hash<slot_index_t>(HashAlgorithm_t.IDENTITY) slot_index_hash;
+    /* ECMP bucket: CRC-16 of the 5-tuple and the seed, as the v1model build's hash(). */
+    Hash<bit<ECMP_BUCKET_BITS>>(HashAlgorithm_t.CRC16) ecmp_hash;
 
     /* 1. entered = newer(s, old) (RFC 1982: 0 < s - old < 2^15); if so old = s. */
     RegisterAction<bit<16>, flow_index_t, bit<1>>(flow_step) enter_step = {
@@ -195,12 +203,15 @@ control MyIngress(inout switch_headers_t hdr,
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
     }
 
+#include "../include/ecmp.p4"
+
     table ipv4_lpm {
         key = {
             hdr.ipv4.dstAddr: lpm;
         }
         actions = {
             ipv4_forward;
+            ipv4_ecmp;
             drop;
         }
         size = 1024;
@@ -215,6 +226,7 @@ control MyIngress(inout switch_headers_t hdr,
         meta.expected_flows = 0;
         meta.queue_gate = 0;
         meta.lead = 0;
+        meta.ecmp = 0;
         if (ig_prsr_md.parser_err != PARSER_ERROR_OK) {
             parser_errors.count(ig_intr_md.ingress_port);
             drop();
@@ -226,7 +238,22 @@ control MyIngress(inout switch_headers_t hdr,
         } else if (hdr.ipv4.ttl <= 1) {
             drop();
         } else {
-            ipv4_lpm.apply();
+            meta.l4_src = 0;
+            meta.l4_dst = 0;
+            if (hdr.udp.isValid()) {
+                meta.l4_src = hdr.udp.srcPort;
+                meta.l4_dst = hdr.udp.dstPort;
+            }
+            /* An explicit path first, else the destination's route or ECMP group. */
+            if (!path_pin.apply().hit) {
+                ipv4_lpm.apply();
+                if (meta.ecmp == 1) {
+                    meta.ecmp_bucket = ecmp_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                                       hdr.ipv4.protocol, meta.l4_src,
+                                                       meta.l4_dst, meta.ecmp_seed });
+                    ecmp_nhop.apply();
+                }
+            }
             /* A job or rank outside the register arrays is never tracked (on both builds:
              * v1model would index past the arrays, T2NA would alias job_id mod MAX_JOBS). */
             if (hdr.cth.isValid() && hdr.cth.type == CTH_TYPE_DATA

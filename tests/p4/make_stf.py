@@ -514,6 +514,70 @@ check_counter MyIngress.drops(3) packets == 1
 """
 
 
+def crc16_arc(data: bytes) -> int:
+    """CRC-16/ARC bit by bit (poly 0x8005 reflected = 0xA001, init 0): bmv2's crc16."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+ECMP_BUCKETS = 64  # p4/include/constants.p4
+
+
+def ecmp_bucket(src: str, dst: str, sport: int, dport: int, seed: int) -> int:
+    """The bucket p4/include/ecmp.p4 computes: CRC-16 of {src, dst, proto 17, sport, dport, seed}."""
+    data = (bytes(int(b) for b in src.split(".")) + bytes(int(b) for b in dst.split(".")) + bytes([17])
+            + sport.to_bytes(2, "big") + dport.to_bytes(2, "big") + seed.to_bytes(2, "big"))
+    return crc16_arc(data) % ECMP_BUCKETS
+
+
+def ecmp() -> str:
+    """ECMP: group 0 of 4 members (ports 2-5, bucket b -> port 2 + b mod 4) reached with two
+    seeds; a pinned (src, dst) path wins over the route; a group without members drops."""
+    members = 4
+    src = "10.0.0.9"
+    groups = "\n".join(
+        f"add MyIngress.ecmp_nhop meta.ecmp_group:0 meta.ecmp_bucket:{b} "
+        f"MyIngress.ipv4_forward(srcAddr:{mac_hex(SW_MAC)}, dstAddr:{mac_hex(H2_MAC)}, port:{2 + b % members})"
+        for b in range(ECMP_BUCKETS))
+    seeds = {"10.0.0.2": 0x1234, "10.0.0.3": 0xBEEF}
+    lines = []
+    ports_seen: dict[str, set[int]] = {dst: set() for dst in seeds}
+    for dst, seed in seeds.items():
+        for sport in (40000, 41234, 47777, 50123, 52345, 55555, 60001, 63210):
+            p = udp_pkt(dst, sport=sport, src=src)
+            b = ecmp_bucket(src, dst, sport, 5001, seed)
+            ports_seen[dst].add(2 + b % members)
+            lines.append(f"# {src}:{sport} -> {dst}:5001, seed {seed:#06x}: bucket {b}, port {2 + b % members}\n"
+                         f"packet 1 {hexs(bytes(p))}\nexpect {2 + b % members} {to_h2(p)}\n")
+    assert all(len(v) >= 3 for v in ports_seen.values()), ports_seen  # the vectors spread
+    pinned = udp_pkt("10.0.0.2", sport=40000)
+    dead = udp_pkt("10.0.0.4", sport=40000, src=src)
+    body = "\n".join(lines)
+    return HEADER.format(what="ECMP (p4/include/ecmp.p4): CRC-16 of the 5-tuple and the switch's seed picks "
+                         "a bucket, bucket b of a 4-member group goes to member b mod 4; path_pin first.") + f"""
+add MyIngress.ipv4_lpm hdr.ipv4.dstAddr:{ip_hex("10.0.0.2")}/32 MyIngress.ipv4_ecmp(group:0, seed:{seeds["10.0.0.2"]})
+add MyIngress.ipv4_lpm hdr.ipv4.dstAddr:{ip_hex("10.0.0.3")}/32 MyIngress.ipv4_ecmp(group:0, seed:{seeds["10.0.0.3"]})
+add MyIngress.ipv4_lpm hdr.ipv4.dstAddr:{ip_hex("10.0.0.4")}/32 MyIngress.ipv4_ecmp(group:1, seed:1)
+add MyIngress.path_pin hdr.ipv4.srcAddr:{ip_hex("10.0.0.1")} hdr.ipv4.dstAddr:{ip_hex("10.0.0.2")} MyIngress.ipv4_forward(srcAddr:{mac_hex(SW_MAC)}, dstAddr:{mac_hex(H2_MAC)}, port:7)
+{groups}
+
+{body}
+# 10.0.0.1 -> 10.0.0.2 is pinned to port 7 (path_pin before ipv4_lpm and ECMP)
+packet 1 {hexs(bytes(pinned))}
+expect 7 {to_h2(pinned)}
+
+# group 1 has no members: ecmp_nhop misses, drop() (counted)
+packet 1 {hexs(bytes(dead))}
+
+wait
+check_counter MyIngress.drops(1) packets == 1
+"""
+
+
 VECTORS = {
     "forwarding.stf": forwarding,
     "lpm.stf": lpm,
@@ -523,6 +587,7 @@ VECTORS = {
     "marking.stf": marking_vectors,
     "queue_ecn.stf": queue_ecn,
     "parser_errors.stf": parser_errors,
+    "ecmp.stf": ecmp,
 }
 
 

@@ -20,10 +20,10 @@ SYMPHONY = ROOT / "p4" / "symphony.p4"
 def test_symphony_is_accepted_with_its_objects() -> None:
     prog = load_program(SYMPHONY)
     ing = prog.controls["MyIngress"]
-    assert set(ing.tables) == {"ipv4_lpm", "symphony_config"}
+    assert set(ing.tables) == {"ipv4_lpm", "symphony_config", "ecmp_nhop", "path_pin"}
     lpm = ing.tables["ipv4_lpm"]
     assert [(k.text, k.match_kind) for k in lpm.keys] == [("hdr.ipv4.dstAddr", "lpm")]
-    assert [a.name for a in lpm.actions] == ["ipv4_forward", "drop"]
+    assert [a.name for a in lpm.actions] == ["ipv4_forward", "ipv4_ecmp", "drop"]
     assert lpm.size == 1024 and lpm.default_action.name == "drop"
     assert {i.name: i.type.name for i in ing.instances} == {
         "flow_step": "register", "step_count": "register", "frontier": "register",

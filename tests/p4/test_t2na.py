@@ -133,7 +133,8 @@ def test_both_builds_expose_the_same_control_plane() -> None:
         assert [x.SerializeToString(deterministic=True) for x in a] == \
                [x.SerializeToString(deterministic=True) for x in b], part
     assert {t.preamble.name for t in infos[0].tables} == {
-        "MyIngress.ipv4_lpm", "MyIngress.symphony_config", "MyEgress.queue_ecn", "MyEgress.symphony_marking"}
+        "MyIngress.ipv4_lpm", "MyIngress.symphony_config", "MyIngress.ecmp_nhop", "MyIngress.path_pin",
+        "MyEgress.queue_ecn", "MyEgress.symphony_marking"}
 
 
 @pytest.mark.parametrize(("old", "new", "words"), [
