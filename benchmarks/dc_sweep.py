@@ -166,13 +166,95 @@ def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int
                 os.close(lock_fd)
         if not result.ok:
             raise RuntimeError(f"{out_dir}: {result.failure}")
-    s = json.loads(summary_file.read_text())[scheme]
+    return run_row(out_dir, config, scheme, seed)
+
+
+def run_row(out_dir: Path, config: Sequence[tuple[str, Any]], scheme: str, seed: int) -> dict[str, Any]:
+    """The ``sweep.jsonl`` row of one finished run folder.
+
+    ``jobs``: job id (str) -> ``ccts`` (s, per iteration), ``cct_over_bound``, ``lead_mean``,
+    ``lead_max``, ``jct_s`` (or null); jobs are never pooled (DESIGN.md 7). The top-level
+    ``ccts``, ``cct_over_bound``, ``lead_mean`` and ``lead_max`` repeat the job's when the run has
+    one job and are null with several.
+    """
+    s = json.loads((out_dir / "summary.json").read_text())[scheme]
+    ccts: dict[str, list[float]] = {}
     with (out_dir / "cct.csv").open() as f:
-        ccts = [float(r["cct_s"]) for r in csv.DictReader(f) if r["scheme"] == scheme]
-    return {"config": config, "scheme": scheme, "seed": seed, "ccts": ccts, "verified": s["verified"],
-            "cct_over_bound": s["cct_over_bound"]["mean"], "lead_mean": s["step_lead"]["mean"],
-            "lead_max": s["step_lead"]["max"], "symphony_marks": s["marks"]["symphony"],
-            "queue_marks": s["marks"]["queue"], "drops": s["drops"], "dir": str(out_dir)}
+        for r in csv.DictReader(f):
+            if r["scheme"] == scheme:
+                ccts.setdefault(str(int(r["job"])), []).append(float(r["cct_s"]))
+    jobs = {j: {"ccts": ccts.get(j, []), "cct_over_bound": b["cct_over_bound"]["mean"],
+                "lead_mean": b["step_lead"]["mean"], "lead_max": b["step_lead"]["max"],
+                "jct_s": b.get("jct_s")}
+            for j, b in s["jobs"].items()}
+    one = next(iter(jobs.values())) if len(jobs) == 1 else None
+    return {"config": config, "scheme": scheme, "seed": seed, "verified": s["verified"], "jobs": jobs,
+            "ccts": one["ccts"] if one else None,
+            "cct_over_bound": one["cct_over_bound"] if one else None,
+            "lead_mean": one["lead_mean"] if one else None, "lead_max": one["lead_max"] if one else None,
+            "symphony_marks": s["marks"]["symphony"], "queue_marks": s["marks"]["queue"], "drops": s["drops"],
+            "dir": str(out_dir)}
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.fmean(vals) if vals else None
+
+
+def _job_means(row: dict[str, Any]) -> str:
+    """``job 0 1.234 ms lead 2.10, job 1 ...`` for the progress line."""
+    return ", ".join(f"job {j} {1e3 * statistics.fmean(b['ccts']):.3f} ms lead {_fmt(b['lead_mean'], '.2f')}"
+                     for j, b in row["jobs"].items() if b["ccts"])
+
+
+def comparison_rows(configs: Sequence[Sequence[tuple[str, Any]]], rows: dict[tuple[str, str, int], dict[str, Any]],
+                    seeds: Sequence[int], scenario: Sequence[Any]) -> list[list[str]]:
+    """The results table's cells: one row per configuration and job (jobs are never pooled).
+
+    A baseline run is shared by the configurations that differ only in ``symphony.*`` keys.
+    """
+    from emu.metrics import compare_ccts, comparison_words
+
+    out = []
+    for config in configs:
+        base_id = config_id([(k, v) for k, v in config if not k.startswith("symphony.")], *scenario)
+        base = [rows[(base_id, "baseline", s)] for s in seeds if (base_id, "baseline", s) in rows]
+        sym_id = config_id(config, *scenario)
+        sym = [rows[(sym_id, "symphony", s)] for s in seeds if (sym_id, "symphony", s) in rows]
+        job_ids = sorted({j for r in base + sym for j in r["jobs"]}, key=int)
+        for job in job_ids:
+            cells = [config_label(config) + (f" job {job}" if len(job_ids) > 1 else "")]
+            per = {"base": [r["jobs"][job] for r in base if job in r["jobs"]],
+                   "sym": [r["jobs"][job] for r in sym if job in r["jobs"]]}
+            b_ccts = [c for b in per["base"] for c in b["ccts"]]
+            s_ccts = [c for b in per["sym"] for c in b["ccts"]]
+            for runs, blocks, ccts, is_base in ((base, per["base"], b_ccts, True), (sym, per["sym"], s_ccts, False)):
+                if not ccts:
+                    cells += ["-"] * (4 if is_base else 3)
+                    continue
+                cells.append(f"{1e3 * statistics.fmean(ccts):.3f}/{1e3 * _pct(ccts, 99):.3f}")
+                if is_base:
+                    cells.append(_fmt(_mean([b["cct_over_bound"] for b in blocks]), ".2f"))
+                cells.append(_fmt(_mean([b["lead_mean"] for b in blocks]), ".2f"))
+                marks = statistics.fmean(r["queue_marks"] if is_base else r["symphony_marks"] for r in runs)
+                cells.append(f"{marks:.0f}" if is_base else
+                             f"{marks:.0f}+{statistics.fmean(r['queue_marks'] for r in runs):.0f}q")
+            if b_ccts and s_ccts:
+                comp = compare_ccts(b_ccts, s_ccts)
+                cells.append(comparison_words("symphony", comp.as_dict()).split(" (")[0] +
+                             (f" [{comp.ci_low:.2f}, {comp.ci_high:.2f}] {comp.verdict}" if comp.ci_low is not None
+                              else f" {comp.verdict}"))
+                cells.append(" ".join(f"{statistics.fmean(sb['ccts']) / statistics.fmean(bb['ccts']):.2f}"
+                                      for bb, sb in zip(per["base"], per["sym"], strict=False)
+                                      if bb["ccts"] and sb["ccts"]))
+            else:
+                cells += ["-", "-"]
+            out.append(cells)
+    return out
 
 
 class _Terminated(KeyboardInterrupt):
@@ -231,7 +313,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.table import Table
 
     from emu.cli import parse_size
-    from emu.metrics import compare_ccts, comparison_words
 
     console = Console(width=None if sys.stdout.isatty() else 220)
     try:
@@ -291,8 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log.write(json.dumps(row) + "\n")
                 log.flush()
                 console.print(f"  {config_label(row['config'])} {row['scheme']} seed {row['seed']}: mean CCT"
-                              f" {1e3 * statistics.fmean(row['ccts']):.3f} ms, lead {row['lead_mean']:.2f},"
-                              f" marks {row['symphony_marks']}+{row['queue_marks']}")
+                              f" {_job_means(row)}, marks {row['symphony_marks']}+{row['queue_marks']}")
     except KeyboardInterrupt as exc:
         console.print(f"interrupted: the finished runs are kept in {out_root}; the same command resumes")
         return 128 + getattr(exc, "signum", signal.SIGINT)
@@ -305,33 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for col in ("configuration", "base mean/p99 ms", "base CCT/bound", "base lead", "base q-marks",
                 "sym mean/p99 ms", "sym lead", "sym marks", "sym/base [95% CI]", "per seed"):
         table.add_column(col, overflow="fold")
-    for config in configs:
-        base_id = config_id([(k, v) for k, v in config if not k.startswith("symphony.")], *scenario)
-        base = [rows[(base_id, "baseline", s)] for s in seeds if (base_id, "baseline", s) in rows]
-        sym_id = config_id(config, *scenario)
-        sym = [rows[(sym_id, "symphony", s)] for s in seeds if (sym_id, "symphony", s) in rows]
-        cells = [config_label(config)]
-        for runs, q_marks in ((base, True), (sym, False)):
-            if not runs:
-                cells += ["-"] * (4 if q_marks else 3)
-                continue
-            ccts = [c for r in runs for c in r["ccts"]]
-            cells.append(f"{1e3 * statistics.fmean(ccts):.3f}/{1e3 * _pct(ccts, 99):.3f}")
-            if q_marks:
-                cells.append(f"{statistics.fmean(r['cct_over_bound'] for r in runs):.2f}")
-            cells.append(f"{statistics.fmean(r['lead_mean'] for r in runs):.2f}")
-            marks = statistics.fmean(r["symphony_marks"] if not q_marks else r["queue_marks"] for r in runs)
-            cells.append(f"{marks:.0f}" if q_marks else
-                         f"{marks:.0f}+{statistics.fmean(r['queue_marks'] for r in runs):.0f}q")
-        if base and sym:
-            comp = compare_ccts([c for r in base for c in r["ccts"]], [c for r in sym for c in r["ccts"]])
-            cells.append(comparison_words("symphony", comp.as_dict()).split(" (")[0] +
-                         (f" [{comp.ci_low:.2f}, {comp.ci_high:.2f}] {comp.verdict}" if comp.ci_low is not None
-                          else f" {comp.verdict}"))
-            cells.append(" ".join(f"{statistics.fmean(s['ccts']) / statistics.fmean(b['ccts']):.2f}"
-                                  for b, s in zip(base, sym, strict=False)))
-        else:
-            cells += ["-", "-"]
+    for cells in comparison_rows(configs, rows, seeds, scenario):
         table.add_row(*cells)
     console.print(table)
     console.print("CCTs pooled over seeds; the interval is over the pooled iterations; marks per run.")

@@ -84,6 +84,7 @@ def _job_block(jm: JobMetrics) -> dict[str, Any]:
         "cct_s": jm.cct_summary().as_dict(),
         "cct_over_bound": {"mean": jm.over_bound_summary().mean},
         "step_lead": {"max": jm.step_lead_max, "mean": jm.step_lead_mean},
+        "jct_s": jm.jct_s,
     }
 
 
@@ -100,7 +101,8 @@ def summary_dict(
     Per scheme: ``iterations`` (all jobs), ``verified``, ``marks`` {symphony, queue} and
     ``drops`` (switch counters summed over the switches, missing -> null), and ``jobs``:
     job id (str) -> ``collective``, ``ranks``, ``iterations``, ``verified``, ``cct_s``
-    {mean, p50, p99}, ``cct_over_bound`` {mean}, ``step_lead`` {max, mean}. The
+    {mean, p50, p99}, ``cct_over_bound`` {mean}, ``step_lead`` {max, mean}, ``jct_s`` (the
+    job's completion time, compute included, emu.metrics.JobMetrics). The
     scheme-level ``cct_s``, ``cct_over_bound`` and ``step_lead`` repeat the job's when the
     run has one job and are null with several (jobs are never pooled, DESIGN.md 7).
 

@@ -118,3 +118,19 @@ def test_bad_arguments_are_one_line(tmp_path: Path, capsys, args: list[str], wor
     assert sweep.main([str(REPO / "topologies" / "single.yaml"), *args, "--out", str(tmp_path / "sw")]) == 2
     out = capsys.readouterr().out
     assert words in out and "Traceback" not in out and "(line" not in out and not (tmp_path / "sw").exists()
+
+
+def test_multi_job_sweep_keeps_jobs_apart(tmp_path: Path, capsys) -> None:
+    """A topology with two jobs: a row per job in the table, per-job CCTs in sweep.jsonl
+    (issue 15: the sweep used to crash on the scheme-level lead, null with several jobs)."""
+    out = tmp_path / "sw"
+    rc = sweep.main([str(REPO / "tests" / "unit" / "data" / "two_jobs.yaml"), "--iterations", "2",
+                     "--out", str(out)])
+    assert rc == 0
+    rows = [json.loads(line) for line in (out / "sweep.jsonl").read_text().splitlines()]
+    assert sorted(r["scheme"] for r in rows) == ["baseline", "symphony"]
+    for r in rows:
+        assert sorted(r["jobs"]) == ["0", "1"] and r["ccts"] is None and r["lead_mean"] is None
+        assert all(len(b["ccts"]) == 2 and b["jct_s"] > 0 for b in r["jobs"].values())
+    text = capsys.readouterr().out
+    assert "job 0" in text and "job 1" in text
