@@ -2,12 +2,15 @@
 
 :func:`build_p4info` describes a compiled :class:`~emu.embedded.runtime.Pipeline` as a
 ``p4.config.v1.P4Info`` message: tables (match fields with their P4 names, widths and
-match kinds, action references, size, const default action), the actions the tables use
-(parameters with widths), indexed counters and registers, ``pkg_info.arch = "v1model"``.
+match kinds, action references, size -- 1024 where the program gives none, as p4c --,
+const default action, direct resources), the actions the tables use and those a control
+calls directly (``mark_ce();``), parameters with widths, indexed counters, meters and
+registers, direct counters and meters, ``pkg_info.arch = "v1model"``.
 
 Ids are chosen the way p4c chooses them when a program has no ``@id`` annotations
 (p4c's ``control-plane/p4RuntimeSymbolTable``): the resource-type prefix in the top byte
-(P4Ids: action 0x01, table 0x02, counter 0x12, register 0x16) and the low 24 bits of the
+(P4Ids: action 0x01, table 0x02, counter 0x12, direct counter 0x13, meter 0x14, direct
+meter 0x15, register 0x16) and the low 24 bits of the
 Jenkins one-at-a-time hash of the fully qualified name, names hashed in sorted order with
 linear probing on a collision. So a P4Info made by p4c for the same program has the same
 ids (e.g. ``NoAction`` is 21257015), and a student's p4c-built P4Info is accepted by
@@ -20,18 +23,24 @@ names, widths, match kinds, sizes) and names the first difference.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
-__all__ = ["build_p4info", "jenkins_hash", "p4info_mismatch"]
+from emu.embedded import ir
+
+__all__ = ["DEFAULT_TABLE_SIZE", "build_p4info", "jenkins_hash", "p4info_mismatch"]
 
 #: P4Ids.Prefix values (p4/config/v1/p4info.proto).
 PREFIX_ACTION = p4info_pb2.P4Ids.ACTION
 PREFIX_TABLE = p4info_pb2.P4Ids.TABLE
 PREFIX_COUNTER = p4info_pb2.P4Ids.COUNTER
 PREFIX_REGISTER = p4info_pb2.P4Ids.REGISTER
+PREFIX_METER = p4info_pb2.P4Ids.METER
+PREFIX_DIRECT_COUNTER = p4info_pb2.P4Ids.DIRECT_COUNTER
+PREFIX_DIRECT_METER = p4info_pb2.P4Ids.DIRECT_METER
 
 _MATCH_TYPES = {
     "exact": p4info_pb2.MatchField.EXACT,
@@ -40,6 +49,7 @@ _MATCH_TYPES = {
     "range": p4info_pb2.MatchField.RANGE,
     "optional": p4info_pb2.MatchField.OPTIONAL,
 }
+_METER_UNITS = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
 _COUNTER_UNITS = {"packets": p4info_pb2.CounterSpec.PACKETS, "bytes": p4info_pb2.CounterSpec.BYTES,
                   "packets_and_bytes": p4info_pb2.CounterSpec.BOTH}
 
@@ -93,6 +103,60 @@ def _aliases(names: Iterable[str]) -> dict[str, str]:
     return out
 
 
+#: Size p4c gives a table that declares none (p4c's ``P4RuntimeSymbolTable``: defaultTableSize).
+DEFAULT_TABLE_SIZE = 1024
+
+
+def _called_names(node: Any, out: set[str]) -> None:
+    """Names of every ``f(...)`` call in ``node`` (an IR tree of dataclasses and lists)."""
+    if isinstance(node, list | tuple):
+        for n in node:
+            _called_names(n, out)
+        return
+    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return
+    if isinstance(node, ir.Call) and isinstance(node.func, ir.Name):
+        out.add(node.func.name)
+    for f in dataclasses.fields(node):
+        if f.name != "loc":
+            _called_names(getattr(node, f.name), out)
+
+
+def _direct_actions(program: Any) -> dict[str, list[tuple[str, int]]]:
+    """Actions that a control of ``program``'s ``main`` calls directly (``mark_ce();``), by
+    fully qualified name, with their control-plane (directionless ``bit<W>``) parameters.
+
+    p4c's P4Info lists them beside the tables' actions (a controller may read a direct
+    counter of one, and their ids are reserved), so the embedded P4Info lists them too."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    main = getattr(program, "main", None)
+    if main is None:
+        return out
+    instances = {i.name: i for i in getattr(program, "instances", [])}
+    used: list[str] = []
+    todo = list(main.args)
+    while todo:  # V1Switch(MyIngress(), ...) main; or T2NA's Pipeline(...) pipe; Switch(pipe) main;
+        arg = todo.pop(0)
+        if isinstance(arg, ir.Ctor):
+            used.append(arg.type.name)
+            todo.extend(arg.args)
+        elif isinstance(arg, ir.Name) and arg.name in instances:
+            todo.extend(instances.pop(arg.name).args)
+    for cname in used:
+        decl = program.controls.get(cname)
+        if decl is None:
+            continue
+        called: set[str] = set()
+        _called_names(decl.apply, called)
+        for act in decl.actions.values():
+            _called_names(act.body, called)
+        for aname in sorted(called & set(decl.actions)):
+            act = decl.actions[aname]
+            out[f"{cname}.{aname}"] = [(p.name, p.type.width) for p in act.params
+                                       if p.direction == "" and isinstance(p.type, ir.BitT)]
+    return out
+
+
 def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
     """The P4Info of ``pipeline`` (a compiled ``runtime.Pipeline``)."""
     info = p4info_pb2.P4Info()
@@ -101,12 +165,23 @@ def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
     for table in pipeline.tables.values():
         for spec in table.actions.values():
             actions.setdefault(spec.name, list(spec.params))
+    for name, params in _direct_actions(getattr(pipeline, "program", None)).items():
+        actions.setdefault(name, params)
+    meters = getattr(pipeline, "meters", {})
+    direct_counters = {t.direct_counter.name: (tname, t.direct_counter) for tname, t in pipeline.tables.items()
+                       if getattr(t, "direct_counter", None) is not None}
+    direct_meters = {t.direct_meter.name: (tname, t.direct_meter) for tname, t in pipeline.tables.items()
+                     if getattr(t, "direct_meter", None) is not None}
     ids = _Ids()
     action_ids = ids.assign(PREFIX_ACTION, actions)
     table_ids = ids.assign(PREFIX_TABLE, pipeline.tables)
     counter_ids = ids.assign(PREFIX_COUNTER, pipeline.counters)
+    dcounter_ids = ids.assign(PREFIX_DIRECT_COUNTER, direct_counters)
+    meter_ids = ids.assign(PREFIX_METER, meters)
+    dmeter_ids = ids.assign(PREFIX_DIRECT_METER, direct_meters)
     register_ids = ids.assign(PREFIX_REGISTER, pipeline.registers)
-    aliases = _aliases([*actions, *pipeline.tables, *pipeline.counters, *pipeline.registers])
+    aliases = _aliases([*actions, *pipeline.tables, *pipeline.counters, *direct_counters, *meters,
+                        *direct_meters, *pipeline.registers])
 
     def preamble(msg: Any, name: str, pid: int) -> None:
         msg.preamble.id = pid
@@ -124,8 +199,11 @@ def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
             t.action_refs.add().id = action_ids[spec.name]
         if table.const_default and table.default_desc[0]:
             t.const_default_action_id = action_ids[table.default_desc[0]]
-        if table.size is not None:
-            t.size = table.size
+        for direct, dids in ((getattr(table, "direct_counter", None), dcounter_ids),
+                             (getattr(table, "direct_meter", None), dmeter_ids)):
+            if direct is not None:
+                t.direct_resource_ids.append(dids[direct.name])
+        t.size = DEFAULT_TABLE_SIZE if table.size is None else table.size
         if getattr(table, "const_entries", False):  # ``const entries``: read-only to the control plane
             t.is_const_table = True
             t.has_initial_entries = bool(table.entries)
@@ -141,6 +219,24 @@ def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
         preamble(c, name, counter_ids[name])
         c.spec.unit = _COUNTER_UNITS.get(counter.kind, p4info_pb2.CounterSpec.BOTH)
         c.size = counter.size
+    for name in sorted(direct_counters, key=dcounter_ids.__getitem__):
+        tname, dc = direct_counters[name]
+        c = info.direct_counters.add()
+        preamble(c, name, dcounter_ids[name])
+        c.spec.unit = _COUNTER_UNITS.get(dc.kind, p4info_pb2.CounterSpec.BOTH)
+        c.direct_table_id = table_ids[tname]
+    for name in sorted(meters, key=meter_ids.__getitem__):
+        meter = meters[name]
+        m = info.meters.add()
+        preamble(m, name, meter_ids[name])
+        m.spec.unit = _METER_UNITS.get(meter.kind, p4info_pb2.MeterSpec.BYTES)
+        m.size = meter.size
+    for name in sorted(direct_meters, key=dmeter_ids.__getitem__):
+        tname, dm = direct_meters[name]
+        m = info.direct_meters.add()
+        preamble(m, name, dmeter_ids[name])
+        m.spec.unit = _METER_UNITS.get(dm.kind, p4info_pb2.MeterSpec.BYTES)
+        m.direct_table_id = table_ids[tname]
     for name in sorted(pipeline.registers, key=register_ids.__getitem__):
         register = pipeline.registers[name]
         r = info.registers.add()
@@ -155,21 +251,29 @@ def _summary(info: p4info_pb2.P4Info) -> dict[str, dict[int, tuple]]:
     return {
         "table": {t.preamble.id: (t.preamble.name, tuple((m.id, m.name, m.bitwidth, m.match_type)
                                                           for m in t.match_fields),
-                                  tuple(sorted(r.id for r in t.action_refs)), t.const_default_action_id)
+                                  tuple(sorted(r.id for r in t.action_refs)), t.const_default_action_id,
+                                  t.size, tuple(sorted(t.direct_resource_ids)))
                   for t in info.tables},
         "action": {a.preamble.id: (a.preamble.name, tuple((p.id, p.name, p.bitwidth) for p in a.params))
                    for a in info.actions},
         "counter": {c.preamble.id: (c.preamble.name, c.size) for c in info.counters},
         "register": {r.preamble.id: (r.preamble.name, r.size, r.type_spec.bitstring.bit.bitwidth)
                      for r in info.registers},
+        "direct counter": {c.preamble.id: (c.preamble.name, c.spec.unit, c.direct_table_id)
+                           for c in info.direct_counters},
+        "meter": {m.preamble.id: (m.preamble.name, m.spec.unit, m.size) for m in info.meters},
+        "direct meter": {m.preamble.id: (m.preamble.name, m.spec.unit, m.direct_table_id)
+                         for m in info.direct_meters},
     }
 
 
 def p4info_mismatch(loaded: p4info_pb2.P4Info, given: p4info_pb2.P4Info) -> str | None:
     """None if ``given`` describes the same program as ``loaded``, else one line naming the
-    first table, action, counter or register that differs (or is missing on either side)."""
+    first table, action, counter, register or meter that differs (or is missing on either
+    side). A table's size counts: the switch runs the sizes it was built with, so a P4Info
+    asking for others is refused rather than silently not honoured."""
     ours, theirs = _summary(loaded), _summary(given)
-    for kind in ("table", "action", "counter", "register"):
+    for kind in ours:
         a, b = ours[kind], theirs[kind]
         for pid in sorted(set(a) | set(b)):
             if pid not in b:

@@ -23,7 +23,10 @@ programs bmv2's ``simple_switch_grpc``:
   OUT_OF_RANGE, PERMISSION_DENIED, UNIMPLEMENTED;
 - ``Read``: table entries (wildcard over tables, entries, default entries, filtered by
   match / priority / action), counters and registers (wildcard over ids and indices),
-  multicast groups and clone sessions;
+  multicast groups and clone sessions; a wildcard read of a kind the program has none of
+  (action profiles, digests, ...) is empty. A batch answers its valid requests and ends
+  UNKNOWN with one ``p4.Error`` per request (section 13.3); a lone bad request ends with its
+  own code, as PI's server answers; an unknown id is INVALID_ARGUMENT (as PI);
 - ``Capabilities``: the p4runtime protos' API version.
 
 Values are P4Runtime bytestrings (:mod:`emu.p4rt`); entries go through the same
@@ -139,13 +142,13 @@ class P4RuntimeService:
     """The P4Runtime semantics over a ControlAPI, without gRPC (tests drive it directly).
 
     api: the switch's :class:`~emu.embedded.control.ControlAPI`; device_id: the P4Runtime
-    device id (> 0); run: how a pipeline access is executed (:func:`loop_runner` in the
+    device id (0..2**64-1; simple_switch_grpc's default is 0); run: how a pipeline access is executed (:func:`loop_runner` in the
     switch process, :func:`locked_runner` otherwise).
     """
 
     def __init__(self, api: Any, *, device_id: int = 1, run: Callable[[Callable[[], Any]], Any] | None = None) -> None:
-        if device_id <= 0:
-            raise ValueError(f"device id must be > 0, got {device_id}")
+        if not 0 <= device_id < 1 << 64:
+            raise ValueError(f"device id must be 0..2**64-1, got {device_id}")
         self.api = api
         self.pipeline = api.pipeline
         self.device_id = device_id
@@ -374,7 +377,7 @@ class P4RuntimeService:
     def _table(self, table_id: int) -> _Table:
         t = self.tables.get(table_id)
         if t is None:
-            raise P4RuntimeStatus("NOT_FOUND", f"unknown table id {table_id}")
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"unknown table id {table_id}")
         return t
 
     def _action(self, t: _Table, te: Any) -> tuple[str, dict[str, int]]:
@@ -533,7 +536,7 @@ class P4RuntimeService:
 
     def _write_counter(self, ce: Any) -> None:
         if ce.counter_id not in self.counters:
-            raise P4RuntimeStatus("NOT_FOUND", f"unknown counter id {ce.counter_id}")
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"unknown counter id {ce.counter_id}")
         name, size = self.counters[ce.counter_id]
         index = self._index(name, size, ce)
         if not ce.HasField("data"):
@@ -544,7 +547,7 @@ class P4RuntimeService:
 
     def _write_register(self, re: Any) -> None:
         if re.register_id not in self.registers:
-            raise P4RuntimeStatus("NOT_FOUND", f"unknown register id {re.register_id}")
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"unknown register id {re.register_id}")
         name, size, width = self.registers[re.register_id]
         index = self._index(name, size, re)
         if re.data.WhichOneof("data") != "bitstring":
@@ -554,25 +557,62 @@ class P4RuntimeService:
             self.api.register_write(name, i, value)
 
     # -- Read (section 13) ---------------------------------------------------------------------------
-    def read(self, req: Any) -> Any:
-        """One ReadResponse with every entity the request selects."""
+    def read(self, req: Any) -> tuple[Any, list[tuple[str, str]]]:
+        """The entities the request selects and one ``(code name, message)`` per entity of
+        the batch, in order (section 13.3: the valid requests are answered, the others get
+        their own code; the RPC's status is then UNKNOWN with one ``p4.Error`` each).
+
+        An unknown id is INVALID_ARGUMENT, as PI's server says it; an ``Entity`` with no
+        entity set is INVALID_ARGUMENT (section 13.2); a wildcard read of an entity kind the
+        program has none of (action profiles, value sets, digests, externs) is empty."""
         if req.device_id != self.device_id:
             raise P4RuntimeStatus("NOT_FOUND", f"unknown device id {req.device_id}")
         rep = p4runtime_pb2.ReadResponse()
+        results = []
         for entity in req.entities:
-            kind = entity.WhichOneof("entity")
-            if kind == "table_entry":
-                out = self.run(lambda e=entity.table_entry: self._read_table_entries(e))
-            elif kind == "counter_entry":
-                out = self.run(lambda e=entity.counter_entry: self._read_counters(e))
-            elif kind == "register_entry":
-                out = self.run(lambda e=entity.register_entry: self._read_registers(e))
-            elif kind == "packet_replication_engine_entry":
-                out = self.run(lambda e=entity.packet_replication_engine_entry: self._read_pre(e))
-            else:
-                raise P4RuntimeStatus("UNIMPLEMENTED", f"reading {kind} is not supported by the embedded switch")
-            rep.entities.extend(out)
-        return rep
+            try:
+                rep.entities.extend(self._read_one(entity))
+                results.append(("OK", ""))
+            except P4RuntimeStatus as e:
+                results.append((e.code, str(e)))
+        return rep, results
+
+    def _read_one(self, entity: Any) -> list[Any]:
+        kind = entity.WhichOneof("entity")
+        if kind == "table_entry":
+            return self.run(lambda e=entity.table_entry: self._read_table_entries(e))
+        if kind == "counter_entry":
+            return self.run(lambda e=entity.counter_entry: self._read_counters(e))
+        if kind == "register_entry":
+            return self.run(lambda e=entity.register_entry: self._read_registers(e))
+        if kind == "packet_replication_engine_entry":
+            return self.run(lambda e=entity.packet_replication_engine_entry: self._read_pre(e))
+        if kind is None:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", "an Entity with no entity set (section 13.2: no wildcard "
+                                                      "read of the whole state)")
+        # kinds this switch has no instance of: a wildcard read is empty, an id is unknown
+        ids = {"action_profile_member": "action_profile_id", "action_profile_group": "action_profile_id",
+               "value_set_entry": "value_set_id", "digest_entry": "digest_id", "extern_entry": "extern_type_id",
+               "meter_entry": "meter_id", "direct_meter_entry": None, "direct_counter_entry": None}
+        if kind not in ids:
+            raise P4RuntimeStatus("UNIMPLEMENTED", f"reading {kind} is not supported by the embedded switch")
+        msg = getattr(entity, kind)
+        field_name = ids[kind]
+        if field_name is not None:
+            pid = int(getattr(msg, field_name))
+            if pid == 0:
+                if kind == "meter_entry" and self.p4info.meters:
+                    raise P4RuntimeStatus("UNIMPLEMENTED", "reading meter configurations is not supported by the "
+                                                           "embedded switch")
+                return []
+            if kind == "meter_entry" and any(m.preamble.id == pid for m in self.p4info.meters):
+                raise P4RuntimeStatus("UNIMPLEMENTED", "reading meter configurations is not supported by the "
+                                                       "embedded switch")
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{kind}: unknown id {pid}")
+        table_id = int(msg.table_entry.table_id)
+        if table_id and table_id not in self.tables:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{kind}: unknown table id {table_id}")
+        raise P4RuntimeStatus("UNIMPLEMENTED", f"reading {kind} is not supported by the embedded switch")
 
     def _entry_proto(self, t: _Table, canon: tuple, entry: tuple) -> Any:
         from emu.encoding import FieldMatch
@@ -641,7 +681,7 @@ class P4RuntimeService:
 
     def _read_counters(self, query: Any) -> list[Any]:
         if query.counter_id and query.counter_id not in self.counters:
-            raise P4RuntimeStatus("NOT_FOUND", f"unknown counter id {query.counter_id}")
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"unknown counter id {query.counter_id}")
         ids = [query.counter_id] if query.counter_id else sorted(self.counters)
         out = []
         for cid in ids:
@@ -663,7 +703,7 @@ class P4RuntimeService:
 
     def _read_registers(self, query: Any) -> list[Any]:
         if query.register_id and query.register_id not in self.registers:
-            raise P4RuntimeStatus("NOT_FOUND", f"unknown register id {query.register_id}")
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"unknown register id {query.register_id}")
         ids = [query.register_id] if query.register_id else sorted(self.registers)
         out = []
         for rid in ids:
@@ -711,10 +751,22 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def Read(self, request: Any, context: Any) -> Iterator[Any]:  # noqa: N802
         try:
-            rep = self.service.read(request)
+            rep, results = self.service.read(request)
         except P4RuntimeStatus as e:
             self._abort(context, e)
-        yield rep
+        if rep.entities or all(code == "OK" for code, _ in results):
+            yield rep
+        bad = [(c, m) for c, m in results if c != "OK"]
+        if not bad:
+            return
+        if len(results) == 1:  # one request: its own code, as PI's server answers it
+            context.abort(grpc.StatusCode[bad[0][0]], bad[0][1])
+        status = status_pb2.Status(code=code_pb2.UNKNOWN, message=f"Read failure: {bad[0][1]}")
+        for code, message in results:
+            status.details.add().Pack(p4runtime_pb2.Error(canonical_code=_code(code), message=message))
+        context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+        context.set_code(grpc.StatusCode.UNKNOWN)
+        context.set_details(status.message)
 
     def SetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:  # noqa: N802
         try:

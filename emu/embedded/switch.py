@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="serve P4Runtime here (loopback only; port 0 picks a free port)")
     ap.add_argument("--p4runtime-file", type=Path, default=None,
                     help="write the bound P4Runtime address here once it serves")
-    ap.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (> 0)")
+    ap.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (0 or more; simple_switch_grpc uses 0)")
     return ap
 
 
@@ -199,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("no --port given; add --port 1=IFNAME for each interface")
         if args.p4runtime is not None:
             check_loopback(args.p4runtime)
-        if args.device_id <= 0:
-            raise ValueError(f"--device-id {args.device_id}: must be > 0")
+        if not 0 <= args.device_id < 1 << 64:
+            raise ValueError(f"--device-id {args.device_id}: must be 0..2**64-1")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("p4runtime_sh", reason="p4runtime-shell not installed: pip install -e '.[test]'")
 
 import grpc  # noqa: E402
-from p4.v1 import p4runtime_pb2  # noqa: E402
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc  # noqa: E402
 from p4runtime_sh import shell as sh  # noqa: E402
 from p4runtime_sh.p4runtime import P4RuntimeClient, P4RuntimeWriteException  # noqa: E402
 
@@ -273,11 +273,12 @@ def test_same_election_id_is_refused(shell: Target) -> None:
 
 
 def test_reads_of_ids_the_switch_lacks(shell: Target) -> None:
+    """An unknown id is INVALID_ARGUMENT, as PI's server (simple_switch_grpc) answers it."""
     entity = p4runtime_pb2.Entity()
     entity.counter_entry.counter_id = 0x12FFFFFF
     with pytest.raises(grpc.RpcError) as exc:  # raised while iterating the Read stream
         list(sh.client.read_one(entity))
-    assert exc.value.code() == grpc.StatusCode.NOT_FOUND
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
 # -- the embedded server only: what the spec asks of a server ---------------------------------------
@@ -362,6 +363,81 @@ def test_pipeline_config(shell: Target, embedded: Target, tmp_path: Path) -> Non
     sh.client.set_fwd_pipe_config(str(p4info_txt), str(tmp_path / "symphony.json"))
     assert list(sh.TableEntry(LPM).read()) == []
     assert sh.client.api_version()
+
+
+def _read_status(entities: list[Any], addr: str, device_id: int = 1) -> tuple[list[Any], Any]:
+    """Read ``entities`` in one batch: (entities read, the RPC's error or None)."""
+    channel = grpc.insecure_channel(addr)
+    try:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        req = p4runtime_pb2.ReadRequest(device_id=device_id, entities=entities)
+        got: list[Any] = []
+        try:
+            for rep in stub.Read(req, timeout=10):
+                got.extend(rep.entities)
+        except grpc.RpcError as e:
+            return got, e
+        return got, None
+    finally:
+        channel.close()
+
+
+def _details(err: Any) -> list[int]:
+    from google.rpc import status_pb2
+
+    raw = dict(err.trailing_metadata() or ()).get("grpc-status-details-bin")
+    status = status_pb2.Status.FromString(raw)
+    out = []
+    for d in status.details:
+        e = p4runtime_pb2.Error()
+        d.Unpack(e)
+        out.append(e.canonical_code)
+    return out
+
+
+def test_read_batch_with_a_bad_request(shell: Target, embedded: Target) -> None:  # noqa: ARG001
+    """Spec 13.3: the valid requests are answered, the RPC ends UNKNOWN with one p4.Error per
+    request in order; 13.2: an empty Entity is INVALID_ARGUMENT."""
+    from google.rpc import code_pb2
+
+    route("10.0.9.0/24", 2).insert()
+    good = p4runtime_pb2.Entity()
+    good.table_entry.table_id = sh.TableEntry(LPM).id
+    bad = p4runtime_pb2.Entity()
+    bad.counter_entry.counter_id = 0x12FFFFFF
+    got, err = _read_status([good, bad, p4runtime_pb2.Entity(), good], embedded.addr)
+    assert [e.table_entry.table_id for e in got] == [good.table_entry.table_id] * 2
+    assert err is not None and err.code() == grpc.StatusCode.UNKNOWN
+    assert _details(err) == [code_pb2.OK, code_pb2.INVALID_ARGUMENT, code_pb2.INVALID_ARGUMENT, code_pb2.OK]
+    got, err = _read_status([p4runtime_pb2.Entity()], embedded.addr)
+    assert got == [] and err.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_wildcard_reads_of_kinds_the_program_lacks(shell: Target, embedded: Target) -> None:  # noqa: ARG001
+    """finsy's delete_all reads action profile members and groups: no action profile, no entity."""
+    entities = []
+    for kind in ("action_profile_member", "action_profile_group", "meter_entry", "digest_entry"):
+        e = p4runtime_pb2.Entity()
+        getattr(e, kind).SetInParent()
+        entities.append(e)
+    got, err = _read_status(entities, embedded.addr)
+    assert (got, err) == ([], None)
+    one = p4runtime_pb2.Entity()
+    one.action_profile_group.action_profile_id = 0x11000001
+    assert _read_status([one], embedded.addr)[1].code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_p4info_with_other_table_sizes_is_refused(shell: Target, embedded: Target) -> None:
+    """The switch runs the sizes it was built with: a P4Info asking for others is refused,
+    naming the table (not accepted and silently not honoured)."""
+    req = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=1, action=p4runtime_pb2.
+                                                          SetForwardingPipelineConfigRequest.VERIFY)
+    req.election_id.high, req.election_id.low = sh.client.election_id
+    req.config.p4info.CopyFrom(build_p4info(embedded.core.pipeline))
+    next(t for t in req.config.p4info.tables if t.preamble.name == LPM).size = 4096
+    with pytest.raises(grpc.RpcError) as exc:
+        sh.client.stub.SetForwardingPipelineConfig(req)
+    assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT and LPM in exc.value.details()
 
 
 def test_other_device_id_is_not_found(embedded: Target) -> None:
