@@ -760,6 +760,8 @@ class CodeGen:
         elif isinstance(s, ir.Empty):
             pass
         elif isinstance(s, ir.VarDecl):
+            if isinstance(s.type, ir.TypeOfT):
+                return self.temp_decl(s, scopes)
             var = self.fresh(s.name)
             if isinstance(s.type, ir.HeaderT | ir.StructT):
                 self.fail(s.loc, "unsupported local variable of header or struct type")
@@ -812,6 +814,42 @@ class CodeGen:
             self.switch(s, scopes, ctx)
         else:
             self.fail(s.loc, f"unsupported statement {type(s).__name__}")
+
+    def temp_decl(self, s: ir.VarDecl, scopes) -> None:
+        """A temporary of a pass (``passes.py``) whose type is that of its value (``ir.TypeOfT``)."""
+        if s.init is not None:
+            v = self.expr(s.init, scopes)
+            if v.const is not None:  # a constant needs no storage
+                scopes[-1][s.name] = v
+                return
+            t = v.type
+            code = self.clean(v)
+        else:
+            t = self.type_of(s.type.exprs, scopes, s.loc)  # type: ignore[union-attr]
+            code = "False" if isinstance(t, ir.BoolT) else "0"
+        if not isinstance(t, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
+            self.fail(s.loc, f"unsupported value of type {tname(t)} here")
+        var = self.fresh("t")
+        self.flush_pre()
+        self.emit(f"{var} = {code}")
+        scopes[-1][s.name] = Leaf(var, t)
+
+    def type_of(self, exprs, scopes, loc) -> Any:
+        """The type of the first of ``exprs`` that is not an unsized literal (nothing emitted)."""
+        t: Any = ir.IntLitT()
+        snap, pre, ctr = self.snapshot(), self.pre, self.n
+        try:
+            for e in exprs:
+                self.pre = []
+                t = self.expr(e, scopes).type
+                if not isinstance(t, ir.IntLitT):
+                    break
+        finally:
+            self.restore(snap)
+            self.pre, self.n = pre, ctr
+        if isinstance(t, ir.IntLitT):
+            self.fail(loc, "cannot tell the width of this expression (cast one operand)")
+        return t
 
     def switch(self, s: ir.Switch, scopes, ctx: Ctx) -> None:
         """``switch (t.apply().action_run)`` on the action the table ran, or ``switch (expr)`` on a value."""

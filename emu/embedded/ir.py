@@ -89,7 +89,15 @@ class StackT:
     size: int
 
 
-Type = BitT | IntT | BoolT | ErrorT | IntLitT | EnumT | HeaderT | StructT | NamedT | StackT
+@dataclass(frozen=True, eq=False)
+class TypeOfT:
+    """The type of a temporary a pass introduces: that of the first of ``exprs`` whose type is
+    not an unsized literal's (resolved when the declaration is emitted)."""
+
+    exprs: tuple
+
+
+Type = BitT | IntT | BoolT | ErrorT | IntLitT | EnumT | HeaderT | StructT | NamedT | StackT | TypeOfT
 
 # ---------------------------------------------------------------- expressions
 

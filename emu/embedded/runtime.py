@@ -27,7 +27,7 @@ import random as _random
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import ir
+from . import ir, passes
 from .errors import ControlError
 from .externs import Counter, Register, csum16
 from .t2na import compile_t2na, qdepth_cells
@@ -102,7 +102,7 @@ class Pipeline:
         arch = ARCHITECTURES.get(arch_name, compile_v1model)
         #: None (queue depths in packets) or the units a queued packet counts for (T2NA: cells)
         self.qdepth_unit = QDEPTH_UNITS.get(arch_name)
-        compiled = arch(program, optimize_code=optimize, rng=self.rng, stats=self.stats)
+        compiled = arch(passes.lower(program), optimize_code=optimize, rng=self.rng, stats=self.stats)
         self.source = compiled.source
         self._ingress_fn = compiled.ingress_fn
         self._egress_fn = compiled.egress_fn
