@@ -8,7 +8,8 @@ Usage::
 Each alternative is a source tree: this working tree (``head``) and the tree of git revision
 ``--base`` (exported with ``git archive`` into a temporary folder, removed at the end).
 Every measurement is a fresh child process (``python -c``) importing ``emu.embedded`` from one
-tree only; it compiles the program of that tree (``optimize`` on or off), installs the routes
+tree only; it compiles this tree's ``p4/symphony.p4`` (the same program for both compilers, so
+only the compiler differs; ``optimize`` on or off), installs the routes
 and Symphony tables of ``tests/p4/stf/symphony.stf`` (flows=2, marking leads 1-3) and runs
 ``Pipeline.ingress`` + ``Pipeline.egress_at`` on ``--packets`` DATA frames (four CTH frames of
 that file, in turn: tracked, some marked), after 2,000 warm-up packets. It prints the wall
@@ -38,7 +39,7 @@ tree, prog, opt, n = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[
 sys.path.insert(0, tree)
 from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline
-pipe = Pipeline(load_program(tree + "/" + prog), seed=1, optimize=opt)
+pipe = Pipeline(load_program(prog), seed=1, optimize=opt)
 pipe.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.2/32"}, "MyIngress.ipv4_forward",
                {"srcAddr": 0xaa02, "dstAddr": 2, "port": 2})
 for job, mode in ((0, 1), (1, 0)):
@@ -75,7 +76,8 @@ print(dt / n * 1e6)
 
 def measure(tree: Path, prog: str, optimize: bool, packets: int) -> float:
     """Microseconds per packet of one fresh child process on ``tree``."""
-    got = subprocess.run([sys.executable, "-c", CHILD, str(tree), prog, "1" if optimize else "0", str(packets)],
+    got = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(REPO / prog), "1" if optimize else "0",
+                          str(packets)],
                          capture_output=True, text=True, check=False, cwd=tree)
     if got.returncode != 0:
         raise SystemExit(f"pipeline_cost: the child on {tree} failed: {got.stderr.strip().splitlines()[-1:]}")
