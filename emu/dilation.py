@@ -28,14 +28,14 @@ from typing import Any
 from hostapps.ratecontrol import DcqcnParams
 from hostapps.transport import TransportConfig
 
+from .topology_schema import dcqcn_unit
+
 #: TransportConfig fields that are times (s) and scale with the RTT.
 TRANSPORT_TIMERS = ("pacing_slack_s", "initial_rto", "min_rto", "max_rto", "nack_interval", "cnp_interval",
                     "ack_delay")
 
 
 def _dcqcn_kind(name: str) -> str | None:
-    from emu.topology import dcqcn_unit
-
     unit = dcqcn_unit(name)
     return unit[1] if unit else None
 

@@ -29,12 +29,12 @@ import re
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .topology import Topology
+from .routing import compute_routes
+from .topology_schema import Topology
 
 log = logging.getLogger(__name__)
 
@@ -209,8 +209,6 @@ def bandwidth_bound_s(collective: str, nranks: int, size_bytes: int, bandwidth_b
 
 def job_infos(topo: Topology, routes: Any = None) -> dict[int, JobInfo]:
     """JobInfo of every job; B = the lockstep fair share of its ring flows (routing)."""
-    from .routing import compute_routes  # noqa: PLC0415 - avoid a cycle at import
-
     routes = routes or compute_routes(topo)
     out = {}
     for job in topo.jobs:

@@ -30,7 +30,8 @@ from emu.targets import SwitchOptions
 if TYPE_CHECKING:
     from emu.control import SwitchControl
     from emu.targets import SwitchTarget
-from emu.topology import NetworkPlan, Topology
+from emu.topology_plan import NetworkPlan
+from emu.topology_schema import Topology
 
 log = logging.getLogger(__name__)
 

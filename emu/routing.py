@@ -41,7 +41,8 @@ from typing import Any, Literal
 
 from hostapps.wire import MAX_JOBS, MAX_RANKS, STEP_WINDOW
 
-from .topology import NetworkPlan, PortPlan, Topology
+from .topology_plan import NetworkPlan, PortPlan
+from .topology_schema import Topology
 
 log = logging.getLogger(__name__)
 

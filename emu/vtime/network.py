@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from emu.network import NetworkError, ProgrammedNetwork
-from emu.topology import NetworkPlan, Topology
+from emu.topology_plan import NetworkPlan
+from emu.topology_schema import Topology
 from emu.vtime.frames import FRAME_EXTRA_BYTES, WIRE_OVERHEAD_BYTES
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,328 @@
+"""Topology schema: the pydantic models of a YAML scenario file (docs/topology-format.md).
+
+A topology file (``topologies/*.yaml``) names the hosts, switches and links of an emulated
+network, the ring-collective jobs placed on its hosts, on/off background flows, and the ECN,
+Symphony and DCQCN parameters. The models here check each field alone (pydantic v2,
+``extra='forbid'`` everywhere); the cross-field checks and the resolution of defaults are
+:mod:`emu.topology_checks`, run by the loader :mod:`emu.topology`, which returns a
+:class:`Topology` with every default resolved: each link has its bandwidth, delay and queue
+depth, each host its IP (docs/DESIGN.md section 6).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from hostapps.ratecontrol import DCQCN_PRESETS, DcqcnPreset
+from hostapps.wire import MAX_JOBS
+
+from .topology_plan import NetworkPlan, build_plan
+from .units import Bytes, Kind, Mbps, Milliseconds, Seconds
+
+NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,7}$"
+
+Collective = Literal["allreduce", "allgather", "reducescatter"]
+
+#: ECN step K (packets) when the topology sets neither threshold_packets nor a ramp.
+DEFAULT_ECN_THRESHOLD_PACKETS = 10
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LinkDefaults(_Model):
+    """Values for links that do not set their own."""
+
+    #: Link rate (Mbit/s, or a value with a unit: ``100Gbit/s``), both directions.
+    bandwidth_mbps: Mbps = Field(10.0, gt=0)
+    #: One-way propagation delay (ms, or a value with a unit: ``2us``), applied at switch egress.
+    delay_ms: Milliseconds = Field(0.1, ge=0)
+    #: Egress queue depth of a switch port onto this link (packets).
+    queue_packets: int = Field(64, ge=1)
+
+
+class HostSpec(_Model):
+    """A Mininet host; the IP defaults to the next free address of ``subnet``."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    ip: ipaddress.IPv4Address | None = None
+
+
+class SwitchSpec(_Model):
+    """A P4 switch running ``p4/symphony.p4``."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+
+
+class LinkSpec(_Model):
+    """A full-duplex link between two nodes; unset values come from ``defaults``."""
+
+    a: str
+    b: str
+    #: Link rate (Mbit/s, or with a unit).
+    bandwidth_mbps: Mbps | None = Field(None, gt=0)
+    #: One-way delay (ms, or with a unit).
+    delay_ms: Milliseconds | None = Field(None, ge=0)
+    #: Egress queue depth at the switch end(s) (packets).
+    queue_packets: int | None = Field(None, ge=1)
+
+
+class SymphonyOverride(_Model):
+    """Per-job Symphony parameters; unset fields use the top-level ``symphony``."""
+
+    lead_threshold: int | None = Field(None, ge=0, le=0xFFFF)
+    slope: float | None = Field(None, ge=0)
+    queue_gate: int | None = Field(None, ge=0, lt=2**19)
+
+
+class SymphonyParams(_Model):
+    """Symphony marking parameters (docs/DESIGN.md section 4).
+
+    Mark probability ``min(1, (lead - lead_threshold) * slope)`` when
+    ``lead > lead_threshold`` and the egress queue holds at least ``queue_gate`` packets.
+    """
+
+    #: T, lead (steps) tolerated before marking. Default 1: a ring's pipeline has one step of
+    #: lead by itself (a rank starts step s+1 as soon as its chunk of step s arrived), so
+    #: T = 0 marks flows that are merely in pipeline order; on single.yaml (no shared link,
+    #: nothing to align) T = 0 made 213 marks and 1.02 [1.00, 1.04] of the baseline's mean
+    #: CCT, T = 1 none and 1.00 [0.98, 1.02] (20 iterations, docs/results.md). Scenarios
+    #: whose flows share links set T = 0 themselves (default.yaml, dumbbell.yaml).
+    lead_threshold: int = Field(1, ge=0, le=0xFFFF)
+    #: Mark probability per step of lead beyond T (0..1 meaningful; larger saturates).
+    slope: float = Field(0.25, ge=0)
+    #: Minimum egress queue depth (packets) for a Symphony mark; 1 = queue non-empty.
+    queue_gate: int = Field(1, ge=0, lt=2**19)
+
+    def merged(self, override: SymphonyOverride | None) -> SymphonyParams:
+        """These parameters with the set fields of ``override`` applied."""
+        if override is None:
+            return self
+        return self.model_copy(update=override.model_dump(exclude_none=True))
+
+
+class EcnParams(_Model):
+    """Queue-depth ECN marking at every switch port (the baseline's only marking).
+
+    A RED-like ramp as data-centre switches are configured for DCQCN (DCQCN, SIGCOMM 2015,
+    section 3): no mark below ``kmin_packets`` packets in the egress queue, a probability
+    rising linearly from 0 at ``kmin_packets`` towards ``pmax`` at ``kmax_packets``, and
+    every ECT packet marked at or above ``kmax_packets``. ``threshold_packets`` K is the
+    shorthand for kmin = kmax = K (a step: mark at or above K). After loading, ``kmin_packets``
+    and ``kmax_packets`` are always set (default K = 10).
+    """
+
+    enabled: bool = True
+    #: K, shorthand for kmin = kmax = K: mark ECT packets when the egress queue holds at
+    #: least K packets on arrival.
+    threshold_packets: int | None = Field(None, ge=1, lt=2**19)
+    #: Start of the ramp (packets): below it no queue mark.
+    kmin_packets: int | None = Field(None, ge=1, lt=2**19)
+    #: End of the ramp (packets): at or above it every ECT packet is marked.
+    kmax_packets: int | None = Field(None, ge=1, lt=2**19)
+    #: Marking probability reached at the top of the ramp (just below kmax).
+    pmax: float = Field(1.0, gt=0, le=1)
+
+
+class JobSpec(_Model):
+    """A ring collective: rank i runs on host ``ranks[i]``, sends to rank (i+1) % N."""
+
+    id: int = Field(ge=0)
+    ranks: list[str]
+    collective: Collective = "allreduce"
+    #: Bytes per rank per iteration (float32 elements, so a multiple of 4; or ``256KiB``).
+    size_bytes: Bytes = Field(262_144, gt=0)
+    iterations: int = Field(5, ge=1)
+    #: Compute time between collectives (ms, or with a unit); JCT includes it.
+    compute_ms: Milliseconds = Field(0.0, ge=0)
+    #: NCCL-style slices per step chunk.
+    slices: int = Field(1, ge=1)
+    #: Delay of this job's start after the run's common start (ms, or with a unit).
+    start_offset_ms: Milliseconds = Field(0.0, ge=0)
+    #: A step waiting longer than this for data fails the job (s, or with a unit).
+    step_timeout_s: Seconds = Field(10.0, gt=0)
+    symphony: SymphonyOverride | None = None
+    #: DCQCN parameter overrides for this job (names of hostapps.ratecontrol.DcqcnParams;
+    #: periods in s or with a unit, ``5ms``; converted to numbers when loaded).
+    dcqcn: dict[str, float | int | bool | str] | None = None
+
+
+class FlowSpec(_Model):
+    """On/off UDP background traffic (Not-ECT, UDP port 5001)."""
+
+    src: str
+    dst: str
+    #: Sending rate while on (Mbit/s, or with a unit).
+    rate_mbps: Mbps = Field(gt=0)
+    #: Mean on period (ms, or with a unit).
+    on_ms: Milliseconds = Field(gt=0)
+    #: Mean off period (ms, or with a unit); 0 = always on.
+    off_ms: Milliseconds = Field(0.0, ge=0)
+    #: Start after the run's common start (ms, or with a unit).
+    start_ms: Milliseconds = Field(0.0, ge=0)
+    #: How long the source runs (ms, or with a unit); None = until the jobs end.
+    duration_ms: Milliseconds | None = Field(None, gt=0)
+    #: Exponentially distributed on/off periods (mean on_ms/off_ms) instead of fixed.
+    exponential: bool = False
+    #: UDP payload per packet (bytes).
+    packet_bytes: int = Field(1200, ge=16, le=1472)
+
+
+class Topology(_Model):
+    """A validated scenario. After :func:`load_topology` every default is resolved."""
+
+    name: str
+    description: str = ""
+    #: Subnet of all host addresses (hosts are on one IP subnet; the switches route /32s).
+    subnet: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/24")
+    defaults: LinkDefaults = LinkDefaults()
+    hosts: list[HostSpec] = Field(min_length=1)
+    switches: list[SwitchSpec] = Field(min_length=1)
+    links: list[LinkSpec] = Field(min_length=1)
+    jobs: list[JobSpec] = []
+    background: list[FlowSpec] = []
+    ecn: EcnParams = EcnParams()
+    symphony: SymphonyParams = SymphonyParams()
+    #: DCQCN parameter overrides for every job (names of hostapps.ratecontrol.DcqcnParams;
+    #: periods in s or with a unit, ``5ms``; converted to numbers when loaded).
+    dcqcn: dict[str, float | int | bool | str] = {}
+    #: A named DCQCN, transport and ECN setting (hostapps.ratecontrol.DCQCN_PRESETS, e.g.
+    #: ``hpcc-dcqcn-100g``); ``dcqcn`` overrides its rate parameters, an ``ecn`` ramp or
+    #: threshold given in the file its ECN ramp (else the preset's Kmin/Kmax/Pmax in packets of the MTU).
+    dcqcn_preset: str | None = None
+    #: IP MTU of every host (bytes); RoCE's 4096 needs ``--mode sim`` (the Mininet hosts use 1500;
+    #: ``--mtu 1500`` runs such a scenario in Mininet).
+    mtu: int = Field(1500, ge=576, le=9000)
+    #: Time dilation D that ``--mode mininet`` uses for this scenario when ``--dilation`` is
+    #: not given: link rates / D, delays and host timers * D (emu.dilation, docs/virtual-time.md).
+    dilation: float = Field(1.0, ge=1, allow_inf_nan=False)
+
+    #: TransportConfig overrides applied over the preset's (set by emu.dilation.dilate).
+    _transport: dict[str, Any] = PrivateAttr(default_factory=dict)
+    #: The dilation applied to this object (1: the scenario as written).
+    _dilated_by: float = PrivateAttr(1.0)
+
+    # -- lookups ---------------------------------------------------------------------
+
+    def host(self, name: str) -> HostSpec:
+        """The host called ``name`` (KeyError if none)."""
+        return self._hosts[name]
+
+    def job(self, job_id: int) -> JobSpec:
+        """The job with id ``job_id`` (KeyError if none)."""
+        for job in self.jobs:
+            if job.id == job_id:
+                return job
+        raise KeyError(job_id)
+
+    def host_ip(self, name: str) -> str:
+        """Dotted-quad IP of host ``name``."""
+        ip = self._hosts[name].ip
+        assert ip is not None  # resolved by load
+        return str(ip)
+
+    def line_rate_bps(self, host: str) -> float:
+        """Host ``host``'s line rate (bit/s) = bandwidth of its access link."""
+        for link in self.links:
+            if host in (link.a, link.b):
+                assert link.bandwidth_mbps is not None
+                return link.bandwidth_mbps * 1e6
+        raise KeyError(host)
+
+    def symphony_for(self, job_id: int) -> SymphonyParams:
+        """The job's Symphony parameters (top level merged with its override)."""
+        return self.symphony.merged(self.job(job_id).symphony)
+
+    def dcqcn_for(self, job_id: int) -> dict[str, float | int | bool]:
+        """DCQCN parameters for the job's workers (the preset's, top level, then the job's own)."""
+        base = self.preset.rate_params if self.preset is not None else {}
+        return {**base, **self.dcqcn, **(self.job(job_id).dcqcn or {})}
+
+    def transport_for(self, job_id: int) -> dict[str, Any]:  # noqa: ARG002 - per job later
+        """TransportConfig overrides for the job's workers (the preset's; none without one)."""
+        base = dict(self.preset.transport) if self.preset is not None else {}
+        return {**base, **self._transport}
+
+    @property
+    def dilated_by(self) -> float:
+        """The time dilation D applied to this object by :func:`emu.dilation.dilate` (1: none)."""
+        return self._dilated_by
+
+    @property
+    def preset(self) -> DcqcnPreset | None:
+        """The :class:`hostapps.ratecontrol.DcqcnPreset` named by ``dcqcn_preset``, or None."""
+        return DCQCN_PRESETS.get(self.dcqcn_preset) if self.dcqcn_preset else None
+
+    def is_host(self, name: str) -> bool:
+        return name in self._hosts
+
+    @cached_property
+    def _hosts(self) -> dict[str, HostSpec]:
+        return {h.name: h for h in self.hosts}
+
+    @cached_property
+    def plan(self) -> NetworkPlan:
+        """The :class:`NetworkPlan` of this topology (see :func:`build_plan`)."""
+        return build_plan(self)
+
+
+def dcqcn_unit(name: str) -> tuple[str, Kind] | None:
+    """(unit, kind) of a DCQCN parameter of ``hostapps.ratecontrol.DcqcnParams``, by its name.
+
+    Periods and intervals (``*_period``, ``*_interval``) are in seconds, ``*_bytes`` in
+    bytes, ``*_bps`` in bit/s; other parameters are dimensionless (None).
+    """
+    if name.endswith(("_period", "_interval")):
+        return "s", "duration"
+    if name.endswith("_bytes"):
+        return "B", "size"
+    if name.endswith("_bps"):
+        return "bit/s", "rate"
+    return None
+
+
+def ecn_lowest_threshold(ecn: EcnParams) -> int:
+    """Queue depth (packets) at which ECN starts marking: K, or Kmin of a RED-like ramp."""
+    kmin = ecn.kmin_packets if ecn.kmin_packets is not None else ecn.threshold_packets
+    return int(kmin if kmin is not None else DEFAULT_ECN_THRESHOLD_PACKETS)
+
+
+#: Fix hints by the last field name of an error path.
+FIXES: dict[str, str] = {
+    "bandwidth_mbps": "give the link rate in Mbit/s (e.g. 10)",
+    "delay_ms": "give the one-way delay in ms, 0 or more",
+    "queue_packets": "give the egress queue depth in packets, 1 or more",
+    "name": f"use a letter then letters/digits/_ , at most 8 characters (regex {NAME_PATTERN})",
+    "ip": "give a dotted-quad IPv4 address inside 'subnet', or leave it out",
+    "subnet": "give an IPv4 network such as 10.0.0.0/24",
+    "id": f"use a job id from 0 to {MAX_JOBS - 1}",
+    "ranks": "list the job's hosts in ring order, one rank per host",
+    "collective": "use allreduce, allgather or reducescatter",
+    "size_bytes": "give bytes per rank, a positive multiple of 4 (float32 elements)",
+    "iterations": "give 1 or more iterations",
+    "compute_ms": "give the compute time between collectives in ms, 0 or more",
+    "slices": "give 1 or more slices per step",
+    "start_offset_ms": "give the job's start offset in ms, 0 or more",
+    "rate_mbps": "give the on-period sending rate in Mbit/s",
+    "on_ms": "give the mean on period in ms, more than 0",
+    "off_ms": "give the mean off period in ms, 0 or more",
+    "start_ms": "give the start time in ms, 0 or more",
+    "duration_ms": "give the duration in ms, or leave it out to run until the jobs end",
+    "threshold_packets": "give the ECN marking threshold K in packets, 1 or more",
+    "kmin_packets": "give the start of the ECN ramp in packets, 1 or more",
+    "kmax_packets": "give the end of the ECN ramp in packets, kmin_packets or more",
+    "pmax": "give the marking probability at the top of the ramp, more than 0 and at most 1",
+    "lead_threshold": "give the lead threshold T in steps, 0 or more",
+    "slope": "give the marking slope per step of lead, 0 or more (0.5 = 50% per step)",
+    "queue_gate": "give the queue gate in packets (1 = queue non-empty, 0 = always)",
+    "a": "name a host or switch declared in 'hosts' or 'switches'",
+    "b": "name a host or switch declared in 'hosts' or 'switches'",
+    "src": "name a host declared in 'hosts'",
+    "dst": "name a host declared in 'hosts'",
+}
+DEFAULT_FIX = "see docs/topology-format.md"
