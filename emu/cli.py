@@ -69,6 +69,22 @@ def resolve_topology(path: str | os.PathLike[str] | None) -> Path:
     return given  # load_topology names the missing file
 
 
+def scheme_list(text: str) -> tuple[str, ...]:
+    """``--scheme``: "both" (baseline, symphony), "all" (every scheme of emu.runner.SCHEMES) or a
+    comma list of scheme names; a bad name is one line (exit 2)."""
+    from emu import runner
+
+    if text == "both":
+        return runner.DEFAULT_SCHEMES
+    if text == "all":
+        return runner.SCHEMES
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    bad = [n for n in names if n not in runner.SCHEMES]
+    if bad or not names:
+        fail(f"--scheme {text}: use both, all or a comma list of {', '.join(runner.SCHEMES)}")
+    return names
+
+
 def parse_size(value: str | int | None) -> int | None:
     """Bytes from ``262144``, ``256K``, ``256KiB``, ``1M``, ``1MB`` (K/M are powers of 1024)."""
     if value is None or isinstance(value, int):
@@ -332,8 +348,10 @@ def cli(verbose: int) -> None:
 
 @cli.command()
 @click.argument("topology", required=False)
-@click.option("--scheme", type=click.Choice(["baseline", "symphony", "both"]), default="both",
-              show_default=True, help="Which schemes to run on the same network, jobs and traffic.")
+@click.option("--scheme", default="both", show_default=True,
+              help="Which schemes to run on the same network, jobs and traffic: both (baseline, symphony), "
+                   "all (with the placebo: random marks of Symphony's volume, calibrated from the symphony run) "
+                   "or a comma list of baseline, symphony, placebo.")
 @click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="Collectives per job (default: the topology's).")
 @click.option("--size", default=None, callback=_size_option,
@@ -368,7 +386,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
     from emu import runner
 
     size_bytes = size
-    schemes = ("baseline", "symphony") if scheme == "both" else (scheme,)
+    schemes = scheme_list(scheme)
     console = make_console()
     try:
         with RichProgress(console) as progress:

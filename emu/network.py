@@ -40,11 +40,9 @@ HOST_MTU = 1500
 #: Registers that hold a job's Symphony tracker state (docs/interfaces.md section 2).
 JOB_REGISTERS = ("MyIngress.flow_step", "MyIngress.step_count", "MyIngress.frontier")
 #: Per-job counters (index job id).
-JOB_COUNTERS = ("MyEgress.symphony_marks", "MyEgress.queue_marks")
+JOB_COUNTERS = ("MyEgress.symphony_marks", "MyEgress.queue_marks", "MyEgress.symphony_eligible")
 #: Per-port counters (index ingress port).
 PORT_COUNTERS = ("MyIngress.drops", "MyIngress.parser_errors")
-#: symphony_config modes.
-MODES = {"baseline": 0, "symphony": 1}
 
 
 class NetworkError(Exception):
@@ -154,25 +152,29 @@ class ProgrammedNetwork:
         self.mode = scheme
         log.info("programmed %d switches (%s)", len(self.plan.switches), scheme)
 
-    def set_mode(self, scheme: str) -> None:
-        """Reinstall every job's ``symphony_config`` entry with mode baseline (0) or symphony (1).
+    def set_mode(self, scheme: str, placebo: dict[int, float] | None = None) -> None:
+        """Reinstall every job's ``symphony_config`` entry with mode baseline (0), symphony (1)
+        or placebo (2), and the ``placebo_marking`` entries (``placebo``: job id -> marking
+        probability, placebo only; emu.routing.placebo_entries).
 
         Everything else (routes, queues, thresholds, slope, gate, expected flows) is the same
-        in both modes: the schemes differ only in Symphony's marking.
+        in every mode: the schemes differ only in Symphony's marking.
         """
         from emu import routing
 
-        if scheme not in MODES:
-            raise NetworkError(f"unknown scheme {scheme!r}: use baseline or symphony")
-        if scheme == self.mode:
+        if scheme not in routing.MODES:
+            raise NetworkError(f"unknown scheme {scheme!r}: use one of {', '.join(routing.MODES)}")
+        if scheme == self.mode and scheme != "placebo":
             return
-        programs = routing.switch_programs(self.topology, scheme, p4=self.p4)  # type: ignore[arg-type]
+        programs = routing.switch_programs(self.topology, scheme, p4=self.p4,  # type: ignore[arg-type]
+                                           placebo=placebo)
         for sw in self.plan.switches:
             ctl = self.control(sw.name)
             try:
                 ctl.table_clear(routing.TABLE_SYMPHONY)
+                ctl.table_clear(routing.TABLE_PLACEBO)
                 for entry in programs[sw.name].entries:
-                    if entry.table == routing.TABLE_SYMPHONY:
+                    if entry.table in (routing.TABLE_SYMPHONY, routing.TABLE_PLACEBO):
                         ctl.table_add(entry.table, entry.match, entry.action, entry.params, entry.priority)
             except Exception as exc:
                 raise NetworkError(f"configuring Symphony on switch {sw.name} failed: {exc}") from None

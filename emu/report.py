@@ -56,7 +56,7 @@ LEAD_PLOT = "step_lead.png"
 CCT_COLUMNS = ("scheme", "job", "iteration", "cct_s", "bound_s")
 STEP_COLUMNS = ("scheme", "job", "rank", "iteration", "step", "start", "end")
 #: Order of schemes in tables and plots; others follow alphabetically.
-SCHEME_ORDER = ("baseline", "symphony")
+SCHEME_ORDER = ("baseline", "symphony", "placebo", "ideal")
 
 
 class ReportError(RuntimeError):
@@ -380,7 +380,7 @@ def _replot(d: Path, title: str | None = None, summary: Mapping[str, Any] | None
 # --------------------------------------------------------------------------------------
 
 #: Colour of each scheme in every plot (matplotlib's default cycle, fixed per scheme).
-SCHEME_COLOURS = {"baseline": "tab:blue", "symphony": "tab:orange"}
+SCHEME_COLOURS = {"baseline": "tab:blue", "symphony": "tab:orange", "placebo": "tab:grey", "ideal": "tab:green"}
 _JOB_STYLES = ("-", "--", ":", "-.")
 #: Rolling-mean window of the step-lead plot, as a fraction of the run's span.
 LEAD_WINDOW_FRACTION = 0.02

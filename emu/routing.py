@@ -46,10 +46,12 @@ from .topology_schema import Topology
 
 log = logging.getLogger(__name__)
 
-Scheme = Literal["baseline", "symphony"]
+Scheme = Literal["baseline", "symphony", "placebo"]
 
-#: ``mode`` parameter of ``set_symphony_config`` per scheme (p4/include/constants.p4).
-MODES: dict[str, int] = {"baseline": 0, "symphony": 1}
+#: ``mode`` parameter of ``set_symphony_config`` per scheme (p4/include/constants.p4):
+#: the placebo marks at random with a per-job probability (``MyEgress.placebo_marking``)
+#: where Symphony would look its lead up (docs/DESIGN.md section 11).
+MODES: dict[str, int] = {"baseline": 0, "symphony": 1, "placebo": 2}
 #: Marking threshold of probability 1: a 16-bit draw (0..65535) is always below it
 #: (``PROB_ONE`` in p4/include/constants.p4).
 PROB_ONE = 65536
@@ -71,6 +73,7 @@ TABLE_LPM = "MyIngress.ipv4_lpm"
 TABLE_SYMPHONY = "MyIngress.symphony_config"
 TABLE_QUEUE_ECN = "MyEgress.queue_ecn"
 TABLE_MARKING = "MyEgress.symphony_marking"
+TABLE_PLACEBO = "MyEgress.placebo_marking"
 ACTION_FORWARD = "MyIngress.ipv4_forward"
 ACTION_SYMPHONY = "MyIngress.set_symphony_config"
 ACTION_ECN = "MyEgress.set_ecn_mark"
@@ -367,6 +370,25 @@ def marking_entries(topo: Topology, job_id: int) -> list[TableEntry]:
     return out
 
 
+def placebo_entries(placebo: Mapping[int, float]) -> list[TableEntry]:
+    """``MyEgress.placebo_marking`` entries: per job id its marking probability (0..1).
+
+    The threshold is ``round(p * 65536)`` (a 16-bit draw below it marks); a job whose
+    probability rounds to 0 gets no entry (never marked). ValueError for a probability
+    outside 0..1 or a job id outside 0..MAX_JOBS-1.
+    """
+    out = []
+    for job_id, p in sorted(placebo.items()):
+        _check_job(job_id)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"placebo probability {p!r} of job {job_id}: give 0..1")
+        threshold = min(PROB_ONE, round(p * PROB_ONE))
+        if threshold:
+            out.append(TableEntry(table=TABLE_PLACEBO, match={"hdr.cth.job_id": job_id},
+                                  action=ACTION_MARKING, params={"threshold": threshold}))
+    return out
+
+
 def ecn_ramp(kmin: int, kmax: int, pmax: float, *, max_ranges: int = MAX_RAMP_RANGES) -> list[tuple[int, int, int]]:
     """The RED-like ramp as ``(low, high, threshold)`` queue-depth ranges (inclusive).
 
@@ -434,14 +456,16 @@ def symphony_entry(topo: Topology, job_id: int, flows: int, scheme: Scheme,
 
 
 def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None, *,
-                    p4: str = "v1model") -> dict[str, SwitchProgram]:
+                    p4: str = "v1model", placebo: Mapping[int, float] | None = None) -> dict[str, SwitchProgram]:
     """Per switch (file order): table entries and queue configs for ``scheme``.
 
     Entries, in install order: ``ipv4_lpm`` (one /32 per host, hosts in file order),
     ``queue_ecn`` (the ECN ramp of every port, when ``ecn.enabled``), ``symphony_config``
     (one per job crossing the switch; installed in both schemes so the per-job mark
     counters count, ``mode`` 0 for baseline and 1 for symphony) and ``symphony_marking``
-    (that job's thresholds per lead, both schemes: the P4 marks only in symphony mode).
+    (that job's thresholds per lead, both schemes: the P4 marks only in symphony mode),
+    then, for ``scheme`` "placebo" only, ``placebo_marking`` (per job its probability from
+    ``placebo``, job id -> 0..1; a job not in it is never marked).
     ``p4`` is the build (a key of :data:`QDEPTH_UNITS`): queue depths are converted to
     its unit for the topology's MTU (:func:`qdepth_unit`).
     """
@@ -469,6 +493,8 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
         for job_id, flows in sorted(expected[sw.name].items()):
             entries.append(symphony_entry(topo, job_id, flows, scheme, unit))
             entries.extend(marking_entries(topo, job_id))
+            if scheme == "placebo" and placebo and job_id in placebo:
+                entries.extend(placebo_entries({job_id: placebo[job_id]}))
         queues = tuple(QueueConfig(p.port, p.rate_bps, p.depth_pkts, p.delay_us) for p in sw.ports)
         out[sw.name] = SwitchProgram(sw.name, tuple(entries), queues, dict(sorted(expected[sw.name].items())))
         log.debug("switch %s: %d entries, %d queues", sw.name, len(entries), len(queues))

@@ -51,8 +51,14 @@ log = logging.getLogger(__name__)
 
 #: Root of the per-run runtime directories (control sockets, worker specs).
 RUN_ROOT = cleanup_mod.RUN_ROOT
-#: Schemes in run order.
-SCHEMES = ("baseline", "symphony")
+#: Every scheme a run can hold: the two the paper compares and the placebo reference
+#: (random marks of Symphony's volume, docs/DESIGN.md section 11; calibrated from the
+#: symphony run of the same run, so it runs after it).
+SCHEMES = ("baseline", "symphony", "placebo")
+#: The schemes a run holds unless told otherwise.
+DEFAULT_SCHEMES = ("baseline", "symphony")
+#: Schemes that need another scheme's result first: scheme -> the one it is calibrated from.
+CALIBRATED_FROM = {"placebo": "symphony"}
 #: Per-scheme time limit = START + iterations * (compute + SLACK * bound + PER_STEP * steps) + EXTRA.
 TIMEOUT_BOUND_SLACK = 25.0
 TIMEOUT_PER_STEP_S = 0.5
@@ -136,6 +142,44 @@ def counter_totals(delta: dict[str, dict[str, Any]]) -> dict[str, int]:
         else:
             totals["drops"] += sum(entry.get("drops", []))
     return totals
+
+
+def job_counter_sums(delta: dict[str, dict[str, Any]], counter: str) -> dict[int, int]:
+    """Per job id: one per-job counter (``symphony_marks``, ``symphony_eligible``, ...) summed over
+    the switches of a scheme's :meth:`SchemeRun.counter_delta`; jobs with 0 are left out."""
+    out: dict[int, int] = {}
+    for entry in delta.values():
+        for job, value in enumerate(entry.get(counter, [])):
+            if value:
+                out[job] = out.get(job, 0) + int(value)
+    return out
+
+
+def placebo_probabilities(symphony: SchemeRun, jobs: Sequence[int]) -> dict[int, float]:
+    """The placebo's marking probability per job: Symphony's marks over the packets that reached
+    its mark decision (``MyEgress.symphony_eligible``) in the symphony run, summed over switches.
+
+    The placebo marks the same packets (tracked, ECT, not queue-marked, queue at the gate) with
+    that probability whatever their lead, so its expected mark count is Symphony's when as many
+    packets reach the decision; the achieved volume is reported (:func:`placebo_volume`).
+    """
+    delta = symphony.counter_delta()
+    marks = job_counter_sums(delta, "symphony_marks")
+    eligible = job_counter_sums(delta, "symphony_eligible")
+    return {job: (marks.get(job, 0) / eligible[job]) if eligible.get(job) else 0.0 for job in jobs}
+
+
+def placebo_volume(runs: dict[str, SchemeRun], probabilities: dict[int, float]) -> dict[str, Any]:
+    """How well the placebo matched Symphony's mark volume, per job (for summary.json).
+
+    ``{job: {"probability", "symphony_marks", "placebo_marks", "volume_ratio"}}``, the ratio
+    placebo / symphony marks (null when Symphony marked nothing).
+    """
+    sym = job_counter_sums(runs["symphony"].counter_delta(), "symphony_marks")
+    pla = job_counter_sums(runs["placebo"].counter_delta(), "symphony_marks")
+    return {str(job): {"probability": p, "symphony_marks": sym.get(job, 0), "placebo_marks": pla.get(job, 0),
+                       "volume_ratio": pla.get(job, 0) / sym[job] if sym.get(job) else None}
+            for job, p in probabilities.items()}
 
 
 @dataclass
@@ -348,6 +392,7 @@ class Experiment:
         self.mode = mode
         self.run_dir = RUN_ROOT / run_id
         self.p4 = p4
+        self.placebo: dict[int, float] = {}  #: the placebo's probabilities per job, once calibrated
         kwargs: dict[str, Any] = {"pcap": True} if pcap else {}
         self.backend: Backend = backend_class(mode)(topology, out_dir=out_dir, run_dir=self.run_dir, run_id=run_id,
                                                     seed=seed, target=target, p4=p4, **kwargs)
@@ -470,17 +515,35 @@ class Experiment:
         ``parallel``: how many schemes run at the same time. 1 runs them one after the other in
         this process; more (back ends with ``network_per_scheme`` only: virtual time) runs
         each scheme in a process of its own (emu.vtime.parallel), with the same results bit
-        for bit. Raises as :meth:`run_scheme`.
+        for bit. A calibrated scheme (:data:`CALIBRATED_FROM`: the placebo) runs after the
+        others, with what the scheme it is calibrated from measured; ``self.placebo`` then
+        holds the placebo's probabilities. Raises as :meth:`run_scheme`.
         """
+        first = [s for s in schemes if s not in CALIBRATED_FROM]
+        later = [s for s in schemes if s in CALIBRATED_FROM]
+        runs = self._run_schemes(first, iterations=iterations, size=size, progress=progress, parallel=parallel)
+        if later:
+            self.placebo = placebo_probabilities(runs["symphony"], [job.id for job in self.topology.jobs])
+            log.info("placebo marking probabilities per job (from the symphony run): %s",
+                     {j: round(p, 6) for j, p in self.placebo.items()})
+            runs.update(self._run_schemes(later, iterations=iterations, size=size, progress=progress,
+                                          parallel=parallel, placebo=self.placebo))
+        return {scheme: runs[scheme] for scheme in schemes}
+
+    def _run_schemes(self, schemes: Sequence[str], *, iterations: int | None, size: int | None,
+                     progress: ProgressFn | None, parallel: int,
+                     placebo: dict[int, float] | None = None) -> dict[str, SchemeRun]:
         if parallel <= 1 or len(schemes) < 2 or not self.backend.network_per_scheme:
-            return {scheme: self.run_scheme(scheme, iterations=iterations, size=size, progress=progress)
+            return {scheme: self.run_scheme(scheme, iterations=iterations, size=size, progress=progress,
+                                            placebo=placebo)
                     for scheme in schemes}
         from emu.vtime import parallel as par
 
         level = logging.getLogger().getEffectiveLevel()
         tasks = [par.SchemeTask(scheme=scheme, topology=self.topology, topology_path=self.topology_path,
                                      target=self.target, out_dir=self.out_dir, seed=self.seed, run_id=self.run_id,
-                                     mode=self.mode, p4=self.p4, iterations=iterations, size=size, log_level=level)
+                                     mode=self.mode, p4=self.p4, iterations=iterations, size=size, log_level=level,
+                                     placebo=placebo)
                  for scheme in schemes]
         return par.run_schemes(tasks, progress or no_progress, parallel)
 
@@ -490,8 +553,12 @@ class Experiment:
 
     # -- one run of the jobs --------------------------------------------------------------
     def run_scheme(self, scheme: str, *, iterations: int | None = None, size: int | None = None,
-                   progress: ProgressFn | None = None, results_dir: Path | None = None) -> SchemeRun:
+                   progress: ProgressFn | None = None, results_dir: Path | None = None,
+                   placebo: dict[int, float] | None = None) -> SchemeRun:
         """Run every job once with ``scheme``'s marking; RunError if a worker fails.
+
+        ``placebo``: job id -> marking probability, for scheme "placebo" (see
+        :func:`placebo_probabilities`).
 
         A back end with ``network_per_scheme`` (virtual time) first builds and programs a
         fresh network from the run's seed, so every scheme starts from the same state.
@@ -507,7 +574,7 @@ class Experiment:
         logs_dir = results_dir / "logs"
         logs_dir.mkdir(exist_ok=True)
         try:
-            self.network.set_mode(scheme)
+            self.network.set_mode(scheme, placebo=placebo)
             self.network.reset_jobs()
             before = self.network.read_counters()
         except (NetworkError, ConnectionError) as exc:
@@ -551,7 +618,7 @@ def _monotonic() -> float:
 # --------------------------------------------------------------------------------------
 
 
-def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES, iterations: int | None = None,
+def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_SCHEMES, iterations: int | None = None,
         size: int | None = None, target: str = "embedded", out: str | os.PathLike[str] | None = None, seed: int = 1,
         progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False,
         p4: str = "v1model", dilation: float | None = None, mtu: int | None = None,
@@ -579,7 +646,12 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
     """
     for scheme in schemes:
         if scheme not in SCHEMES:
-            raise UsageError(f"unknown scheme {scheme!r}: use baseline, symphony or both")
+            raise UsageError(f"unknown scheme {scheme!r}: use {', '.join(SCHEMES)}")
+        if scheme in CALIBRATED_FROM and CALIBRATED_FROM[scheme] not in schemes:
+            raise UsageError(f"scheme {scheme}: it is calibrated from {CALIBRATED_FROM[scheme]} in the same run; "
+                             f"add {CALIBRATED_FROM[scheme]} to the schemes")
+    if len(set(schemes)) != len(schemes):
+        raise UsageError(f"schemes {', '.join(schemes)}: each scheme once")
     if mode not in MODES:
         raise UsageError(f"unknown --mode {mode!r}: use {' or '.join(MODES)}")
     if size is not None and (size <= 0 or size % 4):
@@ -621,8 +693,9 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = SCHEMES,
                             **resolved_workload(exp.topology, iterations=iterations, size=size))
         runs = exp.run_schemes(schemes, iterations=iterations, size=size, progress=progress, parallel=parallel)
         out_dir = exp.out_dir
+    extra = {"placebo_calibration": placebo_volume(runs, exp.placebo)} if "placebo" in runs else None
     summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
-                               title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode)
+                               title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode, extra=extra)
     from emu import report
 
     exp.update_run_file(summary=report.SUMMARY_FILE,
@@ -693,13 +766,14 @@ def resolved_workload(topology: Any, *, iterations: int | None, size: int | None
 
 def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, iterations: int | None = None,
               size: int | None = None, title: str | None = None, dilation: float = 1.0,
-              mode: str = "mininet") -> tuple[dict[str, Any], Any]:
+              mode: str = "mininet", extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], Any]:
     """Compute the metrics and write summary.json, cct.csv, steps.csv and the PNGs into ``out_dir``.
 
     Returns (summary dict, rich table). Per-switch counters of each scheme are in
     ``<scheme>/counters.json``. ``topology``: the scenario as written (its bounds are in
     scenario time); ``dilation``: D of a dilated run, whose logged wall-clock times are
-    divided by D (emu.dilation).
+    divided by D (emu.dilation). ``extra``: top-level keys merged into summary.json (the
+    placebo's calibration and achieved volume, :func:`placebo_volume`).
     """
     import dataclasses
 
@@ -716,6 +790,9 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
     counters = {scheme: counter_totals(run.counter_delta()) for scheme, run in runs.items()}
     table = report.write_report(out_dir, scheme_metrics, counters, title=title, dilation=dilation, mode=mode)
     summary = json.loads((out_dir / report.SUMMARY_FILE).read_text())
+    if extra:
+        summary.update(extra)
+        (out_dir / report.SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary, table
 
 

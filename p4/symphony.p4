@@ -16,7 +16,7 @@
 /* User metadata, ingress to egress. */
 struct metadata {
     bit<1>  tracked;            /* 1: DATA packet of a job in symphony_config */
-    bit<8>  mode;               /* MODE_BASELINE or MODE_SYMPHONY */
+    bit<8>  mode;               /* MODE_BASELINE, MODE_SYMPHONY or MODE_PLACEBO */
     bit<16> expected_flows;     /* the job's ring flows crossing this switch */
     bit<19> queue_gate;         /* minimum enq_qdepth (packets) for a Symphony mark */
     bit<16> lead;               /* step - frontier (serial, 0 if not newer), DESIGN 4 step 5 */
@@ -244,6 +244,7 @@ control MyEgress(inout headers hdr,
 
     counter(MAX_JOBS, CounterType.packets) symphony_marks;  /* [job]: CE set by Symphony */
     counter(MAX_JOBS, CounterType.packets) queue_marks;     /* [job]: CE set on queue depth */
+    counter(MAX_JOBS, CounterType.packets) symphony_eligible;  /* [job]: packets at the Symphony/placebo decision */
 
 #include "include/egress_tables.p4"
 
@@ -273,10 +274,17 @@ control MyEgress(inout headers hdr,
                 }
             }
 
-            /* 6. Symphony (symphony mode only, not already marked, queue at the gate). */
-            if (!queue_marked && meta.tracked == 1 && meta.mode == MODE_SYMPHONY
+            /* 6. Symphony (symphony mode; the placebo in placebo mode), not already marked,
+             *    queue at the gate. symphony_eligible counts the packets that get here, so the
+             *    runner can give the placebo the mark fraction Symphony had. */
+            if (!queue_marked && meta.tracked == 1 && meta.mode != MODE_BASELINE
                     && meta.enq_qdepth >= meta.queue_gate) {
-                symphony_marking.apply();
+                symphony_eligible.count((bit<32>)hdr.cth.job_id);
+                if (meta.mode == MODE_PLACEBO) {
+                    placebo_marking.apply();
+                } else {
+                    symphony_marking.apply();
+                }
                 if (meta.symphony_threshold != 0) {
                     bit<16> draw;
                     random(draw, 0, 0xFFFF);

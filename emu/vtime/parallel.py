@@ -89,6 +89,7 @@ class SchemeTask:
     iterations: int | None
     size: int | None
     log_level: int
+    placebo: dict[int, float] | None = None  #: job id -> probability, scheme "placebo" only
 
 
 class _PipeQueue:
@@ -122,7 +123,8 @@ def _child_main(task: SchemeTask, conn: Any, parent: int) -> None:
         exp = Experiment(task.topology, task.topology_path, target=task.target, out_dir=task.out_dir,
                          seed=task.seed, run_id=task.run_id, mode=task.mode, p4=task.p4)
         try:
-            run = exp.run_scheme(task.scheme, iterations=task.iterations, size=task.size, progress=progress)
+            run = exp.run_scheme(task.scheme, iterations=task.iterations, size=task.size, progress=progress,
+                                 placebo=task.placebo)
         finally:
             exp.close()
         conn.send(("result", task.scheme, run))

@@ -56,5 +56,8 @@ const bit<17> PROB_ONE        = 65536;
 /* Job modes (symphony_config table). */
 const bit<8>  MODE_BASELINE   = 0;
 const bit<8>  MODE_SYMPHONY   = 1;
+/* The placebo reference (docs/DESIGN.md section 11): random marks of a per-job probability
+ * (placebo_marking) on the packets Symphony could mark, blind to the lead. */
+const bit<8>  MODE_PLACEBO    = 2;
 
 #endif

@@ -53,4 +53,18 @@
         default_action = NoAction();
     }
 
+    /* The placebo's marking probability: one entry per job (MODE_PLACEBO), the same
+     * threshold whatever the lead; no entry = never marked. */
+    table placebo_marking {
+        key = {
+            hdr.cth.job_id: exact;
+        }
+        actions = {
+            set_symphony_mark;
+            NoAction;
+        }
+        size = MAX_JOBS;
+        default_action = NoAction();
+    }
+
 #endif

@@ -53,7 +53,7 @@ struct step_slot_t {
 
 struct ingress_metadata_t {
     bit<1>       tracked;         /* 1: DATA packet of a job in symphony_config */
-    bit<8>       mode;            /* MODE_BASELINE or MODE_SYMPHONY */
+    bit<8>       mode;            /* MODE_BASELINE, MODE_SYMPHONY or MODE_PLACEBO */
     bit<16>      expected_flows;  /* the job's ring flows crossing this switch */
     bit<19>      queue_gate;      /* minimum enq_qdepth (cells) for a Symphony mark */
     bit<16>      lead;            /* step - frontier (serial, 0 if not newer) */
@@ -367,6 +367,7 @@ control MyEgress(inout switch_headers_t hdr,
 
     Counter<bit<32>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) symphony_marks;  /* [job]: CE by Symphony */
     Counter<bit<32>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) queue_marks;     /* [job]: CE on queue depth */
+    Counter<bit<32>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) symphony_eligible;  /* [job]: at the mark decision */
 
     Random<bit<16>>() ecn_random;
     Random<bit<16>>() symphony_random;
@@ -398,10 +399,17 @@ control MyEgress(inout switch_headers_t hdr,
                 }
             }
 
-            /* 6. Symphony (symphony mode only, not already marked, queue at the gate). */
-            if (!queue_marked && meta.tracked == 1 && meta.mode == MODE_SYMPHONY
+            /* 6. Symphony (symphony mode; the placebo in placebo mode), not already marked,
+             *    queue at the gate. symphony_eligible counts the packets that get here, so the
+             *    runner can give the placebo the mark fraction Symphony had. */
+            if (!queue_marked && meta.tracked == 1 && meta.mode != MODE_BASELINE
                     && meta.enq_qdepth >= meta.queue_gate) {
-                symphony_marking.apply();
+                symphony_eligible.count(hdr.cth.job_id);
+                if (meta.mode == MODE_PLACEBO) {
+                    placebo_marking.apply();
+                } else {
+                    symphony_marking.apply();
+                }
                 if (meta.symphony_threshold != 0) {
                     bit<16> draw = symphony_random.get();
                     if ((bit<17>)draw < meta.symphony_threshold) {

@@ -134,7 +134,7 @@ def test_both_builds_expose_the_same_control_plane() -> None:
                [x.SerializeToString(deterministic=True) for x in b], part
     assert {t.preamble.name for t in infos[0].tables} == {
         "MyIngress.ipv4_lpm", "MyIngress.symphony_config", "MyIngress.ecmp_nhop", "MyIngress.path_pin",
-        "MyEgress.queue_ecn", "MyEgress.symphony_marking"}
+        "MyEgress.queue_ecn", "MyEgress.symphony_marking", "MyEgress.placebo_marking"}
 
 
 @pytest.mark.parametrize(("old", "new", "words"), [
