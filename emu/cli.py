@@ -454,6 +454,46 @@ def report(directory: Path) -> None:
 
 
 @cli.command()
+@click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The sweep's folder (default: results/sweep-<spec name>); the same folder resumes.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Runs at once on this machine (processes; 1 = one after the other).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="A Dask distributed scheduler (tcp://host:8786): the runs go to its workers, which see "
+                   "the scenario files and --out at the same paths.")
+def sweep(spec: Path, out: Path | None, workers: int, scheduler: str | None) -> None:
+    """Run a parameter grid of SPEC (YAML: topology, schemes, seeds, grid) in virtual time.
+
+    Writes sweep.csv, sweep.jsonl and sweep.md (every scheme's mean CCT per configuration and
+    job, its ratio to the baseline with the 95% interval); resumes an interrupted sweep.
+    """
+    from emu import runner
+    from emu import sweep as sweep_mod
+
+    console = make_console()
+
+    def progress(task: Any, value: dict[str, Any]) -> None:
+        means = {(r["scheme"], r["job"]): r["ccts"] for r in value["rows"]}
+        text = " ".join(f"{s}/job{j} {1e3 * sum(c) / len(c):.3f} ms" for (s, j), c in means.items() if c)
+        console.print(f"  {sweep_mod.config_label(task.config)} seed {task.seed}: {text}", highlight=False)
+
+    try:
+        with runner.signals_as_interrupt():
+            md, _ = sweep_mod.run_sweep(spec, out=out, workers=workers, scheduler=scheduler, on_result=progress)
+    except sweep_mod.SweepError as exc:
+        fail(str(exc))
+    except user_errors() as exc:
+        fail(str(exc))
+    except (runner.RunError, RuntimeError) as exc:
+        fail(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt as exc:
+        interrupted(exc, "the finished runs are kept; the same command resumes")
+    console.print(md.read_text(), highlight=False)
+    console.print(f"results: {md.parent}")
+
+
+@cli.command()
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--mn/--no-mn", default=False, show_default=True,
               help="Also run Mininet's `mn -c` (it also kills every ping and removes /tmp/*.log).")
