@@ -30,12 +30,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import hashlib
 import itertools
 import json
 import multiprocessing
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -51,87 +49,20 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-
-class SweepError(ValueError):
-    """A bad ``--set`` key or value."""
-
-
-def parse_value(text: str) -> Any:
-    """``--set`` value: a number (``0.01``, ``55e-6``), else YAML scalar syntax (``true``, ``300us``)."""
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    value = yaml.safe_load(text)
-    return text if value is None and text not in ("null", "~") else value
-
-
-def parse_set(arg: str) -> tuple[str, list[Any]]:
-    """``KEY=V1,V2`` -> (KEY, [V1, V2])."""
-    key, sep, values = arg.partition("=")
-    if not sep or not key or not values:
-        raise SweepError(f"--set {arg!r}: give KEY=VALUE[,VALUE...]")
-    return key, [parse_value(v) for v in values.split(",")]
-
-
-def apply_override(doc: dict[str, Any], key: str, value: Any) -> None:
-    """Set the dotted ``key`` of the loaded topology ``doc`` to ``value`` (in place)."""
-    if key == "background" and value == "none":
-        doc.pop("background", None)
-        return
-    parts = key.split(".")
-    node: Any = doc
-    for i, part in enumerate(parts[:-1]):
-        if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise SweepError(f"--set {key}: {'.'.join(parts[: i + 1])} is not an index of the list")
-            node = node[int(part)]
-        else:
-            node = node.setdefault(part, {})
-        if not isinstance(node, (dict, list)):
-            raise SweepError(f"--set {key}: {'.'.join(parts[: i + 1])} is not a mapping")
-    if isinstance(node, list):
-        raise SweepError(f"--set {key}: the last part must name a field, not an index")
-    node[parts[-1]] = value
-
-
-def config_yaml(text: str, config: Sequence[tuple[str, Any]]) -> str:
-    """The topology file ``text`` with the configuration's overrides applied, as YAML."""
-    doc = yaml.safe_load(text)
-    for key, value in config:
-        apply_override(doc, key, value)
-    return yaml.safe_dump(doc, sort_keys=False)
-
-
-def config_label(config: Sequence[tuple[str, Any]]) -> str:
-    return " ".join(f"{k}={v}" for k, v in config) or "(file as given)"
-
-
-def config_id(config: Sequence[tuple[str, Any]], *scenario: Any) -> str:
-    """Folder name of one configuration of one scenario (topology file, size, iterations)."""
-    return hashlib.sha1(json.dumps([list(config), *scenario], default=str).encode()).hexdigest()[:10]
-
-
-def check_configs(topology: str, configs: Sequence[Sequence[tuple[str, Any]]]) -> None:
-    """Load the topology with each configuration's overrides; raise SweepError naming the first bad one."""
-    import tempfile
-
-    from emu.topology import TopologyError, load_topology
-
-    text = Path(topology).read_text()
-    with tempfile.TemporaryDirectory() as tmp:
-        for config in configs:
-            path = Path(tmp) / Path(topology).name
-            path.write_text(config_yaml(text, config))
-            try:
-                load_topology(path)
-            except TopologyError as exc:
-                text = re.sub(r" \(line \d+\)", "", str(exc).replace(str(path), topology))  # lines of a copy
-                raise SweepError(f"{config_label(config)}: {text}") from None
+# The sweep's core, shared with `symphony-emu sweep` (emu.sweep); apply_override and parse_value
+# are re-exported for tests/unit/test_dc_sweep.py.
+from emu.sweep import (  # noqa: E402
+    SweepError,
+    _worker_init,
+    apply_override,  # noqa: F401
+    check_configs,
+    config_id,
+    config_label,
+    config_yaml,
+    parse_set,
+    parse_value,  # noqa: F401
+)
+from emu.sweep import stop_pool as _stop_pool  # noqa: E402
 
 
 def run_one(topology: str, config: list[tuple[str, Any]], scheme: str, seed: int, size: int | None,
@@ -265,28 +196,6 @@ class _Terminated(KeyboardInterrupt):
 
 def _interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
     raise _Terminated(signum)
-
-
-def _worker_init(parent: int) -> None:
-    """The pool's initializer: a worker dies with the sweep (SIGKILL) and leaves Ctrl-C to it."""
-    from emu.cleanup import parent_death_signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent_death_signal(parent, signal.SIGKILL)
-
-
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and kill the workers: a run in progress is abandoned.
-
-    SIGKILL, not SIGTERM: a worker's runner turns SIGTERM into an exception the pool would
-    report and go on from. A virtual-time run owns no namespace, link or process, so nothing
-    is left behind; its partial folder is redone on resume (:func:`run_one`).
-    """
-    pool.shutdown(wait=False, cancel_futures=True)
-    for child in multiprocessing.active_children():
-        child.kill()
-    for child in multiprocessing.active_children():
-        child.join(5)
 
 
 def _pct(values: Sequence[float], q: float) -> float:
