@@ -450,54 +450,56 @@ class CodeGen:
         return V(code, widths[name], dirty=isinstance(widths[name], ir.IntT))
 
     def expr(self, e: ir.Expr, scopes) -> V:
-        if isinstance(e, ir.Lit):
-            return V(repr(e.value), e.type or ir.IntLitT(), e.value)
-        if isinstance(e, ir.BoolLit):
-            return V("True" if e.value else "False", ir.BoolT(), int(e.value))
-        if isinstance(e, ir.Name | ir.Member | ir.Index):
-            if isinstance(e, ir.Member) and e.name in ("hit", "miss") and isinstance(e.expr, ir.Call):
-                return self.table_hit(e, scopes)
-            b = self.ref(e, scopes)
-            if isinstance(b, Leaf):
-                return V(b.var, b.type, dirty=b.bits)  # clean() sign-converts a bit pattern
-            if isinstance(b, V):
-                return b
-            self.fail(e.loc, "unsupported use of a header, struct or object as a value")
-        if isinstance(e, ir.TypeMember):
-            if e.type_name == "error":
-                if e.member not in self.errors:
-                    self.fail(e.loc, f"unknown error {e.member}")
-                return V(str(self.errors[e.member]), ir.ErrorT(), self.errors[e.member])
-            t = self.prog.types.get(e.type_name)
-            ser = self.prog.ser_enums.get(e.type_name)
-            if ser is not None and e.member in ser:
-                return self.const(ser[e.member], t)
-            if isinstance(t, ir.EnumT) and e.member in t.members:
-                i = t.members.index(e.member)
-                return V(str(i), t, i)
-            self.fail(e.loc, f"unknown member {e.type_name}.{e.member}")
-        if isinstance(e, ir.Cast):
-            return self.cast(e, scopes)
-        if isinstance(e, ir.Slice):
-            v = self.expr(e.expr, scopes)
-            hi, lo = self.const_of(e.hi, scopes), self.const_of(e.lo, scopes)
-            if not isinstance(v.type, ir.BitT | ir.IntT) or not (0 <= lo <= hi < v.type.width):
-                self.fail(e.loc, "bad slice")
-            w = hi - lo + 1
-            code = f"(({self.clean(v)} >> {lo}) & {hex(mask(w))})" if lo else f"({self.clean(v)} & {hex(mask(w))})"
-            return V(code, ir.BitT(w))
-        if isinstance(e, ir.Unary):
-            return self.unary(e, scopes)
-        if isinstance(e, ir.Binary):
-            return self.binary(e, scopes)
-        if isinstance(e, ir.Cond):
-            c = self.expr(e.cond, scopes)
-            a, b = self.expr(e.then, scopes), self.expr(e.other, scopes)
-            a, b, t = self.unify(a, b, e.loc, "?:")
-            return V(f"({self.clean(a)} if {c.code} else {self.clean(b)})", t)
-        if isinstance(e, ir.Call):
-            return self.call_expr(e, scopes)
-        self.fail(e.loc, f"unsupported expression {type(e).__name__}")
+        """Compile expression ``e``: the emitter registered for its IR class in :data:`EXPR_EMITTERS`."""
+        fn = EXPR_EMITTERS.get(type(e))
+        if fn is None:
+            self.fail(e.loc, f"unsupported expression {type(e).__name__}")
+        return fn(self, e, scopes)
+
+    def expr_lit(self, e: ir.Lit, scopes) -> V:
+        return V(repr(e.value), e.type or ir.IntLitT(), e.value)
+
+    def expr_bool(self, e: ir.BoolLit, scopes) -> V:
+        return V("True" if e.value else "False", ir.BoolT(), int(e.value))
+
+    def expr_path(self, e: ir.Name | ir.Member | ir.Index, scopes) -> V:
+        if isinstance(e, ir.Member) and e.name in ("hit", "miss") and isinstance(e.expr, ir.Call):
+            return self.table_hit(e, scopes)
+        b = self.ref(e, scopes)
+        if isinstance(b, Leaf):
+            return V(b.var, b.type, dirty=b.bits)  # clean() sign-converts a bit pattern
+        if isinstance(b, V):
+            return b
+        self.fail(e.loc, "unsupported use of a header, struct or object as a value")
+
+    def expr_type_member(self, e: ir.TypeMember, scopes) -> V:
+        if e.type_name == "error":
+            if e.member not in self.errors:
+                self.fail(e.loc, f"unknown error {e.member}")
+            return V(str(self.errors[e.member]), ir.ErrorT(), self.errors[e.member])
+        t = self.prog.types.get(e.type_name)
+        ser = self.prog.ser_enums.get(e.type_name)
+        if ser is not None and e.member in ser:
+            return self.const(ser[e.member], t)
+        if isinstance(t, ir.EnumT) and e.member in t.members:
+            i = t.members.index(e.member)
+            return V(str(i), t, i)
+        self.fail(e.loc, f"unknown member {e.type_name}.{e.member}")
+
+    def expr_slice(self, e: ir.Slice, scopes) -> V:
+        v = self.expr(e.expr, scopes)
+        hi, lo = self.const_of(e.hi, scopes), self.const_of(e.lo, scopes)
+        if not isinstance(v.type, ir.BitT | ir.IntT) or not (0 <= lo <= hi < v.type.width):
+            self.fail(e.loc, "bad slice")
+        w = hi - lo + 1
+        code = f"(({self.clean(v)} >> {lo}) & {hex(mask(w))})" if lo else f"({self.clean(v)} & {hex(mask(w))})"
+        return V(code, ir.BitT(w))
+
+    def expr_cond(self, e: ir.Cond, scopes) -> V:
+        c = self.expr(e.cond, scopes)
+        a, b = self.expr(e.then, scopes), self.expr(e.other, scopes)
+        a, b, t = self.unify(a, b, e.loc, "?:")
+        return V(f"({self.clean(a)} if {c.code} else {self.clean(b)})", t)
 
     def const_of(self, e: ir.Expr, scopes) -> int:
         v = self.expr(e, scopes)
@@ -755,65 +757,75 @@ class CodeGen:
             self.cur_ctx = prev
 
     def _stmt(self, s: ir.Stmt, scopes, ctx) -> None:
-        if isinstance(s, ir.Block):
-            self.block(s.stmts, scopes, ctx)
-        elif isinstance(s, ir.Empty):
-            pass
-        elif isinstance(s, ir.VarDecl):
-            if isinstance(s.type, ir.TypeOfT):
-                return self.temp_decl(s, scopes)
-            var = self.fresh(s.name)
-            if isinstance(s.type, ir.HeaderT | ir.StructT):
-                self.fail(s.loc, "unsupported local variable of header or struct type")
-            if s.init is not None:
-                v = self.expr(s.init, scopes)
-                code = self.convert(v, s.type, s.loc)
-            else:
-                code = "False" if isinstance(s.type, ir.BoolT) else "0"
-            self.flush_pre()
-            self.emit(f"{var} = {code}")
-            scopes[-1][s.name] = Leaf(var, s.type)
-        elif isinstance(s, ir.ConstDecl):
-            v = self.expr(s.value, scopes)
-            if v.const is None:
-                self.fail(s.loc, "const initialiser is not a compile-time constant")
-            scopes[-1][s.name] = self.const(v.const, s.type) if not isinstance(s.type, ir.BoolT) else v
-        elif isinstance(s, ir.Assign):
-            self.assign(s.target, s.value, scopes, s.loc)
-        elif isinstance(s, ir.If):
-            c = self.expr(s.cond, scopes)
-            if not isinstance(c.type, ir.BoolT):
-                self.fail(s.loc, "type error: if condition is not bool")
-            self.flush_pre()
-            self.emit(f"if {c.code}:")
-            self.ind += 1
-            self.block([s.then], scopes, ctx)
-            self.ind -= 1
-            if s.other is not None:
-                self.emit("else:")
-                self.ind += 1
-                self.block([s.other], scopes, ctx)
-                self.ind -= 1
-        elif isinstance(s, ir.CallStmt):
-            self.call_stmt(s.call, scopes, ctx)
-        elif isinstance(s, ir.Exit):
-            if ctx.kind != "control":
-                self.fail(s.loc, "unsupported exit outside a control")
-            self.emit("raise _Exit")
-        elif isinstance(s, ir.Return):
-            if s.value is not None:
-                if ctx.ret is None:
-                    self.fail(s.loc, "return with a value outside a function")
-                code = self.convert(self.expr(s.value, scopes), ctx.ret.type, s.loc)
-                self.flush_pre()
-                self.emit(f"{ctx.ret.var} = {code}")
-            if not ctx.in_loop:
-                self.fail(s.loc, "unsupported return here")
-            self.emit("break")
-        elif isinstance(s, ir.Switch):
-            self.switch(s, scopes, ctx)
-        else:
+        """Emit statement ``s``: the emitter registered for its IR class in :data:`STMT_EMITTERS`."""
+        fn = STMT_EMITTERS.get(type(s))
+        if fn is None:
             self.fail(s.loc, f"unsupported statement {type(s).__name__}")
+        fn(self, s, scopes, ctx)
+
+    def stmt_block(self, s: ir.Block, scopes, ctx) -> None:
+        self.block(s.stmts, scopes, ctx)
+
+    def stmt_empty(self, s: ir.Empty, scopes, ctx) -> None:
+        pass
+
+    def stmt_var(self, s: ir.VarDecl, scopes, ctx) -> None:
+        if isinstance(s.type, ir.TypeOfT):
+            return self.temp_decl(s, scopes)
+        var = self.fresh(s.name)
+        if isinstance(s.type, ir.HeaderT | ir.StructT):
+            self.fail(s.loc, "unsupported local variable of header or struct type")
+        if s.init is not None:
+            v = self.expr(s.init, scopes)
+            code = self.convert(v, s.type, s.loc)
+        else:
+            code = "False" if isinstance(s.type, ir.BoolT) else "0"
+        self.flush_pre()
+        self.emit(f"{var} = {code}")
+        scopes[-1][s.name] = Leaf(var, s.type)
+
+    def stmt_const(self, s: ir.ConstDecl, scopes, ctx) -> None:
+        v = self.expr(s.value, scopes)
+        if v.const is None:
+            self.fail(s.loc, "const initialiser is not a compile-time constant")
+        scopes[-1][s.name] = self.const(v.const, s.type) if not isinstance(s.type, ir.BoolT) else v
+
+    def stmt_assign(self, s: ir.Assign, scopes, ctx) -> None:
+        self.assign(s.target, s.value, scopes, s.loc)
+
+    def stmt_if(self, s: ir.If, scopes, ctx) -> None:
+        c = self.expr(s.cond, scopes)
+        if not isinstance(c.type, ir.BoolT):
+            self.fail(s.loc, "type error: if condition is not bool")
+        self.flush_pre()
+        self.emit(f"if {c.code}:")
+        self.ind += 1
+        self.block([s.then], scopes, ctx)
+        self.ind -= 1
+        if s.other is not None:
+            self.emit("else:")
+            self.ind += 1
+            self.block([s.other], scopes, ctx)
+            self.ind -= 1
+
+    def stmt_call(self, s: ir.CallStmt, scopes, ctx) -> None:
+        self.call_stmt(s.call, scopes, ctx)
+
+    def stmt_exit(self, s: ir.Exit, scopes, ctx) -> None:
+        if ctx.kind != "control":
+            self.fail(s.loc, "unsupported exit outside a control")
+        self.emit("raise _Exit")
+
+    def stmt_return(self, s: ir.Return, scopes, ctx) -> None:
+        if s.value is not None:
+            if ctx.ret is None:
+                self.fail(s.loc, "return with a value outside a function")
+            code = self.convert(self.expr(s.value, scopes), ctx.ret.type, s.loc)
+            self.flush_pre()
+            self.emit(f"{ctx.ret.var} = {code}")
+        if not ctx.in_loop:
+            self.fail(s.loc, "unsupported return here")
+        self.emit("break")
 
     def temp_decl(self, s: ir.VarDecl, scopes) -> None:
         """A temporary of a pass (``passes.py``) whose type is that of its value (``ir.TypeOfT``)."""
@@ -1895,3 +1907,36 @@ def calls_in(node: Any) -> list[ir.Call]:
 def contains_deep(decl: ir.ControlDecl, cls: type) -> bool:
     """Whether the apply block or any action of ``decl`` contains a statement of class ``cls``."""
     return contains(decl.apply, cls) or any(contains(a.body, cls) for a in decl.actions.values())
+
+
+#: IR expression class -> its emitter (``CodeGen`` method returning a :class:`V`); a new
+#: expression is one method and one entry here
+EXPR_EMITTERS: dict[type, Any] = {
+    ir.Lit: CodeGen.expr_lit,
+    ir.BoolLit: CodeGen.expr_bool,
+    ir.Name: CodeGen.expr_path,
+    ir.Member: CodeGen.expr_path,
+    ir.Index: CodeGen.expr_path,
+    ir.TypeMember: CodeGen.expr_type_member,
+    ir.Cast: CodeGen.cast,
+    ir.Slice: CodeGen.expr_slice,
+    ir.Unary: CodeGen.unary,
+    ir.Binary: CodeGen.binary,
+    ir.Cond: CodeGen.expr_cond,
+    ir.Call: CodeGen.call_expr,
+}
+
+#: IR statement class -> its emitter (``CodeGen`` method emitting lines); a new statement is
+#: one method and one entry here
+STMT_EMITTERS: dict[type, Any] = {
+    ir.Block: CodeGen.stmt_block,
+    ir.Empty: CodeGen.stmt_empty,
+    ir.VarDecl: CodeGen.stmt_var,
+    ir.ConstDecl: CodeGen.stmt_const,
+    ir.Assign: CodeGen.stmt_assign,
+    ir.If: CodeGen.stmt_if,
+    ir.CallStmt: CodeGen.stmt_call,
+    ir.Exit: CodeGen.stmt_exit,
+    ir.Return: CodeGen.stmt_return,
+    ir.Switch: CodeGen.switch,
+}
