@@ -772,9 +772,9 @@ class CodeGen:
     def stmt_var(self, s: ir.VarDecl, scopes, ctx) -> None:
         if isinstance(s.type, ir.TypeOfT):
             return self.temp_decl(s, scopes)
+        if isinstance(s.type, ir.HeaderT | ir.StructT | ir.StackT):
+            return self.value_decl(s, scopes)
         var = self.fresh(s.name)
-        if isinstance(s.type, ir.HeaderT | ir.StructT):
-            self.fail(s.loc, "unsupported local variable of header or struct type")
         if s.init is not None:
             v = self.expr(s.init, scopes)
             code = self.convert(v, s.type, s.loc)
@@ -826,6 +826,62 @@ class CodeGen:
         if not ctx.in_loop:
             self.fail(s.loc, "unsupported return here")
         self.emit("break")
+
+    def value_decl(self, s: ir.VarDecl, scopes) -> None:
+        """A header, struct or header stack local (P4_16 spec 11.3): without an initialiser a header
+        is invalid, a struct's members 0 (as bmv2 leaves them)."""
+        local = self.alloc_local(s.type, s.name)
+        if s.init is None:
+            self.clear_ref(local)
+        else:
+            self.assign_value(local, s.init, scopes, s.loc)
+        scopes[-1][s.name] = local
+
+    def assign_value(self, dst: Any, e: ir.Expr, scopes, loc) -> None:
+        """Emit ``dst = e`` for a header, struct or stack binding ``dst``: ``e`` is a list
+        ``{a, b, ...}`` (members in order; a header becomes valid, spec 8.13), ``c ? x : y`` or
+        another value of the same type (copied)."""
+        if isinstance(e, ir.ListExpr) and isinstance(dst, HdrRef | StructRef):
+            if isinstance(dst, HdrRef):
+                members: list[Any] = [Leaf(var, ft, bits=True) if isinstance(ft, ir.IntT) else Leaf(var, ft)
+                                      for (_n, _w, var), (_n2, ft) in zip(dst.fields, dst.type.fields, strict=True)]
+            else:
+                members = list(dst.members.values())
+            if e.names is not None:  # {name = value, ...}: every member once, any order
+                order = [n for n, _t in dst.type.fields]
+                if sorted(e.names) != sorted(order):
+                    self.fail(loc, f"the initialiser of a {tname(dst.type)} must name its members "
+                                   f"{', '.join(order)} once each")
+                by_name = dict(zip(e.names, e.items, strict=True))
+                e = ir.ListExpr(e.loc, [by_name[n] for n in order])
+            if len(e.items) != len(members):
+                self.fail(loc, f"{tname(dst.type)} has {len(members)} members, the list has {len(e.items)}")
+            for m, it in zip(members, e.items, strict=True):
+                if isinstance(m, Leaf):
+                    code = self.store_code(m, self.convert(self.expr(it, scopes), m.type, loc))
+                    self.flush_pre()
+                    self.emit(f"{m.var} = {code}")
+                else:
+                    self.assign_value(m, it, scopes, loc)
+            if isinstance(dst, HdrRef):
+                self.emit(f"{dst.valid} = True")
+            return
+        if isinstance(e, ir.Cond):
+            c = self.expr(e.cond, scopes)
+            self.flush_pre()
+            self.emit(f"if {c.code}:")
+            self.ind += 1
+            self.assign_value(dst, e.then, scopes, loc)
+            self.ind -= 1
+            self.emit("else:")
+            self.ind += 1
+            self.assign_value(dst, e.other, scopes, loc)
+            self.ind -= 1
+            return
+        src = self.ref(e, scopes) if isinstance(e, ir.Name | ir.Member | ir.Index) else None
+        if type(src) is not type(dst) or src.type != dst.type:
+            self.fail(loc, f"cannot assign this to a {tname(dst.type)} (need a {tname(dst.type)}, a list or ?:)")
+        self.copy_ref(dst, src)
 
     def temp_decl(self, s: ir.VarDecl, scopes) -> None:
         """A temporary of a pass (``passes.py``) whose type is that of its value (``ir.TypeOfT``)."""
@@ -944,11 +1000,8 @@ class CodeGen:
             self.flush_pre()
             self.emit(f"{b.var} = {code}")
             return
-        if isinstance(b, HdrRef | StructRef):
-            src = self.ref(value, scopes)
-            if type(src) is not type(b) or src.type != b.type:
-                self.fail(loc, "unsupported header/struct assignment between different types")
-            self.copy_ref(b, src)
+        if isinstance(b, HdrRef | StructRef | StackRef):
+            self.assign_value(b, value, scopes, loc)
             return
         self.fail(loc, "unsupported assignment target")
 
@@ -1282,9 +1335,13 @@ class CodeGen:
             if names:
                 self.emit(f"{', '.join(names)}, = {ent}[1]")
             start = len(self.lines)
-            ref_args = []
-            if len(bound) != len(act.params):
-                self.fail(act.loc, f"unsupported directional parameters in table action {act.name}")
+            # directional parameters come first; their arguments are bound in the table's
+            # actions list, `actions = { a(hdr.x); }` (P4_16 spec 14.2.1.2)
+            ref = decl.actions[aid]
+            ref_args = list(ref.args or [])
+            if len(ref_args) != n_directional(act):
+                self.fail(ref.loc, f"table {decl.name}: action {act.name} needs its {n_directional(act)} "
+                                   f"directional argument(s) in the actions list, got {len(ref_args)}")
             self.inline_action(act, ref_args, ctx.scopes, ctx, loc, bound=bound)
             if len(self.lines) == start:
                 self.emit("pass")
@@ -1597,7 +1654,7 @@ class CodeGen:
                                       f"default action {ref.name} is not in the actions of table {t.name}")
             aid = names.index(ref.name)
             spec = specs[aid]
-            vals = [self.const_of(a, scopes) for a in (ref.args or [])]
+            vals = [self.const_of(a, scopes) for a in (ref.args or [])[n_directional(actions[aid]):]]
             if len(vals) != len(spec.params):
                 raise P4FrontendError(ref.loc[0], ref.loc[1], f"default action {ref.name} needs {len(spec.params)} arguments")
             table.set_default(spec.name, {n: v & mask(w) for (n, w), v in zip(spec.params, vals, strict=True)}, force=True)
@@ -1658,8 +1715,9 @@ class CodeGen:
             ref = ent.action
             if ref.name not in names:
                 self.fail(ref.loc, f"action {ref.name} is not in the actions of table {t.name}")
-            spec = specs[names.index(ref.name)]
-            vals = [self.const_of(a, scopes) for a in (ref.args or [])]
+            act_i = names.index(ref.name)
+            spec = specs[act_i]
+            vals = [self.const_of(a, scopes) for a in (ref.args or [])[n_directional(actions[act_i]):]]
             if len(vals) != len(spec.params):
                 self.fail(ref.loc, f"action {ref.name} needs {len(spec.params)} arguments")
             params = {p: v & mask(w) for (p, w), v in zip(spec.params, vals, strict=True)}
@@ -1889,6 +1947,11 @@ def desc_call(e: ir.Call) -> str:
     if isinstance(f, ir.Name):
         return f"{f.name}()"
     return "call"
+
+
+def n_directional(act: ir.Action) -> int:
+    """How many parameters of ``act`` have a direction (they precede the action data ones)."""
+    return sum(1 for p in act.params if p.direction)
 
 
 def calls_in(node: Any) -> list[ir.Call]:

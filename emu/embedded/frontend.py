@@ -890,6 +890,15 @@ class _Builder(Transformer):
     def list_expr(self, meta, ch):
         return ir.ListExpr(self._loc(meta), [c for c in ch if c is not None])
 
+    def kv_pair(self, meta, ch):
+        return (str(ch[0]), ch[1])
+
+    def kv_list(self, meta, ch):
+        names = [n for n, _e in ch]
+        if len(set(names)) != len(names):
+            self._fail(meta, "a member is named twice in the initialiser")
+        return ir.ListExpr(self._loc(meta), [e for _n, e in ch], names)
+
     def dontcare(self, meta, ch):
         return ir.DontCare(self._loc(meta))
 

@@ -216,9 +216,11 @@ class Cond(Expr):
 
 @dataclass
 class ListExpr(Expr):
-    """``{a, b, ...}`` (checksum and hash field lists)."""
+    """``{a, b, ...}`` (field lists, list initialisers) or ``{m = a, ...}`` (``names`` given:
+    a struct-valued initialiser, P4_16 spec 8.13)."""
 
     items: list[Expr]
+    names: list[str] | None = None
 
 
 @dataclass
