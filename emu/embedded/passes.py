@@ -7,6 +7,8 @@ the front end's program is left as it was, so one program can be compiled severa
 architecture compiles the program, so every back end (``v1model.py``, ``t2na.py``) sees
 the lowered IR. Adding a piece of language semantics is one more pass here.
 
+- :class:`ConstantFolding` (p4c ``ConstantFolding``): top-level constants become literals,
+  operators over literals one literal of the operator's type.
 - :class:`SideEffectOrdering` (p4c ``SideEffectOrdering``): a call with side effects
   inside an expression is evaluated left to right, after the operands before it are read,
   and ``&&``, ``||``, ``?:`` short-circuit (P4_16 spec 8.1 and 8.5).
@@ -20,7 +22,7 @@ from typing import Any
 
 from . import ir
 
-__all__ = ["PASSES", "SideEffectOrdering", "has_effect", "lower"]
+__all__ = ["PASSES", "ConstantFolding", "SideEffectOrdering", "has_effect", "lower"]
 
 logger = logging.getLogger(__name__)
 
@@ -279,8 +281,183 @@ class SideEffectOrdering:
         return [s]
 
 
+def _wrap(value: int, t: ir.Type | None) -> int:
+    """``value`` as a value of type ``t`` (``bit<N>`` modulo 2^N, ``int<N>`` two's complement)."""
+    if isinstance(t, ir.BitT):
+        return value & ((1 << t.width) - 1)
+    if isinstance(t, ir.IntT):
+        half = 1 << (t.width - 1)
+        return ((value + half) & ((1 << t.width) - 1)) - half
+    return value
+
+
+_FOLDS = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+          "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}
+
+
+def _declared(node: Any, out: set[str]) -> None:
+    """Every name ``node`` (a declaration or statement, recursively) declares."""
+    if isinstance(node, ir.ControlDecl | ir.ParserDecl):
+        out.update(p.name for p in node.params)
+        for x in node.locals:
+            _declared(x, out)
+        if isinstance(node, ir.ControlDecl):
+            out.update(i.name for i in node.instances)
+            out.update(node.actions)
+            out.update(node.tables)
+            for a in node.actions.values():
+                _declared(a, out)
+            _declared(node.apply, out)
+            for i in node.instances:
+                for m in i.methods.values():
+                    _declared(m, out)
+        else:
+            for st in node.states.values():
+                for x in st.stmts:
+                    _declared(x, out)
+    elif isinstance(node, ir.Action | ir.Function | ir.Method):
+        out.update(p.name for p in node.params)
+        _declared(node.body, out)
+    elif isinstance(node, ir.Instance):
+        out.add(node.name)
+    elif isinstance(node, ir.VarDecl | ir.ConstDecl):
+        out.add(node.name)
+    elif isinstance(node, ir.Block):
+        for x in node.stmts:
+            _declared(x, out)
+    elif isinstance(node, ir.If):
+        _declared(node.then, out)
+        if node.other is not None:
+            _declared(node.other, out)
+    elif isinstance(node, ir.Switch):
+        for _labels, b in node.cases:
+            _declared(b, out)
+
+
+class ConstantFolding:
+    """Fold compile-time constants (P4_16 spec 7.1.6.5, 8.6; p4c ``ConstantFolding``).
+
+    A top-level ``const`` of type ``bit<N>``, ``int<N>``, ``int`` or ``bool``, used in a block
+    that declares nothing of the same name, becomes its literal; then ``+ - * & | ^`` of two
+    literals of one type (or one unsized), ``<<``/``>>``/unary ``-``/``~`` of unsized literals and
+    a cast of a literal to ``bit<N>``/``int<N>`` become one literal of the result's type, wrapped
+    to its width. Code generation gives those the same code it gave the unfolded expression,
+    so the generated program does not change; the pass gives later passes literals to see.
+    """
+
+    name = "ConstantFolding"
+
+    def __init__(self) -> None:
+        self.prog: ir.Program | None = None
+        self.values: dict[str, ir.Expr] = {}
+        self.shadow: set[str] = set()
+
+    def run(self, prog: ir.Program) -> ir.Program:
+        self.prog = prog
+        self.values = {}
+        for name, c in prog.consts.items():
+            self.shadow = set()
+            v = self.expr(c.value)
+            if isinstance(c.type, ir.BoolT) and isinstance(v, ir.BoolLit):
+                self.values[name] = v
+            elif isinstance(c.type, ir.BitT | ir.IntT | ir.IntLitT) and isinstance(v, ir.Lit):
+                t = None if isinstance(c.type, ir.IntLitT) else c.type
+                self.values[name] = ir.Lit(v.loc, _wrap(v.value, t), t)
+        controls = {k: self.within(c, self.control) for k, c in prog.controls.items()}
+        parsers = {k: self.within(p, self.parser) for k, p in prog.parsers.items()}
+        actions = {k: self.within(a, lambda a: replace(a, body=self.block(a.body))) for k, a in prog.actions.items()}
+        functions = {k: self.within(f, lambda f: replace(f, body=self.block(f.body)))
+                     for k, f in prog.functions.items()}
+        return replace(prog, controls=controls, parsers=parsers, actions=actions, functions=functions)
+
+    def within(self, decl: Any, fn: Any) -> Any:
+        """``fn(decl)`` with the names ``decl`` declares anywhere shadowing the constants."""
+        self.shadow = set()
+        _declared(decl, self.shadow)
+        return fn(decl)
+
+    def control(self, c: ir.ControlDecl) -> ir.ControlDecl:
+        return replace(c, apply=self.block(c.apply),
+                       actions={k: replace(a, body=self.block(a.body)) for k, a in c.actions.items()})
+
+    def parser(self, p: ir.ParserDecl) -> ir.ParserDecl:
+        states = {}
+        for k, st in p.states.items():
+            sel = [self.expr(e) for e in st.select] if st.select is not None else None
+            cases = [replace(c, keys=[(k2[0], *[self.expr(x) for x in k2[1:]]) for k2 in c.keys]) for c in st.cases]
+            states[k] = replace(st, stmts=[self.stmt(x) for x in st.stmts], select=sel, cases=cases)
+        return replace(p, states=states)
+
+    # -- statements
+    def block(self, b: ir.Block) -> ir.Block:
+        return replace(b, stmts=[self.stmt(x) for x in b.stmts])
+
+    def stmt(self, s: ir.Stmt) -> ir.Stmt:
+        if isinstance(s, ir.Block):
+            return self.block(s)
+        if isinstance(s, ir.If):
+            return replace(s, cond=self.expr(s.cond), then=self.stmt(s.then),
+                           other=self.stmt(s.other) if s.other is not None else None)
+        if isinstance(s, ir.Switch):
+            cases = [([self.expr(x) if x is not None else None for x in labels], self.block(b))
+                     for labels, b in s.cases]
+            return replace(s, expr=self.expr(s.expr), cases=cases)
+        if isinstance(s, ir.Assign):
+            return replace(s, target=self.expr(s.target), value=self.expr(s.value))
+        if isinstance(s, ir.VarDecl) and s.init is not None:
+            return replace(s, init=self.expr(s.init))
+        if isinstance(s, ir.ConstDecl):
+            return replace(s, value=self.expr(s.value))
+        if isinstance(s, ir.Return) and s.value is not None:
+            return replace(s, value=self.expr(s.value))
+        if isinstance(s, ir.CallStmt):
+            return replace(s, call=self.expr(s.call))
+        return s
+
+    # -- expressions
+    def expr(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Name):
+            if e.name in self.values and e.name not in self.shadow:
+                v = self.values[e.name]
+                return replace(v, loc=e.loc)
+            return e
+        if isinstance(e, ir.Member):
+            return replace(e, expr=self.expr(e.expr)) if not isinstance(e.expr, ir.Name) else e
+        if isinstance(e, ir.Index):
+            return replace(e, expr=self.expr(e.expr), index=self.expr(e.index))
+        if isinstance(e, ir.Slice):
+            return replace(e, expr=self.expr(e.expr), hi=self.expr(e.hi), lo=self.expr(e.lo))
+        if isinstance(e, ir.Call):
+            func = e.func if isinstance(e.func, ir.Name) else self.expr(e.func)
+            return replace(e, func=func, args=[self.expr(a) for a in e.args])
+        if isinstance(e, ir.ListExpr):
+            return replace(e, items=[self.expr(a) for a in e.items])
+        if isinstance(e, ir.Cond):
+            return replace(e, cond=self.expr(e.cond), then=self.expr(e.then), other=self.expr(e.other))
+        if isinstance(e, ir.Cast):
+            inner = self.expr(e.expr)
+            if isinstance(inner, ir.Lit) and isinstance(e.type, ir.BitT | ir.IntT):
+                return ir.Lit(e.loc, _wrap(inner.value, e.type), e.type)
+            return replace(e, expr=inner)
+        if isinstance(e, ir.Unary):
+            inner = self.expr(e.expr)
+            if isinstance(inner, ir.Lit) and inner.type is None and e.op in ("-", "~"):
+                return ir.Lit(e.loc, -inner.value if e.op == "-" else ~inner.value, None)
+            return replace(e, expr=inner)
+        if isinstance(e, ir.Binary):
+            a, b = self.expr(e.left), self.expr(e.right)
+            if isinstance(a, ir.Lit) and isinstance(b, ir.Lit):
+                if e.op in ("<<", ">>") and a.type is None and b.type is None and b.value >= 0:
+                    return ir.Lit(e.loc, a.value << b.value if e.op == "<<" else a.value >> b.value, None)
+                if e.op in _FOLDS and (a.type is None or b.type is None or a.type == b.type):
+                    t = a.type or b.type
+                    return ir.Lit(e.loc, _wrap(_FOLDS[e.op](a.value, b.value), t), t)
+            return replace(e, left=a, right=b)
+        return e
+
+
 #: the passes :func:`lower` runs, in order
-PASSES: tuple[type, ...] = (SideEffectOrdering,)
+PASSES: tuple[type, ...] = (ConstantFolding, SideEffectOrdering)
 
 
 def lower(prog: ir.Program) -> ir.Program:
