@@ -77,10 +77,17 @@ class StackRef:
 
 @dataclass
 class DynElem:
-    """``stack.next`` (``offset`` 0) or ``stack.last`` (``offset`` -1): the element at nextIndex + offset."""
+    """``stack.next`` (``offset`` 0) or ``stack.last`` (``offset`` -1): the element at nextIndex + offset;
+    or ``stack[i]`` with a run-time ``i`` (``sel``: the var holding it)."""
 
     stack: StackRef
     offset: int
+    sel: str | None = None
+
+    @property
+    def selector(self) -> str:
+        """The var whose value selects the element (``dyn_elems`` gives the value of each)."""
+        return self.sel or self.stack.nxt
 
 
 @dataclass
@@ -426,15 +433,21 @@ class CodeGen:
             if not isinstance(base, StackRef):
                 self.fail(e.loc, "unsupported index of something that is not a header stack")
             i = self.expr(e.index, scopes)
-            if i.const is None:
-                self.fail(e.loc, "unsupported non-constant header stack index")
+            if i.const is None:  # a run-time index: read once, before the statement (spec 8.18)
+                if not isinstance(i.type, ir.BitT | ir.IntT):
+                    self.fail(e.loc, f"header stack index of type {tname(i.type)}")
+                sel = self.fresh("i")
+                self.pre.append(Line(0, f"{sel} = {self.clean(i)}"))
+                return DynElem(base, 0, sel)
             if not 0 <= i.const < base.type.size:
                 self.fail(e.loc, f"header stack index {i.const} out of range 0..{base.type.size - 1}")
             return base.elems[i.const]
         return None
 
     def dyn_elems(self, d: DynElem) -> list[tuple[int, HdrRef]]:
-        """``(nextIndex value, element)`` pairs that ``d`` selects between."""
+        """``(value of d.selector, element)`` pairs that ``d`` selects between."""
+        if d.sel is not None:
+            return list(enumerate(d.stack.elems))
         return [(i - d.offset, h) for i, h in enumerate(d.stack.elems)]
 
     def dyn_field(self, d: DynElem, name: str, loc: ir.Loc) -> V:
@@ -446,7 +459,7 @@ class CodeGen:
         code = "0"
         for n, h in reversed(self.dyn_elems(d)):
             var = next(v for fn, _w, v in h.fields if fn == name)
-            code = f"({var} if {d.stack.nxt} == {n} else {code})"
+            code = f"({var} if {d.selector} == {n} else {code})"
         return V(code, widths[name], dirty=isinstance(widths[name], ir.IntT))
 
     def expr(self, e: ir.Expr, scopes) -> V:
@@ -643,7 +656,7 @@ class CodeGen:
         if kind == "method" and isinstance(obj, DynElem) and meth == "isValid":
             code = "False"
             for n, h in reversed(self.dyn_elems(obj)):
-                code = f"({h.valid} if {obj.stack.nxt} == {n} else {code})"
+                code = f"({h.valid} if {obj.selector} == {n} else {code})"
             return V(code, ir.BoolT())
         if kind == "method" and isinstance(obj, PacketRef) and obj.kind == "packet_in" and meth == "length":
             return V("_n", ir.BitT(32))  # the whole frame in bytes (P4_16 spec packet_in.length())
@@ -993,6 +1006,10 @@ class CodeGen:
             self.flush_pre()
             self.emit(f"{b.var} = ({b.var} & {hex(keep)}) | ({code} << {lo})")
             return
+        if isinstance(target, ir.Member):
+            d = self.ref(target.expr, scopes)
+            if isinstance(d, DynElem):
+                return self.assign_dyn(d, target.name, value, scopes, loc)
         b = self.ref(target, scopes)
         if isinstance(b, Leaf):
             v = self.expr(value, scopes)
@@ -1003,7 +1020,24 @@ class CodeGen:
         if isinstance(b, HdrRef | StructRef | StackRef):
             self.assign_value(b, value, scopes, loc)
             return
+        if isinstance(b, DynElem):
+            self.fail(loc, "unsupported assignment of a whole header to a header stack element chosen at run time")
         self.fail(loc, "unsupported assignment target")
+
+    def assign_dyn(self, d: DynElem, name: str, value: ir.Expr, scopes, loc) -> None:
+        """``stack[i].f = v`` / ``stack.next.f = v``: a store into the selected element; none
+        when the index is out of range (spec 8.18 leaves it undefined)."""
+        t = d.stack.type.elem
+        ftype = dict(t.fields).get(name)
+        if ftype is None:
+            self.fail(loc, f"header {t.name} has no field {name}")
+        code = self.convert(self.expr(value, scopes), ftype, loc)
+        self.flush_pre()
+        for k, (n, h) in enumerate(self.dyn_elems(d)):
+            var = next(v for fn, _w, v in h.fields if fn == name)
+            leaf = Leaf(var, ftype, bits=isinstance(ftype, ir.IntT))
+            self.emit(f"{'if' if k == 0 else 'elif'} {d.selector} == {n}:")
+            self.emit(f"    {var} = {self.store_code(leaf, code)}")
 
     def store_code(self, b: Leaf, code: str) -> str:
         """``code`` (a value of ``b.type``) as stored in ``b``: masked to its bits for a bit-pattern leaf."""
@@ -1066,6 +1100,12 @@ class CodeGen:
                 if meth in ("setValid", "setInvalid"):
                     self.emit(f"{obj.valid} = {meth == 'setValid'}")
                     return
+            if isinstance(obj, DynElem) and meth in ("setValid", "setInvalid"):
+                self.flush_pre()
+                for k, (n, h) in enumerate(self.dyn_elems(obj)):
+                    self.emit(f"{'if' if k == 0 else 'elif'} {obj.selector} == {n}:")
+                    self.emit(f"    {h.valid} = {meth == 'setValid'}")
+                return
                 if meth == "isValid":
                     return
             if isinstance(obj, StackRef) and meth in ("push_front", "pop_front"):
@@ -1075,6 +1115,10 @@ class CodeGen:
                     return self.extract(e, scopes, ctx)
                 if obj.kind == "packet_in" and meth == "advance":
                     return self.advance(e, scopes, ctx)
+                if obj.kind == "packet_in" and meth == "lookahead":  # as a statement: only the length check
+                    self.lookahead(e, scopes)
+                    self.flush_pre()
+                    return
                 if obj.kind == "packet_out" and meth == "emit":
                     return self.emit_hdr(e, scopes)
             if isinstance(obj, TableRef) and meth == "apply":
@@ -1405,9 +1449,14 @@ class CodeGen:
             self.fail(e.loc, "extract outside a parser")
         if len(e.args) != 1:
             self.fail(e.loc, "unsupported varbit extract")
+        if isinstance(e.args[0], ir.DontCare):  # extract<T>(_): skip a T (spec 12.8.1)
+            t = e.type_args[0] if len(e.type_args) == 1 else None
+            if not isinstance(t, ir.HeaderT) or t.width % 8:
+                self.fail(e.loc, "extract(_) needs a header type argument, extract<T>(_)")
+            return self.skip_bytes(str(t.width // 8))
         h = self.ref(e.args[0], scopes)
         if isinstance(h, DynElem):
-            if h.offset != 0:
+            if h.offset != 0 or h.sel is not None:
                 self.fail(e.loc, "extract into a header stack needs .next")
             # extract(stack.next): the element at nextIndex, StackOutOfBounds past the end (spec 12.8.1)
             st = h.stack
@@ -1485,10 +1534,24 @@ class CodeGen:
             self.fail(e.loc, "advance outside a parser")
         if len(e.args) != 1:
             self.fail(e.loc, "advance takes one argument")
-        bits = self.const_of(e.args[0], scopes)
+        v = self.expr(e.args[0], scopes)
+        if v.const is None:  # a run-time length (bit<32>): whole bytes, else ParserInvalidArgument
+            if not isinstance(v.type, ir.BitT | ir.IntT):
+                self.fail(e.loc, f"advance takes a bit<32> length, got {tname(v.type)}")
+            bits = self.fresh("adv")
+            self.flush_pre()
+            self.emit(f"{bits} = {self.clean(v)}")
+            self.emit(f"if {bits} & 7:")
+            self.emit(f"    _perr = {self.errors['ParserInvalidArgument']}")
+            self.emit("    break")
+            return self.skip_bytes(f"({bits} >> 3)")
+        bits = v.const
         if bits < 0 or bits % 8:
             self.fail(e.loc, f"unsupported advance by {bits} bits (need a whole number of bytes)")
-        nbytes = bits // 8
+        self.skip_bytes(str(bits // 8))
+
+    def skip_bytes(self, nbytes: str) -> None:
+        """Move ``_pos`` on by ``nbytes`` (code); past the end of the frame: PacketTooShort, the parser stops."""
         self.emit(f"if _pos + {nbytes} > _n:")
         self.emit(f"    _perr = {self.errors['PacketTooShort']}")
         self.emit("    break")

@@ -829,6 +829,7 @@ class _Builder(Transformer):
         return ir.CallStmt(self._loc(meta), ir.Call(self._loc(meta), ch[0], ch[1]))
 
     def generic_call_stmt(self, meta, ch):
+        ch = [c for c in ch if not isinstance(c, Token)]  # GENERIC_LT of pkt.lookahead<T>();
         return ir.CallStmt(self._loc(meta), ir.Call(self._loc(meta), ch[0], ch[-1], tuple(ch[1:-1])))
 
     def if_stmt(self, meta, ch):
