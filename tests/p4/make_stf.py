@@ -126,7 +126,7 @@ def forwarding() -> str:
     p = udp_pkt("10.0.0.2")
     ttl1 = udp_pkt("10.0.0.2", ttl=1)
     ttl2 = udp_pkt("10.0.0.2", ttl=2)
-    arp = Ether(src=H1_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(psrc="10.0.0.1", pdst="10.0.0.2")
+    arp = Ether(src=H1_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(hwsrc=H1_MAC, psrc="10.0.0.1", pdst="10.0.0.2")
     return HEADER.format(what="IPv4 forwarding: MAC rewrite, TTL decrement, header checksum; TTL <= 1 "
                          "and non-IPv4 dropped.") + f"""
 {route("10.0.0.2", 32, 2)}

@@ -35,6 +35,21 @@ def test_vectors_are_their_scapy_derivation() -> None:
         assert (STF_DIR / name).read_text() == make(), f"{name}: regenerate with tests/p4/make_stf.py"
 
 
+def test_vectors_do_not_depend_on_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every address in the vectors is given: scapy's defaults (the MAC of the interface its
+    route picks, e.g. an ARP's hwsrc) would hold the MAC of the machine that generated them."""
+    import scapy.layers.l2
+
+    from . import make_stf
+
+    class OtherMachine:
+        mac = "02:de:ad:be:ef:01"
+
+    monkeypatch.setattr(scapy.layers.l2, "resolve_iface", lambda iface: OtherMachine())
+    for name, make in make_stf.VECTORS.items():
+        assert (STF_DIR / name).read_text() == make(), f"{name}: a field depends on this machine's interfaces"
+
+
 @pytest.mark.parametrize("build", sorted(BUILDS))
 @pytest.mark.parametrize("stf", STF_FILES, ids=[p.stem for p in STF_FILES])
 def test_symphony_vectors(stf: Path, build: str) -> None:
