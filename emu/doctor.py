@@ -43,9 +43,27 @@ def _module(name: str, dist: str | None = None) -> tuple[bool, str]:
         return True, str(spec.origin if spec else "")
 
 
+#: Where system tools live besides PATH: a normal user's PATH lacks the sbin folders, where
+#: Debian puts ``ethtool`` and ``sysctl`` (root finds them there; the doctor runs without root).
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+#: Every system command a run, a Mininet host or a test runs: (command, Debian package,
+#: needed for). ``scripts/setup.sh`` installs each package (tests/unit/test_doctor.py checks
+#: that the lists agree, and that every command of a host's set-up is here).
+SYSTEM_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("mnexec", "mininet", "all"),
+    ("ip", "iproute2", "all"),
+    ("ethtool", "ethtool", "all"),  # host set-up: checksum offload off
+    ("sysctl", "procps", "all"),  # host set-up: IPv6 off (a minimal Debian has no procps)
+    ("ping", "iputils-ping", "tests"),
+    ("killall", "psmisc", "all"),  # Mininet's clean-up
+    ("tshark", "tshark", "tests"),  # reads the --pcap captures (tests/e2e/test_run.py)
+)
+
+
 def _binary(name: str) -> tuple[bool, str]:
-    path = shutil.which(name)
-    return path is not None, path or "not on PATH"
+    path = shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN_DIRS))
+    return path is not None, path or "not on PATH (nor in /usr/sbin, /sbin)"
 
 
 def run_checks() -> list[Check]:
@@ -63,9 +81,9 @@ def run_checks() -> list[Check]:
     ok, detail = _module("mininet")
     checks.append(Check("mininet (python)", ok, "all", detail,
                         "apt-get install -y --no-install-recommends mininet; venv with --system-site-packages"))
-    for binary, pkg in (("mnexec", "mininet"), ("ip", "iproute2"), ("ethtool", "ethtool")):
+    for binary, pkg, needed_for in SYSTEM_COMMANDS:
         ok, detail = _binary(binary)
-        checks.append(Check(binary, ok, "all", detail, f"apt-get install -y --no-install-recommends {pkg}"))
+        checks.append(Check(binary, ok, needed_for, detail, f"apt-get install -y --no-install-recommends {pkg}"))
     for module, dist in (("lark", None), ("pcpp", None), ("scapy", None), ("numpy", None), ("yaml", "PyYAML"),
                          ("pydantic", None), ("rich", None), ("click", None), ("matplotlib", None)):
         ok, detail = _module(module, dist)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install bmv2 (simple_switch_grpc, simple_switch_CLI) and p4c from p4lang's packages on the
 # openSUSE Build Service (project home:p4lang), plus p4runtime-shell in .venv/, so that
-# `--target bmv2` and the bmv2 conformance tests run. Debian 12 / Ubuntu 22.04+, as root.
+# `--target bmv2` and the bmv2 conformance tests run, as root, on a Debian or Ubuntu release
+# p4lang publishes packages for (Debian 11, Ubuntu 20.04-23.04; not Debian 12 or Ubuntu 24.04,
+# this project's own platforms: there it stops with one line, see docs/bmv2.md).
 # Needs network access to download.opensuse.org (not reachable from every sandbox).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

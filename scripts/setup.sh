@@ -20,9 +20,11 @@ if [[ $(id -u) -ne 0 ]]; then
     exit 2
 fi
 
-# 1. System packages (Mininet without Open vSwitch: emu brings its own switch; tshark reads
-#    the switches' --pcap captures with tools/wireshark/cth.lua, and the tests check that).
-packages=(mininet ethtool iproute2 python3-venv python3-pip iputils-ping psmisc tshark)
+# 1. System packages (Mininet without Open vSwitch: emu brings its own switch; procps gives
+#    the hosts' sysctl, missing from a minimal Debian; tshark reads the switches' --pcap
+#    captures with tools/wireshark/cth.lua, and the tests check that). Every command a host
+#    or a test runs comes from one of these (emu/doctor.py SYSTEM_COMMANDS; a test checks).
+packages=(mininet ethtool iproute2 procps python3-venv python3-pip iputils-ping psmisc tshark)
 missing=()
 for pkg in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then

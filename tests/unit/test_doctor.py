@@ -1,0 +1,61 @@
+"""``symphony-emu doctor`` and ``scripts/setup.sh`` agree on what a run needs (issue 19)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from emu import doctor
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _setup_packages() -> list[str]:
+    m = re.search(r"^packages=\(([^)]*)\)", (REPO / "scripts" / "setup.sh").read_text(), re.M)
+    assert m, "scripts/setup.sh: no packages=(...) line"
+    return m.group(1).split()
+
+
+def test_setup_installs_every_package_the_doctor_checks() -> None:
+    packages = _setup_packages()
+    missing = [pkg for _, pkg, _ in doctor.SYSTEM_COMMANDS if pkg not in packages]
+    assert not missing, f"scripts/setup.sh does not install {missing}"
+    assert "procps" in packages  # sysctl: a minimal Debian (debootstrap, a fresh VM) lacks it
+
+
+def test_readme_lists_the_packages_setup_installs() -> None:
+    text = " ".join((REPO / "README.md").read_text().split())
+    m = re.search(r"installs what is missing \(`([^`]*)`", text)
+    assert m, "README.md: the setup.sh package list is gone"
+    assert m.group(1).split() == _setup_packages()
+
+
+def test_every_host_setup_command_is_checked() -> None:
+    """Each command a Mininet host's set-up runs is one the doctor checks (and setup.sh installs)."""
+    from emu.network import host_setup_script
+    from emu.topology import load_topology
+
+    plan = load_topology(REPO / "topologies" / "single.yaml").plan
+    script = host_setup_script(plan, plan.hosts[0].name)
+    commands = {part.split()[0] for part in script.split(";") if part.strip()} - {"echo"}
+    known = {cmd for cmd, _, _ in doctor.SYSTEM_COMMANDS}
+    assert commands <= known, f"host set-up runs {sorted(commands - known)}, which the doctor does not check"
+
+
+def test_binary_found_in_sbin_without_it_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A normal user's PATH has no /usr/sbin, where Debian installs ethtool and sysctl."""
+    sbin = tmp_path / "sbin"
+    sbin.mkdir()
+    tool = sbin / "ethtool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setattr(doctor, "SBIN_DIRS", (str(sbin),))
+    ok, detail = doctor._binary("ethtool")
+    assert ok and detail == str(tool)
+    ok, detail = doctor._binary("no-such-tool-here")
+    assert not ok and "not on PATH" in detail
+    assert os.environ["PATH"] == str(tmp_path / "bin")
