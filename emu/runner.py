@@ -686,7 +686,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     from emu.dilation import dilate
 
     run_topology = dilate(topology, d) if d != 1 else topology
-    check_memory(topology, size=size, per_process=mode == "mininet", copies=parallel)
+    check_memory(topology, size=size, per_process=mode == "mininet", copies=parallel, path=topology_path)
     with Experiment.open(topology_path, topology=run_topology, target=target, out=Path(out) if out else None,
                          seed=seed, progress=progress, mode=mode, pcap=pcap, p4=p4) as exp:
         exp.update_run_file(schemes=list(schemes), dilation=d, mtu=topology.mtu,
@@ -725,12 +725,14 @@ def mem_available_bytes() -> int | None:
 
 
 def check_memory(topology: Any, *, size: int | None, available: int | None = None,
-                 per_process: bool = True, copies: int = 1) -> None:
+                 per_process: bool = True, copies: int = 1, path: str | os.PathLike[str] | None = None) -> None:
     """UsageError when the workers of every job together would not fit in memory.
 
     Estimate: ``WORKER_BYTES_PER_BYTE * size`` per rank (worker processes, ``per_process``)
     or ``SIM_BYTES_PER_BYTE * size`` (virtual time: one process per scheme, no deferred
     verification), summed over the jobs' ranks, times ``copies`` (schemes running at once).
+    The message names ``--size`` when it was given, else the jobs' ``size_bytes`` in the
+    topology file ``path``.
     """
     per_byte = WORKER_BYTES_PER_BYTE if per_process else SIM_BYTES_PER_BYTE
     available = mem_available_bytes() if available is None else available
@@ -740,8 +742,14 @@ def check_memory(topology: Any, *, size: int | None, available: int | None = Non
                         for job in topology.jobs)
     if need > available:
         at_once = f" ({copies} schemes at once; --parallel 1 runs one at a time)" if copies > 1 else ""
-        raise UsageError(f"--size: the workers would need about {need / 2**30:.1f} GiB{at_once} and "
-                         f"{available / 2**30:.1f} GiB is available; give a smaller --size")
+        if size is not None:
+            where, fix = "--size", "give a smaller --size"
+        else:
+            biggest = max(range(len(topology.jobs)), key=lambda i: topology.jobs[i].size_bytes * len(topology.jobs[i].ranks))
+            where = f"{path or 'topology'}: jobs[{biggest}].size_bytes"
+            fix = "lower the jobs' size_bytes, or give a smaller --size"
+        raise UsageError(f"{where}: the workers would need about {need / 2**30:.1f} GiB{at_once} and "
+                         f"{available / 2**30:.1f} GiB is available; {fix}")
 
 
 def resolved_workload(topology: Any, *, iterations: int | None, size: int | None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``symphony-emu doctor`` and ``scripts/setup.sh`` agree on what a run needs (issue 19)."""
+"""What the docs and `scripts/setup.sh` say agrees with the code: `doctor`, host set-up, limits (issue 19)."""
 
 from __future__ import annotations
 
@@ -59,3 +59,12 @@ def test_binary_found_in_sbin_without_it_on_path(monkeypatch: pytest.MonkeyPatch
     ok, detail = doctor._binary("no-such-tool-here")
     assert not ok and "not on PATH" in detail
     assert os.environ["PATH"] == str(tmp_path / "bin")
+
+
+def test_topology_format_doc_gives_the_rank_limit() -> None:
+    """docs/topology-format.md gives the limit the checks enforce (MAX_RANKS), twice."""
+    from hostapps.wire import MAX_RANKS
+
+    text = " ".join((REPO / "docs" / "topology-format.md").read_text().split())
+    assert f"2..{MAX_RANKS} ranks" in text
+    assert f"fewer than 2 or more than {MAX_RANKS} ranks" in text

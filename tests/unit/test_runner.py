@@ -166,6 +166,19 @@ def test_memory_check_rejects_a_size_that_cannot_fit() -> None:
     runner.check_memory(topo, size=2**20, available=4 * 2**30)
 
 
+def test_memory_check_names_the_file_when_the_size_came_from_it() -> None:
+    """No --size given: the message names the topology's size_bytes, not a --size nobody gave."""
+    from emu.topology import load_topology
+
+    path = REPO / "topologies" / "default.yaml"
+    topo = load_topology(path)
+    with pytest.raises(runner.UsageError) as err:
+        runner.check_memory(topo, size=None, available=2**20, path=path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: jobs[0].size_bytes: ") and "lower the jobs' size_bytes" in msg, msg
+    assert "\n" not in msg
+
+
 def test_exit_reason_names_the_signal() -> None:
     assert runner.exit_reason(1) == "exit code 1"
     assert runner.exit_reason(-9) == "killed by SIGKILL (out of memory? see dmesg)"
