@@ -163,8 +163,9 @@ def find_processes(run_tag: str | None = None) -> list[tuple[int, str]]:
     return found
 
 
-def find_shells(node_names: Iterable[str] | None = None) -> list[tuple[int, str]]:
-    """(pid, node) of Mininet node shells, optionally only those of ``node_names``."""
+def find_shells(node_names: Iterable[str] | None = None, run_tag: str | None = None) -> list[tuple[int, str]]:
+    """(pid, node) of Mininet node shells, optionally only those of ``node_names`` and of
+    run ``run_tag`` (its id in the shell's SYMPHONY_EMU_RUN, which the runner sets)."""
     wanted = set(node_names) if node_names is not None else None
     found = []
     for pid in _pids():
@@ -174,7 +175,7 @@ def find_shells(node_names: Iterable[str] | None = None) -> list[tuple[int, str]
         if "bash" not in os.path.basename(argv[0]) and not any("bash" in a for a in argv[:3]):
             continue
         node = argv[-1].removeprefix("mininet:")
-        if wanted is None or node in wanted:
+        if (wanted is None or node in wanted) and (run_tag is None or _run_env(pid) == run_tag):
             found.append((pid, node))
     return found
 
@@ -208,18 +209,81 @@ def find_paths(run_id: str | None = None) -> list[str]:
 #: that a run without a network (virtual time) is no leftover for ``clean`` (emu.runner).
 RESULTS_ROOT = Path("/run/symphony-emu-runs")
 
+#: Open, exclusively locked notes of the runs this process registered (run id -> fd). The
+#: kernel releases an flock(2) lock when its holder dies, in whatever PID namespace it ran,
+#: so a free lock on a note is proof that its runner is dead (a pid is not: the pid in a run
+#: id means nothing in another PID namespace, a container or ``unshare --pid``).
+_HELD: dict[str, int] = {}
 
-def register_run(run_id: str, out_dir: Path) -> None:
+
+#: Lock file in a results folder, held (flock) by its runner while it writes there: a free
+#: lock on a folder whose run.json says "running" means its runner died (any PID namespace).
+RUN_LOCK = "run.lock"
+
+
+def hold_run_lock(out_dir: Path) -> int:
+    """Lock ``out_dir/run.lock`` (flock, exclusive) for this run; returns the fd to close at the end.
+
+    Raises OSError when the folder cannot be written, BlockingIOError when another live
+    run holds the lock (the runner turns both into one-line errors).
+    """
+    import fcntl
+
+    fd = os.open(out_dir / RUN_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def run_lock_free(out_dir: Path) -> bool:
+    """Whether no live runner holds ``out_dir``'s run lock (its runner is known to have ended).
+
+    False when there is no lock file (an older run) or it cannot be read: not known.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(out_dir / RUN_LOCK, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def register_run(run_id: str, out_dir: Path, node_names: Iterable[str] = ()) -> None:
     """Note where run ``run_id`` writes its results, so a SIGKILLed run can be recognised.
 
-    Writes /run/symphony-emu-runs/<run id>; without write access (not root) nothing is
-    noted (a debug log).
+    Writes /run/symphony-emu-runs/<run id> (JSON: ``out_dir``, the Mininet ``nodes`` whose
+    leftovers are its) and holds an exclusive flock(2) on it until :func:`unregister_run`
+    or this process ends. Without write access (not root) nothing is noted (a debug log).
     """
+    import fcntl
+    import json
+
+    path = RESULTS_ROOT / run_id
     try:
         RESULTS_ROOT.mkdir(parents=True, exist_ok=True)
-        (RESULTS_ROOT / run_id).write_text(str(Path(out_dir).resolve()) + "\n")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         log.debug("run %s not registered under %s: %s", run_id, RESULTS_ROOT, exc)
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, (json.dumps({"out_dir": str(Path(out_dir).resolve()), "nodes": list(node_names),
+                                  "locked": True}) + "\n").encode())
+    except OSError as exc:
+        os.close(fd)
+        log.debug("run %s not registered under %s: %s", run_id, RESULTS_ROOT, exc)
+        return
+    _HELD[run_id] = fd
 
 
 def unregister_run(run_id: str) -> None:
@@ -228,59 +292,126 @@ def unregister_run(run_id: str) -> None:
         (RESULTS_ROOT / run_id).unlink(missing_ok=True)
     except OSError:
         pass
+    fd = _HELD.pop(run_id, None)
+    if fd is not None:
+        os.close(fd)
 
 
-def _pid_alive(pid: int) -> bool:
+@dataclass(frozen=True)
+class RunNote:
+    """A registered run whose runner is known to be dead (its note's lock is free)."""
+
+    run_id: str
+    pointer: Path  #: /run/symphony-emu-runs/<run id>
+    out_dir: Path | None
+    nodes: tuple[str, ...]
+
+
+def _read_note(pointer: Path) -> RunNote | None:
+    """The note ``pointer`` if its runner is known to be dead, else None (alive, or unknown).
+
+    Dead means: the note is one :func:`register_run` locked and nobody holds the lock now.
+    A note whose lock is held (a live runner, in any PID namespace), that cannot be opened
+    or that carries no lock (an older version's, which named its runner only by a pid of
+    its own namespace) is not known to be dead.
+    """
+    import fcntl
+    import json
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        fd = os.open(pointer, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:  # held: the runner lives
+            return None
+        try:
+            note = json.loads(pointer.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(note, dict) or note.get("locked") is not True:
+            return None
+        out = note.get("out_dir")
+        nodes = note.get("nodes") or []
+        return RunNote(pointer.name, pointer, Path(out) if isinstance(out, str) else None,
+                       tuple(str(n) for n in nodes if isinstance(n, str)))
+    finally:
+        os.close(fd)
+
+
+def dead_runs() -> list[RunNote]:
+    """Registered runs whose runner is known to be dead (SIGKILL, OOM killer, a crash)."""
+    pointers = sorted(RESULTS_ROOT.iterdir()) if RESULTS_ROOT.is_dir() else []
+    return [note for pointer in pointers if (note := _read_note(pointer)) is not None]
 
 
 def mark_killed_runs(*, dry_run: bool = False) -> list[tuple[str, Path]]:
     """Runs whose runner died without cleaning up (SIGKILL, OOM killer, a crash): mark them.
 
-    A run noted in /run/symphony-emu-runs/<run id> whose runner pid (the id's last part) no
-    longer exists, and whose results folder's run.json still says "starting" or
-    "running", gets ``status: "killed"`` with ``failure`` saying so and ``killed_found``
-    (when this noticed it). Returns (run id, results folder) of each such run.
+    A run noted in /run/symphony-emu-runs/<run id> whose runner is known to be dead (the
+    note's lock is free, :func:`dead_runs`), and whose results folder's run.json still says
+    "starting" or "running", gets ``status: "killed"`` with ``failure`` saying so and
+    ``killed_found`` (when this noticed it). Returns (run id, results folder) of each such
+    run. A dead run's note is removed (``dry_run``: nothing is changed); its leftovers are
+    :func:`clean_dead_runs`'s.
     """
+    found = []
+    for note in dead_runs():
+        if _mark_killed(note, dry_run=dry_run):
+            found.append((note.run_id, note.out_dir))
+        if not dry_run:
+            _unlink(note.pointer)
+    return found
+
+
+def _mark_killed(note: RunNote, *, dry_run: bool) -> bool:
+    """Mark the dead run's run.json killed if it says it is still going; True if it did."""
     import json
     from datetime import datetime
 
-    found = []
-    pointers = sorted(RESULTS_ROOT.iterdir()) if RESULTS_ROOT.is_dir() else []
-    for pointer in pointers:
-        run_id = pointer.name
-        tail = run_id.rsplit("-", 1)[-1]
-        if not tail.isdigit() or _pid_alive(int(tail)):
-            continue
-        try:
-            out_dir = Path(pointer.read_text().strip())
-            run_file = out_dir / "run.json"
-            info = json.loads(run_file.read_text())
-        except (OSError, ValueError):
-            info = None
-        if not isinstance(info, dict) or info.get("run_id") != run_id or info.get("status") not in ("starting",
-                                                                                                   "running"):
-            if not dry_run:
-                _unlink(pointer)  # a stale note: the run's folder is gone or says how it ended
-            continue
-        found.append((run_id, out_dir))
-        if dry_run:
-            continue
-        info.update(status="killed", killed_found=datetime.now().isoformat(timespec="seconds"),
-                    failure=f"the runner (pid {tail}) ended without cleaning up (SIGKILL, the OOM killer or a "
-                            f"crash) while the run was {info.get('status')}")
-        try:
-            run_file.write_text(json.dumps(info, indent=1) + "\n")
-        except OSError as exc:
-            log.warning("cannot mark %s killed: %s", run_file, exc)
-        _unlink(pointer)
-    return found
+    if note.out_dir is None:
+        return False
+    run_file = note.out_dir / "run.json"
+    try:
+        info = json.loads(run_file.read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(info, dict) or info.get("run_id") != note.run_id or info.get("status") not in ("starting",
+                                                                                                      "running"):
+        return False
+    if dry_run:
+        return True
+    tail = note.run_id.rsplit("-", 1)[-1]
+    info.update(status="killed", killed_found=datetime.now().isoformat(timespec="seconds"),
+                failure=f"the runner (pid {tail}) ended without cleaning up (SIGKILL, the OOM killer or a "
+                        f"crash) while the run was {info.get('status')}")
+    try:
+        run_file.write_text(json.dumps(info, indent=1) + "\n")
+    except OSError as exc:
+        log.warning("cannot mark %s killed: %s", run_file, exc)
+    return True
+
+
+def clean_dead_runs() -> list[tuple[str, Path | None, CleanupReport]]:
+    """What every dead run left, removed: processes and Mininet shells tagged with its run id,
+    links of its nodes, its /run/symphony-emu/<run id>; its run.json marked killed and its
+    note removed. Returns (run id, results folder, what was removed) per dead run.
+
+    The next ``run`` calls it, so a SIGKILLed run does not stop the one after it with
+    "links ... already exist". A run in another PID namespace whose runner lives is left
+    alone (its note's lock is held).
+    """
+    if os.geteuid() != 0:  # a user's run (virtual time) cannot remove root's leftovers: mark only
+        return [(run_id, out_dir, CleanupReport()) for run_id, out_dir in mark_killed_runs()]
+    out = []
+    for note in dead_runs():
+        _mark_killed(note, dry_run=False)
+        report = cleanup(run_tag=note.run_id, run_id=note.run_id, node_names=note.nodes or (), shells_of_run=True)
+        _unlink(note.pointer)
+        out.append((note.run_id, note.out_dir, report))
+    return out
 
 
 def _unlink(path: Path) -> None:
@@ -294,28 +425,48 @@ def _unlink(path: Path) -> None:
 def live_runs() -> list[tuple[str, int]]:
     """(run id, pid) of runs whose runner is still alive.
 
-    A run id ends in its runner's pid (emu.runner.new_run_id) and the runner keeps
-    /run/symphony-emu/<run id> until it ends; a live pid whose command line is ours means
-    the run is not a leftover.
+    A run id ends in its runner's pid (emu.runner.new_run_id, the pid in the runner's own
+    PID namespace). A runner is alive while it holds the lock on its note
+    (:func:`register_run`), whatever namespace it runs in; a run without a note (an older
+    version, no write access) counts as alive while /run/symphony-emu/<run id> exists and
+    the pid's command line is ours.
     """
+    import fcntl
+
     live = []
+    noted = sorted(RESULTS_ROOT.iterdir()) if RESULTS_ROOT.is_dir() else []
+    for pointer in noted:
+        try:
+            fd = os.open(pointer, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            tail = pointer.name.rsplit("-", 1)[-1]
+            live.append((pointer.name, int(tail) if tail.isdigit() else -1))
+        finally:
+            os.close(fd)
+    known = {run_id for run_id, _ in live}
     for path in find_paths():
-        tail = Path(path).name.rsplit("-", 1)[-1]
-        if not tail.isdigit():
+        name = Path(path).name
+        tail = name.rsplit("-", 1)[-1]
+        if name in known or not tail.isdigit():
             continue
         argv = _cmdline(int(tail))
         if any("symphony-emu" in a or a == "emu.cli" for a in argv):
-            live.append((Path(path).name, int(tail)))
+            live.append((name, int(tail)))
     return live
 
 
 def find_leftovers(*, run_tag: str | None = None, run_id: str | None = None,
-                   node_names: Iterable[str] | None = None) -> CleanupReport:
+                   node_names: Iterable[str] | None = None, shells_of_run: bool = False) -> CleanupReport:
     """What is left behind, without removing anything (arguments as for :func:`cleanup`)."""
     names = list(node_names) if node_names is not None else None
     paths = find_paths(run_id) if run_id is not None or run_tag is None else []
-    return CleanupReport(processes=find_processes(run_tag), shells=find_shells(names),
-                         links=find_links(names), paths=paths)
+    return CleanupReport(processes=find_processes(run_tag),
+                         shells=find_shells(names, run_tag if shells_of_run else None),
+                         links=find_links(names) if names is None or names else [], paths=paths)
 
 
 def _kill(pids: list[int], timeout_s: float = 3.0, sig: signal.Signals = signal.SIGTERM) -> None:
@@ -323,7 +474,7 @@ def _kill(pids: list[int], timeout_s: float = 3.0, sig: signal.Signals = signal.
     for pid in pids:
         try:
             os.kill(pid, sig)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             pass
     deadline = time.monotonic() + timeout_s
     alive = list(pids)
@@ -360,16 +511,18 @@ def run_mn_clean() -> bool:
 
 
 def cleanup(*, run_tag: str | None = None, run_id: str | None = None,
-            node_names: Iterable[str] | None = None, mn: bool = False, dry_run: bool = False) -> CleanupReport:
+            node_names: Iterable[str] | None = None, mn: bool = False, dry_run: bool = False,
+            shells_of_run: bool = False) -> CleanupReport:
     """Find and (unless ``dry_run``) remove leftovers; returns what was found.
 
     run_tag: only processes of that run (its id in SYMPHONY_EMU_RUN or the command line).
     run_id: only /run/symphony-emu/<run_id> (with run_tag and no run_id: no directory).
-    node_names: only shells and links of these Mininet nodes.
+    node_names: only shells and links of these Mininet nodes (empty: none).
+    shells_of_run: only the shells of run ``run_tag`` (their SYMPHONY_EMU_RUN).
     mn: also run ``mn -c`` (which also kills every ``ping``, removes /tmp/*.log, ...).
     """
     names = list(node_names) if node_names is not None else None
-    report = find_leftovers(run_tag=run_tag, run_id=run_id, node_names=names)
+    report = find_leftovers(run_tag=run_tag, run_id=run_id, node_names=names, shells_of_run=shells_of_run)
     if run_id is None and run_tag is None:  # a general clean: say which runs were killed
         report.killed = mark_killed_runs(dry_run=dry_run)
     if dry_run:
@@ -380,7 +533,7 @@ def cleanup(*, run_tag: str | None = None, run_id: str | None = None,
     _kill(switches)
     # Mininet's node shells are interactive bash (``bash -is``), which ignores SIGTERM; SIGHUP ends it.
     _kill([pid for pid, _ in report.shells], sig=signal.SIGHUP)
-    for link in find_links(names):  # re-read: links of killed namespaces are gone already
+    for link in find_links(names) if names is None or names else []:  # re-read: those of killed namespaces are gone
         subprocess.run(["ip", "link", "del", link], capture_output=True, check=False)
         log.info("deleted link %s", link)
     for path in report.paths:

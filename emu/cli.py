@@ -359,7 +359,9 @@ def cli(verbose: int) -> None:
 @click.option("--target", type=click.Choice(target_names()), default=target_names()[0], show_default=True,
               help="Switch target (symphony-emu doctor says which are installed).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Results folder (default: results/<timestamp>-<pid>/).")
+              help="Results folder (default: results/<timestamp>-<pid>/); one holding an earlier run is "
+                   "refused unless --force.")
+@click.option("--force", is_flag=True, help="Empty an --out folder that holds an earlier run first.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of data, traffic and switches.")
 @click.option("--mode", type=click.Choice(["mininet", "sim"]), default="mininet", show_default=True,
               help="mininet: real time in Mininet (root); sim: virtual time in one process (no root, "
@@ -380,7 +382,7 @@ def cli(verbose: int) -> None:
                    "$SYMPHONY_EMU_PARALLEL, else one per scheme up to the CPUs the run may use; 1 = one after "
                    "the other in one process). Results are the same bit for bit.")
 def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
-        out: Path | None, seed: int, mode: str, pcap: bool, p4: str, dilation: float | None,
+        out: Path | None, force: bool, seed: int, mode: str, pcap: bool, p4: str, dilation: float | None,
         mtu: int | None, parallel: int | None) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
@@ -392,7 +394,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
         with RichProgress(console) as progress:
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
                                 size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode,
-                                pcap=pcap, p4=p4, dilation=dilation, mtu=mtu, parallel=parallel)
+                                pcap=pcap, p4=p4, dilation=dilation, mtu=mtu, parallel=parallel, force=force)
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:

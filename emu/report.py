@@ -29,6 +29,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from .cleanup import run_lock_free
 from .metrics import (
     FASTER,
     LEAD_SAMPLES,
@@ -279,6 +280,9 @@ def render_report(results_dir: str | Path, *, plots: bool = True) -> RenderableT
         if status == "failed":
             failure = str(run_info.get("failure") or "see the logs")
             raise ReportError(f"{d}: run failed before its summary was written ({failure})")
+        if status in ("starting", "running") and run_lock_free(d):
+            raise ReportError(f"{d}: run was killed before its summary was written (its runner ended without "
+                              "cleaning up: SIGKILL, the OOM killer or a crash); run it again")
         if status in ("starting", "running"):
             raise ReportError(f"{d}: run has not finished (it is still running, or it was killed); "
                               "wait for it, or run it again")

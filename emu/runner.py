@@ -213,17 +213,74 @@ def default_out_dir(run_id: str) -> Path:
     return Path.cwd() / "results" / run_id
 
 
-def make_out_dir(path: Path, *, given: bool = True) -> Path:
+#: What a run writes at the top of its results folder (besides one folder per scheme).
+RUN_OUTPUTS = ("run.json", "run.lock", "summary.json", "cct.csv", "steps.csv", "cct_cdf.png", "step_lead.png",
+               "topology.yaml", "logs", "pcap")
+#: Held by the runner while it writes the folder (emu.cleanup.hold_run_lock).
+RUN_LOCK = cleanup_mod.RUN_LOCK
+
+
+def holds_run(path: Path) -> bool:
+    """Whether ``path`` holds (part of) an earlier run: a run.json, a summary.json or workers' JSON lines."""
+    return path.is_dir() and ((path / RUN_FILE).exists() or (path / "summary.json").exists()
+                              or any(path.glob("*/job*-rank*.jsonl")) or any(path.glob("cli-*/")))
+
+
+def empty_run_folder(path: Path) -> list[str]:
+    """Remove what a run wrote in ``path`` (:data:`RUN_OUTPUTS`, scheme and ``cli-*`` folders);
+    anything else stays. Returns the names removed."""
+    import shutil
+
+    removed = []
+    for entry in sorted(path.iterdir()):
+        is_scheme = entry.is_dir() and ((entry / "specs").is_dir() or any(entry.glob("job*-rank*.json*"))
+                                        or (entry / "counters.json").exists())
+        if entry.name in RUN_OUTPUTS or entry.name.startswith("cli-") or is_scheme:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+            removed.append(entry.name)
+    return removed
+
+
+def _sudo_owner() -> tuple[int, int] | None:
+    """(uid, gid) of the user who ran ``sudo``, when this runs as root under sudo."""
+    try:
+        uid, gid = int(os.environ["SUDO_UID"]), int(os.environ["SUDO_GID"])
+    except (KeyError, ValueError):
+        return None
+    return (uid, gid) if os.geteuid() == 0 and uid != 0 else None
+
+
+def make_out_dir(path: Path, *, given: bool = True, force: bool = False) -> Path:
     """Create the results folder ``path`` and check that files can be written in it.
 
-    ``given``: whether the user named it (``--out``). Raises UsageError (one line) when it
-    cannot be created or written.
+    ``given``: whether the user named it (``--out``). A folder that holds an earlier run
+    (:func:`holds_run`) is refused, unless ``force``, which empties it first
+    (:func:`empty_run_folder`): a reused folder would mix the earlier run's ranks into the
+    new summary. Under ``sudo`` the default ``results/`` parent is given to the user who
+    ran sudo, so later runs without root (virtual time) can write there. Raises UsageError
+    (one line) when it cannot be created, written or reused.
     """
     import tempfile
 
+    if holds_run(path):
+        if (path / RUN_LOCK).exists() and not cleanup_mod.run_lock_free(path):
+            raise UsageError(f"--out {path}: another run is writing there now; give another folder")
+        if not force:
+            raise UsageError(f"--out {path}: the folder holds an earlier run (run.json, results); give a new "
+                             "folder, or pass --force to empty it first")
+        empty_run_folder(path)
     action = "create"
     try:
+        parent_existed = path.parent.exists()
         path.mkdir(parents=True, exist_ok=True)
+        owner = _sudo_owner()
+        if owner is not None and not given and path.parent.name == "results":
+            st = path.parent.stat()
+            if not parent_existed or st.st_uid == 0:  # ours, or left root-owned by an earlier sudo run
+                os.chown(path.parent, *owner)
         action = "write in"
         with tempfile.TemporaryFile(dir=path):
             pass
@@ -241,8 +298,6 @@ def make_out_dir(path: Path, *, given: bool = True) -> Path:
 RUN_FILE = "run.json"
 
 
-#: What ran and how it ended, in the results folder (see :meth:`Experiment.update_run_file`).
-RUN_FILE = "run.json"
 
 
 # --------------------------------------------------------------------------------------
@@ -407,7 +462,7 @@ class Experiment:
     def open(cls, topology_path: str | os.PathLike[str], *, target: str = "embedded", out: Path | None = None,
              seed: int = 1, progress: ProgressFn | None = None, run_id: str | None = None,
              mode: str = "mininet", topology: Any = None, pcap: bool = False,
-             p4: str = "v1model") -> Iterator[Experiment]:
+             p4: str = "v1model", force: bool = False) -> Iterator[Experiment]:
         """Validate, check the machine, build and program the network; tear it down on exit.
 
         ``p4``: the P4 build the switches run, ``v1model`` (p4/symphony.p4) or ``tofino``
@@ -416,12 +471,17 @@ class Experiment:
         ``pcap``: every switch writes one capture per port to ``<out>/pcap/`` (Mininet back
         end and a target that supports it, else UsageError).
 
+        ``out``: the results folder (default results/<run id>/); one holding an earlier run
+        is refused unless ``force`` (which empties it, :func:`make_out_dir`).
+
         ``topology``: the already loaded :class:`emu.topology.Topology` of ``topology_path``
         (so a run loads its file once), else it is loaded here. Raises TopologyError /
         UsageError / TargetUnavailable before anything starts.
         """
-        for killed_id, folder in cleanup_mod.mark_killed_runs():
-            log.warning("run %s was killed before it could clean up; marked %s killed", killed_id, folder / RUN_FILE)
+        for killed_id, folder, left in cleanup_mod.clean_dead_runs():
+            where = f"; marked {folder / RUN_FILE} killed" if folder is not None else ""
+            log.warning("run %s was killed before it could clean up%s%s", killed_id, where,
+                        f"; removed its leftovers ({left})" if not left.empty() else "")
         if topology is None:
             from emu.topology import load_topology
 
@@ -444,7 +504,11 @@ class Experiment:
         if not topology.jobs:
             raise UsageError(f"{topology_path}: jobs: the topology has no job to run; add one (docs/topology-format.md)")
         run_id = run_id or new_run_id()
-        out_dir = make_out_dir((out or default_out_dir(run_id)).resolve(), given=out is not None)
+        out_dir = make_out_dir((out or default_out_dir(run_id)).resolve(), given=out is not None, force=force)
+        try:
+            lock_fd = cleanup_mod.hold_run_lock(out_dir)
+        except BlockingIOError:
+            raise UsageError(f"--out {out_dir}: another run is writing there now; give another folder") from None
         exp = cls(topology, Path(topology_path), target=target, out_dir=out_dir, seed=seed, run_id=run_id, mode=mode,
                   pcap=pcap, p4=p4)
         exp.update_run_file(run_id=run_id, topology=str(topology_path), topology_name=topology.name, target=target,
@@ -453,7 +517,8 @@ class Experiment:
         previous = os.environ.get(cleanup_mod.RUN_ENV)
         os.environ[cleanup_mod.RUN_ENV] = run_id  # inherited by switches, workers, traffic: cleanup finds them
         end: dict[str, Any] = {"status": "interrupted"}  # unless the block ends or fails otherwise
-        cleanup_mod.register_run(run_id, out_dir)  # so a SIGKILL is recognised by the next run or clean
+        nodes = [n.name for n in (*topology.hosts, *topology.switches)] if mode == "mininet" else []
+        cleanup_mod.register_run(run_id, out_dir, nodes)  # so a SIGKILL is recognised by the next run or clean
         try:
             with signals_as_interrupt():
                 exp._build(progress or no_progress)
@@ -473,6 +538,7 @@ class Experiment:
                 exp.close()
                 exp.update_run_file(ended=datetime.now().isoformat(timespec="seconds"), **end)
                 cleanup_mod.unregister_run(run_id)
+                os.close(lock_fd)
             if previous is None:
                 os.environ.pop(cleanup_mod.RUN_ENV, None)
             else:
@@ -622,7 +688,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         size: int | None = None, target: str = "embedded", out: str | os.PathLike[str] | None = None, seed: int = 1,
         progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False,
         p4: str = "v1model", dilation: float | None = None, mtu: int | None = None,
-        parallel: int | None = None) -> RunResult:
+        parallel: int | None = None, force: bool = False) -> RunResult:
     """Run the topology's jobs once per scheme; write the results folder.
 
     Mininet runs the schemes one after the other on one network. Virtual time gives every
@@ -636,6 +702,8 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     report's times are the scenario's (wall-clock times / D); summary.json gives ``dilation``
     and each job's ``cct_wall_s``. ``mtu``: override of the scenario's MTU (bytes).
 
+    ``out``: the results folder; one holding an earlier run is refused unless ``force``
+    (which empties it first; Experiment.open).
     ``p4``: the P4 build, "v1model" or "tofino" (T2NA on the embedded target; see Experiment.open).
     ``mode``: the back end, "mininet" (real time, root) or "sim" (virtual time).
     ``pcap``: the switches write one capture per port to ``<out>/pcap/`` (see Experiment.open).
@@ -688,7 +756,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     run_topology = dilate(topology, d) if d != 1 else topology
     check_memory(topology, size=size, per_process=mode == "mininet", copies=parallel, path=topology_path)
     with Experiment.open(topology_path, topology=run_topology, target=target, out=Path(out) if out else None,
-                         seed=seed, progress=progress, mode=mode, pcap=pcap, p4=p4) as exp:
+                         seed=seed, progress=progress, mode=mode, pcap=pcap, p4=p4, force=force) as exp:
         exp.update_run_file(schemes=list(schemes), dilation=d, mtu=topology.mtu,
                             **resolved_workload(exp.topology, iterations=iterations, size=size))
         runs = exp.run_schemes(schemes, iterations=iterations, size=size, progress=progress, parallel=parallel)

@@ -88,6 +88,14 @@ def test_children_die_with_their_parent() -> None:
     assert not alive, "the child outlived its parent"
 
 
+def _dead_runner_note(root: Path, run_id: str, out: Path, nodes: list[str] | None = None) -> None:
+    """The note a runner killed with SIGKILL leaves: written and locked by it, the lock gone with it."""
+    import json
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / run_id).write_text(json.dumps({"out_dir": str(out), "nodes": nodes or [], "locked": True}) + "\n")
+
+
 def test_a_killed_run_is_marked_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 9: after kill -9, run.json said "running" for ever; the next run or clean marks it."""
     import json
@@ -96,29 +104,69 @@ def test_a_killed_run_is_marked_killed(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(cleanup, "RESULTS_ROOT", root)
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that no longer exists
-    runs = {
-        f"20261201-090000-{dead.pid}": "running",  # killed: its runner is gone
-        f"20261201-090001-{os.getpid()}": "running",  # alive (this process)
-        f"20261201-090002-{dead.pid}x": "running",  # not a run id
-    }
-    for run_id, status in runs.items():
+    killed_id, alive_id, finished = (f"20261201-09000{i}-{dead.pid}" for i in (0, 1, 3))
+    for run_id, status in ((killed_id, "running"), (alive_id, "running"), (finished, "finished")):
         out = tmp_path / run_id
         out.mkdir()
         (out / "run.json").write_text(json.dumps({"run_id": run_id, "status": status}))
-        cleanup.register_run(run_id, out)
-    finished = f"20261201-090003-{dead.pid}"
-    (tmp_path / finished).mkdir()
-    (tmp_path / finished / "run.json").write_text(json.dumps({"run_id": finished, "status": "finished"}))
-    cleanup.register_run(finished, tmp_path / finished)
-    killed_id = f"20261201-090000-{dead.pid}"
+    _dead_runner_note(root, killed_id, tmp_path / killed_id)
+    _dead_runner_note(root, finished, tmp_path / finished)
+    cleanup.register_run(alive_id, tmp_path / alive_id)  # this process holds its lock: alive
     assert cleanup.mark_killed_runs(dry_run=True) == [(killed_id, tmp_path / killed_id)]
     assert json.loads((tmp_path / killed_id / "run.json").read_text())["status"] == "running"  # dry run
     assert cleanup.mark_killed_runs() == [(killed_id, tmp_path / killed_id)]
     info = json.loads((tmp_path / killed_id / "run.json").read_text())
     assert info["status"] == "killed" and f"pid {dead.pid}" in info["failure"] and "SIGKILL" in info["failure"]
-    for run_id in (f"20261201-090001-{os.getpid()}", finished):
+    for run_id in (alive_id, finished):
         assert json.loads((tmp_path / run_id / "run.json").read_text())["status"] in ("running", "finished")
     assert cleanup.mark_killed_runs() == []  # marked once, and its note removed
     assert not (root / killed_id).exists() and not (root / finished).exists()  # stale notes go too
-    cleanup.unregister_run(f"20261201-090001-{os.getpid()}")
-    assert not (root / f"20261201-090001-{os.getpid()}").exists()
+    assert [run_id for run_id, _ in cleanup.live_runs()] == [alive_id]
+    cleanup.unregister_run(alive_id)
+    assert not (root / alive_id).exists()
+
+
+def test_a_run_in_another_pid_namespace_is_not_marked_killed(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19: the pid in a run id is its runner's pid in its own PID namespace (a container,
+    ``unshare --pid``); absent here, it proved nothing, and a running run was marked killed.
+    Only a free lock on the note proves the runner dead."""
+    import json
+
+    root = tmp_path / "runs"
+    monkeypatch.setattr(cleanup, "RESULTS_ROOT", root)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run_id = f"20261201-090000-{dead.pid}"  # its pid means nothing here: no such process
+    out = tmp_path / run_id
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"run_id": run_id, "status": "running"}))
+    code = ("import sys, time; from pathlib import Path; from emu import cleanup; "
+            f"cleanup.RESULTS_ROOT = Path({str(root)!r}); cleanup.register_run({run_id!r}, Path({str(out)!r})); "
+            "print('registered', flush=True); sys.stdin.read()")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "registered"
+        assert cleanup.mark_killed_runs() == []
+        assert cleanup.clean_dead_runs() == []
+        assert json.loads((out / "run.json").read_text())["status"] == "running"
+        assert (root / run_id).exists()
+        assert [r for r, _ in cleanup.live_runs()] == [run_id]
+    finally:
+        holder.kill()  # its lock goes with it: now it is known to be dead
+        holder.wait()
+    assert cleanup.mark_killed_runs() == [(run_id, out)]
+    assert json.loads((out / "run.json").read_text())["status"] == "killed"
+
+
+def test_a_note_without_a_lock_proves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An older version's note (the folder on one line, no lock) is left alone: not known dead."""
+    import json
+
+    root = tmp_path / "runs"
+    root.mkdir()
+    monkeypatch.setattr(cleanup, "RESULTS_ROOT", root)
+    run_id = "20261201-090000-999999999"
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": run_id, "status": "running"}))
+    (root / run_id).write_text(f"{tmp_path}\n")
+    assert cleanup.mark_killed_runs() == [] and (root / run_id).exists()

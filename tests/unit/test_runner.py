@@ -110,8 +110,8 @@ def test_failed_run_is_recorded(no_network: list[str], tmp_path: Path, monkeypat
 
 def test_experiment_closed_normally_is_finished(no_network: list[str], tmp_path: Path) -> None:
     stale = {"run_id": "someone-else", "status": "interrupted", "schemes": ["x"]}
-    (tmp_path / "run.json").write_text(json.dumps(stale))  # a reused --out folder
-    with runner.Experiment.open(SINGLE, out=tmp_path, run_id="r1") as exp:
+    (tmp_path / "run.json").write_text(json.dumps(stale))  # a reused --out folder, emptied by force
+    with runner.Experiment.open(SINGLE, out=tmp_path, run_id="r1", force=True) as exp:
         assert _run_json(tmp_path)["status"] == "running"
         assert exp.out_dir == tmp_path.resolve()
     info = _run_json(tmp_path)
@@ -183,3 +183,68 @@ def test_exit_reason_names_the_signal() -> None:
     assert runner.exit_reason(1) == "exit code 1"
     assert runner.exit_reason(-9) == "killed by SIGKILL (out of memory? see dmesg)"
     assert runner.exit_reason(-15) == "killed by SIGTERM"
+
+
+def _earlier_run(folder: Path) -> None:
+    """What an earlier run left in a results folder: its run.json and a rank's JSON lines."""
+    (folder / "baseline").mkdir(parents=True)
+    (folder / "baseline" / "job3-rank0.jsonl").write_text('{"kind": "iteration"}\n')
+    (folder / "run.json").write_text(json.dumps({"run_id": "20261201-090000-1", "status": "finished"}))
+    (folder / "summary.json").write_text("{}")
+
+
+def test_out_folder_holding_a_run_is_refused_or_emptied_with_force(tmp_path: Path) -> None:
+    """Issue 19: reusing --out mixed the earlier run's ranks into the new summary (a phantom
+    "job 3 (4 ranks)"): refused in one line naming the fix; --force empties what a run wrote."""
+    out = tmp_path / "r1"
+    _earlier_run(out)
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(runner.UsageError, match="holds an earlier run.*--force") as err:
+        runner.make_out_dir(out)
+    assert "\n" not in str(err.value) and (out / "baseline" / "job3-rank0.jsonl").exists()
+    assert runner.make_out_dir(out, force=True) == out
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]  # the user's own file stays
+    assert runner.make_out_dir(tmp_path / "new") == tmp_path / "new"  # a new or empty folder is fine
+    assert runner.make_out_dir(tmp_path / "new") == tmp_path / "new"
+
+
+def test_out_folder_of_a_live_run_is_refused_even_with_force(tmp_path: Path) -> None:
+    from emu import cleanup
+
+    _earlier_run(tmp_path)
+    fd = cleanup.hold_run_lock(tmp_path)  # a run writing there now
+    try:
+        with pytest.raises(runner.UsageError, match="another run is writing there now"):
+            runner.make_out_dir(tmp_path, force=True)
+        assert (tmp_path / "baseline" / "job3-rank0.jsonl").exists()
+        assert not cleanup.run_lock_free(tmp_path)
+    finally:
+        os.close(fd)
+    assert cleanup.run_lock_free(tmp_path)
+
+
+def test_report_on_a_killed_run_says_killed(tmp_path: Path) -> None:
+    """Issue 19: `report` on a virtual-time run killed with SIGKILL (no root: nobody marks it)
+    said "still running"; its free run lock shows its runner is gone."""
+    from emu import cleanup, report
+
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "20261201-090000-1", "status": "running"}))
+    fd = cleanup.hold_run_lock(tmp_path)
+    with pytest.raises(report.ReportError, match="still running"):
+        report.render_report(tmp_path)
+    os.close(fd)  # the runner died
+    with pytest.raises(report.ReportError, match="killed before its summary was written"):
+        report.render_report(tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_results_folder_under_sudo_belongs_to_the_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19: `sudo ... run` left results/ owned by root, after which the README's
+    no-root virtual-time commands could not write there."""
+    monkeypatch.setenv("SUDO_UID", "65534")
+    monkeypatch.setenv("SUDO_GID", "65534")
+    monkeypatch.chdir(tmp_path)
+    out = runner.make_out_dir(runner.default_out_dir("20261201-090000-1"), given=False)
+    assert out.parent == tmp_path / "results"
+    st = out.parent.stat()
+    assert (st.st_uid, st.st_gid) == (65534, 65534)
