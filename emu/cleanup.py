@@ -207,7 +207,9 @@ def find_paths(run_id: str | None = None) -> list[str]:
 
 #: Where each run notes its results folder (one file per run id), apart from RUN_ROOT so
 #: that a run without a network (virtual time) is no leftover for ``clean`` (emu.runner).
-RESULTS_ROOT = Path("/run/symphony-emu-runs")
+#: (Earlier versions noted runs in /run/symphony-emu-runs by pid alone; they would take a
+#: locked note for stale, so the notes moved.)
+RESULTS_ROOT = Path("/run/symphony-emu-notes")
 
 #: Open, exclusively locked notes of the runs this process registered (run id -> fd). The
 #: kernel releases an flock(2) lock when its holder dies, in whatever PID namespace it ran,
@@ -261,7 +263,7 @@ def run_lock_free(out_dir: Path) -> bool:
 def register_run(run_id: str, out_dir: Path, node_names: Iterable[str] = ()) -> None:
     """Note where run ``run_id`` writes its results, so a SIGKILLed run can be recognised.
 
-    Writes /run/symphony-emu-runs/<run id> (JSON: ``out_dir``, the Mininet ``nodes`` whose
+    Writes /run/symphony-emu-notes/<run id> (JSON: ``out_dir``, the Mininet ``nodes`` whose
     leftovers are its) and holds an exclusive flock(2) on it until :func:`unregister_run`
     or this process ends. Without write access (not root) nothing is noted (a debug log).
     """
@@ -302,7 +304,7 @@ class RunNote:
     """A registered run whose runner is known to be dead (its note's lock is free)."""
 
     run_id: str
-    pointer: Path  #: /run/symphony-emu-runs/<run id>
+    pointer: Path  #: /run/symphony-emu-notes/<run id>
     out_dir: Path | None
     nodes: tuple[str, ...]
 
@@ -350,7 +352,7 @@ def dead_runs() -> list[RunNote]:
 def mark_killed_runs(*, dry_run: bool = False) -> list[tuple[str, Path]]:
     """Runs whose runner died without cleaning up (SIGKILL, OOM killer, a crash): mark them.
 
-    A run noted in /run/symphony-emu-runs/<run id> whose runner is known to be dead (the
+    A run noted in /run/symphony-emu-notes/<run id> whose runner is known to be dead (the
     note's lock is free, :func:`dead_runs`), and whose results folder's run.json still says
     "starting" or "running", gets ``status: "killed"`` with ``failure`` saying so and
     ``killed_found`` (when this noticed it). Returns (run id, results folder) of each such

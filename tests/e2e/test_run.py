@@ -286,3 +286,29 @@ def test_dilated_run_reports_scenario_time(mininet_env: None, tmp_path: Path) ->
     assert job["cct_wall_s"]["mean"] == pytest.approx(50 * job["cct_s"]["mean"])
     assert re.search(r"dilated\s+by\s+D\s+=\s+50", out), out
     assert_nothing_left(run_info["run_id"], ["h1", "h2", "h3", "s1"])
+
+
+@pytest.mark.timeout(300)
+def test_next_run_removes_a_killed_runs_leftovers(mininet_env: None, tmp_path: Path) -> None:
+    """Issue 19: after kill -9 the next `run` marked the dead run killed but left its
+    namespaces and links, so the run after it stopped with "links ... already exist"."""
+    first = tmp_path / "first"
+    proc = cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "200", "--out", str(first))
+    try:
+        wait_for_workers(proc, first / "baseline")
+        run_id = json.loads((first / "run.json").read_text())["run_id"]
+        proc.kill()  # SIGKILL the runner only: its Mininet shells, namespaces and links stay
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    from emu import cleanup
+
+    assert cleanup.find_links(NODES_1SW), "the killed run left no links: nothing to test"
+    second = cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "1", "--out", str(tmp_path / "second"))
+    out, err = second.communicate(timeout=200)
+    assert second.returncode == 0, f"stdout:\n{out}\nstderr:\n{err}"
+    info = json.loads((first / "run.json").read_text())
+    assert info["status"] == "killed" and "ended without cleaning up" in info["failure"]
+    assert_nothing_left(run_id, NODES_1SW)
