@@ -298,6 +298,11 @@ def load_topology(path: str | Path) -> Topology:
         raise TopologyError(
             str(path), "(file)", f"cannot read: {exc.strerror or exc}", f"check the path{hint}"
         ) from None
+    except UnicodeDecodeError as exc:
+        raise TopologyError(
+            str(path), "(file)", f"not a UTF-8 text file (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+            "give a YAML topology file (docs/topology-format.md)"
+        ) from None
     return parse_topology(text, source=str(path))
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import ipaddress
 from functools import cached_property
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict
 
 from hostapps.ratecontrol import DCQCN_PRESETS, DcqcnPreset
 from hostapps.wire import MAX_JOBS
@@ -24,6 +24,18 @@ from .topology_plan import NetworkPlan, build_plan
 from .units import Bytes, Kind, Mbps, Milliseconds, Seconds
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,7}$"
+
+#: Plausible ranges (a larger value is a typo, or a unit forgotten): 10 Tbit/s, a 10 s
+#: one-way delay, an hour for any other time, 100,000 iterations.
+MAX_RATE_MBPS = 1e7
+MAX_DELAY_MS = 10_000.0
+MAX_TIME_MS = 3_600_000.0
+MAX_ITERATIONS = 100_000
+
+#: A count: a whole number, never a bool or a float (lax pydantic reads ``true`` as 1, ``2.0`` as 2).
+Count = Annotated[int, Strict()]
+#: A plain number: an int or a float, never a bool; finite where a Field says allow_inf_nan=False.
+Number = Annotated[float, Strict()]
 
 Collective = Literal["allreduce", "allgather", "reducescatter"]
 
@@ -39,11 +51,11 @@ class LinkDefaults(_Model):
     """Values for links that do not set their own."""
 
     #: Link rate (Mbit/s, or a value with a unit: ``100Gbit/s``), both directions.
-    bandwidth_mbps: Mbps = Field(10.0, gt=0)
+    bandwidth_mbps: Mbps = Field(10.0, gt=0, le=MAX_RATE_MBPS)
     #: One-way propagation delay (ms, or a value with a unit: ``2us``), applied at switch egress.
-    delay_ms: Milliseconds = Field(0.1, ge=0)
+    delay_ms: Milliseconds = Field(0.1, ge=0, le=MAX_DELAY_MS)
     #: Egress queue depth of a switch port onto this link (packets).
-    queue_packets: int = Field(64, ge=1)
+    queue_packets: Count = Field(64, ge=1, lt=2**19)
 
 
 class HostSpec(_Model):
@@ -65,19 +77,19 @@ class LinkSpec(_Model):
     a: str
     b: str
     #: Link rate (Mbit/s, or with a unit).
-    bandwidth_mbps: Mbps | None = Field(None, gt=0)
+    bandwidth_mbps: Mbps | None = Field(None, gt=0, le=MAX_RATE_MBPS)
     #: One-way delay (ms, or with a unit).
-    delay_ms: Milliseconds | None = Field(None, ge=0)
+    delay_ms: Milliseconds | None = Field(None, ge=0, le=MAX_DELAY_MS)
     #: Egress queue depth at the switch end(s) (packets).
-    queue_packets: int | None = Field(None, ge=1)
+    queue_packets: Count | None = Field(None, ge=1, lt=2**19)
 
 
 class SymphonyOverride(_Model):
     """Per-job Symphony parameters; unset fields use the top-level ``symphony``."""
 
-    lead_threshold: int | None = Field(None, ge=0, le=0xFFFF)
-    slope: float | None = Field(None, ge=0)
-    queue_gate: int | None = Field(None, ge=0, lt=2**19)
+    lead_threshold: Count | None = Field(None, ge=0, le=0xFFFF)
+    slope: Number | None = Field(None, ge=0, allow_inf_nan=False)
+    queue_gate: Count | None = Field(None, ge=0, lt=2**19)
 
 
 class SymphonyParams(_Model):
@@ -93,11 +105,11 @@ class SymphonyParams(_Model):
     #: nothing to align) T = 0 made 213 marks and 1.02 [1.00, 1.04] of the baseline's mean
     #: CCT, T = 1 none and 1.00 [0.98, 1.02] (20 iterations, docs/results.md). Scenarios
     #: whose flows share links set T = 0 themselves (default.yaml, dumbbell.yaml).
-    lead_threshold: int = Field(1, ge=0, le=0xFFFF)
+    lead_threshold: Count = Field(1, ge=0, le=0xFFFF)
     #: Mark probability per step of lead beyond T (0..1 meaningful; larger saturates).
-    slope: float = Field(0.25, ge=0)
+    slope: Number = Field(0.25, ge=0, allow_inf_nan=False)
     #: Minimum egress queue depth (packets) for a Symphony mark; 1 = queue non-empty.
-    queue_gate: int = Field(1, ge=0, lt=2**19)
+    queue_gate: Count = Field(1, ge=0, lt=2**19)
 
     def merged(self, override: SymphonyOverride | None) -> SymphonyParams:
         """These parameters with the set fields of ``override`` applied."""
@@ -120,32 +132,36 @@ class EcnParams(_Model):
     enabled: bool = True
     #: K, shorthand for kmin = kmax = K: mark ECT packets when the egress queue holds at
     #: least K packets on arrival.
-    threshold_packets: int | None = Field(None, ge=1, lt=2**19)
+    threshold_packets: Count | None = Field(None, ge=1, lt=2**19)
     #: Start of the ramp (packets): below it no queue mark.
-    kmin_packets: int | None = Field(None, ge=1, lt=2**19)
+    kmin_packets: Count | None = Field(None, ge=1, lt=2**19)
     #: End of the ramp (packets): at or above it every ECT packet is marked.
-    kmax_packets: int | None = Field(None, ge=1, lt=2**19)
+    kmax_packets: Count | None = Field(None, ge=1, lt=2**19)
     #: Marking probability reached at the top of the ramp (just below kmax).
-    pmax: float = Field(1.0, gt=0, le=1)
+    pmax: Number = Field(1.0, gt=0, le=1)
 
 
 class JobSpec(_Model):
     """A ring collective: rank i runs on host ``ranks[i]``, sends to rank (i+1) % N."""
 
-    id: int = Field(ge=0)
+    id: Count = Field(ge=0)
     ranks: list[str]
     collective: Collective = "allreduce"
     #: Bytes per rank per iteration (float32 elements, so a multiple of 4; or ``256KiB``).
     size_bytes: Bytes = Field(262_144, gt=0)
-    iterations: int = Field(5, ge=1)
+    iterations: Count = Field(5, ge=1, le=MAX_ITERATIONS)
+    #: Iterations each block of a scheme runs first and leaves out of the statistics
+    #: (recorded with ``"warmup": true``; emu.runner.plan_blocks): the workers' start costs
+    #: every block alike.
+    warmup: Count = Field(1, ge=0, le=100)
     #: Compute time between collectives (ms, or with a unit); JCT includes it.
-    compute_ms: Milliseconds = Field(0.0, ge=0)
+    compute_ms: Milliseconds = Field(0.0, ge=0, le=MAX_TIME_MS)
     #: NCCL-style slices per step chunk.
-    slices: int = Field(1, ge=1)
+    slices: Count = Field(1, ge=1, le=1024)
     #: Delay of this job's start after the run's common start (ms, or with a unit).
-    start_offset_ms: Milliseconds = Field(0.0, ge=0)
+    start_offset_ms: Milliseconds = Field(0.0, ge=0, le=MAX_TIME_MS)
     #: A step waiting longer than this for data fails the job (s, or with a unit).
-    step_timeout_s: Seconds = Field(10.0, gt=0)
+    step_timeout_s: Seconds = Field(10.0, gt=0, le=MAX_TIME_MS / 1000)
     symphony: SymphonyOverride | None = None
     #: DCQCN parameter overrides for this job (names of hostapps.ratecontrol.DcqcnParams;
     #: periods in s or with a unit, ``5ms``; converted to numbers when loaded).
@@ -158,19 +174,19 @@ class FlowSpec(_Model):
     src: str
     dst: str
     #: Sending rate while on (Mbit/s, or with a unit).
-    rate_mbps: Mbps = Field(gt=0)
+    rate_mbps: Mbps = Field(gt=0, le=MAX_RATE_MBPS)
     #: Mean on period (ms, or with a unit).
-    on_ms: Milliseconds = Field(gt=0)
+    on_ms: Milliseconds = Field(gt=0, le=MAX_TIME_MS)
     #: Mean off period (ms, or with a unit); 0 = always on.
-    off_ms: Milliseconds = Field(0.0, ge=0)
+    off_ms: Milliseconds = Field(0.0, ge=0, le=MAX_TIME_MS)
     #: Start after the run's common start (ms, or with a unit).
-    start_ms: Milliseconds = Field(0.0, ge=0)
+    start_ms: Milliseconds = Field(0.0, ge=0, le=MAX_TIME_MS)
     #: How long the source runs (ms, or with a unit); None = until the jobs end.
-    duration_ms: Milliseconds | None = Field(None, gt=0)
+    duration_ms: Milliseconds | None = Field(None, gt=0, le=MAX_TIME_MS)
     #: Exponentially distributed on/off periods (mean on_ms/off_ms) instead of fixed.
     exponential: bool = False
     #: UDP payload per packet (bytes).
-    packet_bytes: int = Field(1200, ge=16, le=1472)
+    packet_bytes: Count = Field(1200, ge=16, le=1472)
 
 
 class Topology(_Model):
@@ -197,10 +213,10 @@ class Topology(_Model):
     dcqcn_preset: str | None = None
     #: IP MTU of every host (bytes); RoCE's 4096 needs ``--mode sim`` (the Mininet hosts use 1500;
     #: ``--mtu 1500`` runs such a scenario in Mininet).
-    mtu: int = Field(1500, ge=576, le=9000)
+    mtu: Count = Field(1500, ge=576, le=9000)
     #: Time dilation D that ``--mode mininet`` uses for this scenario when ``--dilation`` is
     #: not given: link rates / D, delays and host timers * D (emu.dilation, docs/virtual-time.md).
-    dilation: float = Field(1.0, ge=1, allow_inf_nan=False)
+    dilation: Number = Field(1.0, ge=1, le=1e6, allow_inf_nan=False)
 
     #: TransportConfig overrides applied over the preset's (set by emu.dilation.dilate).
     _transport: dict[str, Any] = PrivateAttr(default_factory=dict)

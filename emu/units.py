@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -139,12 +140,19 @@ def to_unit(value: Any, unit: str, kind: Kind) -> float:
     return float(f"{qty.to(target).magnitude:.12g}")
 
 
+def _finite(value: Any, out: float, unit: str) -> float:
+    """``out`` unless it is infinite or NaN (YAML's ``.inf``, ``1e400``): UnitError naming it."""
+    if not math.isfinite(out):
+        raise UnitError(f"{value!r} is not a finite number", f"give a finite number in {unit}")
+    return out
+
+
 def _validator(unit: str, kind: Kind) -> BeforeValidator:
     def convert(value: Any) -> Any:
         if value is None:
             return None
         try:
-            return to_unit(value, unit, kind)
+            return _finite(value, to_unit(value, unit, kind), unit)
         except UnitError as exc:
             raise PydanticCustomError("unit", exc.problem, {"fix": exc.fix}) from None
 
@@ -156,7 +164,7 @@ def _int_validator(unit: str, kind: Kind) -> BeforeValidator:
         if value is None or isinstance(value, int) and not isinstance(value, bool):
             return value
         try:
-            out = to_unit(value, unit, kind)
+            out = _finite(value, to_unit(value, unit, kind), unit)
         except UnitError as exc:
             raise PydanticCustomError("unit", exc.problem, {"fix": exc.fix}) from None
         if not out.is_integer():

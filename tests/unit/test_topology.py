@@ -413,3 +413,43 @@ def test_rate_error_suggests_values_that_are_accepted() -> None:
     suggested = re.findall(r"such as ((?:'[^']+'(?:, )?)+)", msg)[0]
     for example in re.findall(r"'([^']+)'", suggested):
         assert to_unit(example, "Mbit/s", "rate") > 0, example
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "words"),
+    [
+        ("delay_ms: 0.5,", "delay_ms: .inf,", "links[1].delay_ms", "not a finite number"),
+        ("delay_ms: 0.5,", "delay_ms: 1e400,", "links[1].delay_ms", "not a finite number"),
+        ("bandwidth_mbps: 20,", "bandwidth_mbps: .inf,", "links[1].bandwidth_mbps", "not a finite number"),
+        ("bandwidth_mbps: 20,", "bandwidth_mbps: 100Tbit/s,", "links[1].bandwidth_mbps", "10000000"),
+        ("delay_ms: 0.5,", "delay_ms: 60s,", "links[1].delay_ms", "10000"),
+        ("queue_packets: 12", "queue_packets: true", "links[1].queue_packets", "valid integer"),
+        ("queue_packets: 12", "queue_packets: 12.0", "links[1].queue_packets", "valid integer"),
+        ("ranks: [h1, h2, h3]}", "ranks: [h1, h2, h3], step_timeout_s: .inf}", "jobs[0].step_timeout_s", "finite"),
+        ("ranks: [h1, h2, h3]}", "ranks: [h1, h2, h3], compute_ms: .nan}", "jobs[0].compute_ms", "finite"),
+        ("ranks: [h1, h2, h3]}", "ranks: [h1, h2, h3], iterations: true}", "jobs[0].iterations", "valid integer"),
+        ("ranks: [h1, h2, h3]}", "ranks: [h1, h2, h3], warmup: -1}", "jobs[0].warmup", ">= 0"),
+    ],
+)
+def test_numbers_finite_plausible_and_typed(old: str, new: str, field: str, words: str) -> None:
+    """Issue 19: .inf / 1e400 gave an OverflowError traceback or failed after the network
+    started naming no field; `queue_packets: true` was read as 1. Now one line before anything."""
+    assert old in GOOD
+    msg = _error(GOOD.replace(old, new, 1))
+    assert f": {field}: " in msg and words in msg, msg
+
+
+def test_warmup_defaults_to_one_iteration() -> None:
+    topo = parse_topology(GOOD, "t.yaml")
+    assert topo.jobs[0].warmup == 1
+    assert parse_topology(GOOD.replace("ranks: [h1, h2, h3]}", "ranks: [h1, h2, h3], warmup: 0}"), "t.yaml").jobs[0].warmup == 0
+
+
+def test_binary_file_is_one_line(tmp_path: Path) -> None:
+    """Issue 19: a binary topology file gave a UnicodeDecodeError traceback."""
+    path = tmp_path / "t.yaml"
+    path.write_bytes(b"\x8a\x00\xffname: x\n")
+    with pytest.raises(TopologyError) as err:
+        load_topology(path)
+    assert str(err.value) == (f"{path}: (file): not a UTF-8 text file (byte 0x8a at offset 0); "
+                              "give a YAML topology file (docs/topology-format.md)")
