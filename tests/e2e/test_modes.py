@@ -13,6 +13,12 @@ Tolerances (docs/virtual-time.md, "Cross-check"):
   1.22, Symphony 0.64-0.74 vs 1.14 over four real-time runs); mean CCT within 35%
   (measured 24% apart: the real-time hosts' timers and bursts make the DCQCN dynamics of
   the marked flow differ, see docs/virtual-time.md).
+
+The upper bounds hold on a quiet machine. A loaded one (issue 19: 0.43 with other work on
+the 2 cores) makes every real-time run slower than the model by the CPU its workers waited
+for, which each run measures (``overload.worker_cpu_wait``): the bound grows by exactly that
+share, 1 / (1 - w), and no more; the lower bounds (a real-time run faster than the model)
+never move.
 """
 
 from __future__ import annotations
@@ -28,6 +34,15 @@ SINGLE = REPO / "topologies" / "single.yaml"
 XCHECK = Path(__file__).resolve().parent / "xcheck.yaml"
 
 
+def _got_cpu(summary: dict, scheme: str) -> float:
+    """The share 1 - w of their wall time the real-time workers had a CPU when they wanted
+    one (w: the run's own ``overload.worker_cpu_wait``, 0 on a quiet machine). Their wall
+    time is then up to 1 / (1 - w) of what they needed; host CPU time only ever makes a
+    real-time run slower than the model."""
+    wait = (summary[scheme].get("overload") or {}).get("worker_cpu_wait") or 0.0
+    return 1 - min(wait, 0.9)
+
+
 def _both(topology: Path, tmp_path: Path, **kw: object) -> tuple[dict, dict]:
     mn = runner.run(topology, out=tmp_path / "mininet", mode="mininet", **kw)  # type: ignore[arg-type]
     sim = runner.run(topology, out=tmp_path / "sim", mode="sim", **kw)  # type: ignore[arg-type]
@@ -39,7 +54,7 @@ def _both(topology: Path, tmp_path: Path, **kw: object) -> tuple[dict, dict]:
 def test_single_switch_cct_agrees(mininet_env: None, tmp_path: Path) -> None:
     mn, sim = _both(SINGLE, tmp_path, schemes=("baseline",), iterations=3)
     a, b = mn["baseline"]["cct_s"]["mean"], sim["baseline"]["cct_s"]["mean"]
-    assert -0.15 <= a / b - 1 <= 0.35, (a, b)
+    assert 0.85 <= a / b <= 1.35 / _got_cpu(mn, "baseline"), (a, b, mn["baseline"].get("overload"))
 
 
 @pytest.mark.timeout(420)
@@ -53,4 +68,4 @@ def test_marks_and_step_lead_agree(mininet_env: None, tmp_path: Path) -> None:
         assert abs(la["max"] - lb["max"]) <= 1, (scheme, la, lb)
         assert abs(la["mean"] - lb["mean"]) <= 0.75, (scheme, la, lb)
         a, b = mn[scheme]["cct_s"]["mean"], sim[scheme]["cct_s"]["mean"]
-        assert abs(b / a - 1) <= 0.35, (scheme, a, b)
+        assert 0.65 * _got_cpu(mn, scheme) <= b / a <= 1.35, (scheme, a, b, mn[scheme].get("overload"))
