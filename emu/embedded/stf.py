@@ -552,10 +552,8 @@ def stf_command(program: Path, test: Path, seed: int | None) -> None:
     except StfError as e:
         click.echo(f"symphony-emu: error: {e}", err=True)
         sys.exit(2)
-    if not result.outcomes:
-        click.echo(f"symphony-emu: error: {test}: no expectation to check (add expect, register_read "
-                   "or check_counter lines)", err=True)
-        sys.exit(2)
+    if not result.outcomes:  # no expectation and nothing came out: "no packet leaves" is a test too
+        click.echo(f"{test}: no expectations, and no packet came out")
     for outcome in result.outcomes:
         click.echo(str(outcome))
     click.echo(result.summary())

@@ -219,3 +219,20 @@ def test_pipeline_crash_fails_loudly_not_as_no_packet(tmp_path: Path, monkeypatc
     out = CliRunner().invoke(stf_command, [str(PROGRAM), str(stf)])
     assert out.exit_code == 2
     assert "UnboundLocalError" in out.output and "no packet" not in out.output
+
+
+def test_a_file_without_expectations_passes_when_nothing_comes_out(tmp_path: Path) -> None:
+    """No expect lines is a legitimate test ("nothing leaves"); a packet that does leave fails it."""
+    lines = (STF_DIR / "miss_drop.stf").read_text().splitlines()
+    dropped = [ln for ln in lines if ln.startswith("add ") or (ln.startswith("packet 1 ") and " 0b00 0001 " in ln)]
+    quiet = tmp_path / "quiet.stf"
+    quiet.write_text("\n".join(dropped) + "\n")
+    out = CliRunner().invoke(stf_command, [str(PROGRAM), str(quiet)])
+    assert out.exit_code == 0, out.output
+    assert "no expectations, and no packet came out" in out.output
+    forwarded = next(ln for ln in lines if ln.startswith("packet 1 ") and " 0a00 0101 " in ln)
+    loud = tmp_path / "loud.stf"
+    loud.write_text("\n".join([*dropped, forwarded]) + "\n")
+    out = CliRunner().invoke(stf_command, [str(PROGRAM), str(loud)])
+    assert out.exit_code == 1
+    assert "unexpected" in out.output
