@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError, WorkerResult, Workload
-from emu.vtime.hosts import DONE, FAILED, OnOffSource, SimHost, SimRank, Verifier
+from emu.vtime.hosts import OnOffSource, SimHost, SimRank, Verifier
 from emu.vtime.network import NS_PER_S, SimNetwork, s_to_ns
+from hostapps.rank import DONE, FAILED
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class SimBackend(Backend):
 
     def run_workload(self, workload: Workload, progress: ProgressFn) -> list[WorkerResult]:
         from hostapps import traffic
-        from hostapps.worker import SpecError, parse_spec
+        from hostapps.spec import SpecError, parse_spec
 
         loop = self.network.loop
         plan = self.topology.plan

@@ -1,19 +1,17 @@
-"""Virtual-time hosts: the worker's state machines driven by the event loop.
+"""Virtual-time hosts: the rank worker and background sources driven by the event loop.
 
-A :class:`SimHost` owns the host's access link and demultiplexes arriving frames by UDP
-port: the collective port (:data:`hostapps.wire.CTH_UDP_PORT`) to the host's ranks, the
-background port to a sink that counts. A :class:`SimRank` is one rank of one job, built
-from the same worker spec (docs/interfaces.md section 4) as a ``hostapps.worker`` process
-and running the same cores: :class:`hostapps.transport.Transport` (with DCQCN from
-:mod:`hostapps.ratecontrol`) and :class:`hostapps.collectives.RingCollective`, one
-collective per iteration, ``compute_s`` between them, then a drain until every packet is
-acknowledged. It writes the worker's JSON lines (step, iteration, transport, error
-records) with simulated seconds as times.
+A :class:`SimHost` owns the host's access link and hands arriving CTH datagrams (UDP port
+:data:`hostapps.wire.CTH_UDP_PORT`) to the rank of their job; background traffic ends there.
+A :class:`SimRank` is one rank of one job, built from the same worker spec
+(docs/interfaces.md section 4) as a ``hostapps.worker`` process and running the same core,
+:class:`hostapps.rank.RankWorker` (transport, DCQCN, one ring collective per iteration,
+compute gaps, drain, records), on the event loop instead of asyncio. Its JSON lines have the
+worker's schema (:data:`hostapps.rank.RECORD_FIELDS`) with simulated seconds as times.
 
-Verification: every rank's result of every iteration is checked with the worker's
-:func:`hostapps.worker.check_result` against :func:`hostapps.worker.expected_result`. The
-expectation is computed once per job and iteration from the inputs the ranks generated
-(:func:`hostapps.worker.make_input`), accumulated as each rank starts, instead of each
+Verification: every rank's result of every iteration is checked with
+:func:`hostapps.rank.check_result` by a :class:`Verifier` per job. The expectation is
+computed once per job and iteration from the inputs the ranks generated
+(:func:`hostapps.rank.make_input`), accumulated as each rank starts, instead of each
 rank regenerating all N inputs as a worker process must; a ring collective completes on a
 rank only after every rank has started it, so the expectation is complete by then. An
 all-reduce leaves the same buffer on every rank and every rank is checked against the same
@@ -26,6 +24,8 @@ An :class:`OnOffSource` sends the background traffic of :func:`hostapps.traffic.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -34,8 +34,10 @@ import numpy as np
 
 from emu.vtime import frames
 from emu.vtime.network import EventLoop, HostLink, s_to_ns
-from hostapps import worker as worker_mod
-from hostapps.collectives import RingCollective, chunk_bounds, steps_per_collective
+from hostapps import rank as rank_core
+from hostapps.collectives import chunk_bounds
+from hostapps.rank import DONE, RankWorker
+from hostapps.spec import WorkerSpec
 from hostapps.transport import Transport
 from hostapps.wire import CTH_UDP_PORT, ECN_NOT_ECT
 
@@ -53,7 +55,9 @@ class Verifier:
     (one line why it is wrong, or None). An iteration's arrays are freed after its last check.
     """
 
-    def __init__(self, spec: worker_mod.WorkerSpec) -> None:
+    defer = False  #: checks at each iteration's end (hostapps.rank.Verification)
+
+    def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
         self.n = spec.nranks
         self._sum: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -92,7 +96,7 @@ class Verifier:
 
     def check_digest(self, iteration: int, rank: int, result: np.ndarray, *,
                      digest: bool = True) -> tuple[str | None, str]:
-        """:meth:`check` and the result's :func:`hostapps.worker.digest` (``""`` unless ``digest``).
+        """:meth:`check` and the result's :func:`hostapps.rank.digest` (``""`` unless ``digest``).
 
         An all-reduce result bit for bit equal to one already checked right in this iteration
         is right with the same digest, without checking or hashing it again.
@@ -104,12 +108,12 @@ class Verifier:
                 np.array_equal(result.view(np.uint32), right[0].view(np.uint32)):
             known = right[1]
             if digest and not known:
-                known = worker_mod.digest(result)
+                known = rank_core.digest(result)
                 self._right[iteration] = (right[0], known)
             self._count_check(iteration)
             return None, known if digest else ""
         problem = self._check(iteration, rank, result)
-        text = worker_mod.digest(result) if digest else ""
+        text = rank_core.digest(result) if digest else ""
         if problem is None and right is None and self.spec.collective == "allreduce":
             self._right[iteration] = (result, text)
         self._count_check(iteration)
@@ -129,70 +133,55 @@ class Verifier:
         else:
             ref, mag = self._sum[iteration]
             a, b = (0, spec.n_elements) if spec.collective == "allreduce" else self._bounds[rank]
-            expected = (ref[a:b], self.n * worker_mod.EPS32 * mag[a:b])
+            expected = (ref[a:b], self.n * rank_core.EPS32 * mag[a:b])
         rank_spec = spec if spec.rank == rank else _with_rank(spec, rank)
-        return worker_mod.check_result(rank_spec, iteration, result, expected)
+        return rank_core.check_result(rank_spec, iteration, result, expected)
 
 
-def _with_rank(spec: worker_mod.WorkerSpec, rank: int) -> worker_mod.WorkerSpec:
-    import dataclasses
-
+def _with_rank(spec: WorkerSpec, rank: int) -> WorkerSpec:
     return dataclasses.replace(spec, rank=rank)
 
 
-class JsonLines:
-    """The worker's JSON lines file, buffered in memory and written at the end."""
-
-    def __init__(self, spec: worker_mod.WorkerSpec) -> None:
-        self.path = spec.output_path
-        self.head = {"job": spec.job_id, "rank": spec.rank}
-        self.lines: list[str] = []
-
-    def write(self, kind: str, **fields: Any) -> None:
-        import json
-
-        self.lines.append(json.dumps({"kind": kind, **self.head, **fields}))
-
-    def close(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("".join(line + "\n" for line in self.lines), encoding="utf-8")
-
-
-#: SimRank states.
-WAITING, RUNNING, COMPUTING, DRAINING, DONE, FAILED = range(6)
-
-
 class SimRank:
-    """One rank of one job: transport, DCQCN and one RingCollective per iteration."""
+    """One rank of one job in virtual time: a :class:`hostapps.rank.RankWorker` on the event loop.
 
-    def __init__(self, spec: worker_mod.WorkerSpec, host: SimHost, verifier: Verifier,
+    The thin event-loop driver of the core: arriving datagrams (demultiplexed by the host) go
+    to :meth:`RankWorker.on_datagram`, one wake-up per :meth:`RankWorker.next_timer` (integer
+    ns, the first at or after the time asked, never now), what :meth:`RankWorker.poll` returns
+    is framed onto the host's access link. When the core ends, its records are written (one
+    JSON line each, simulated seconds as times) and ``on_end(self)`` is called.
+    """
+
+    def __init__(self, spec: WorkerSpec, host: SimHost, verifier: Verifier,
                  on_end: Callable[[SimRank], None], record_digest: bool = True) -> None:
         self.spec = spec
         self.host = host
         self.loop: EventLoop = host.loop
-        self.verifier = verifier
         self.on_end = on_end
-        self.record_digest = record_digest
-        config = worker_mod.transport_config(spec.line_rate_bps, spec.mtu, spec.transport)
-        self.transport = Transport(spec.job_id, spec.rank, config, spec.rate_control, spec.rate_params)
+        self.core = RankWorker(spec, verifier=verifier, record_digest=record_digest)
         self.ip_of = {a.rank: a.ip for a in spec.ranks}
         self.rank_of = {frames.ip_bytes(a.ip): a.rank for a in spec.ranks}
         self.port = spec.ranks[spec.rank].port
         self.port_of = {a.rank: a.port for a in spec.ranks}
-        self.out = JsonLines(spec)
-        self.steps = steps_per_collective(spec.collective, spec.nranks)
-        self.state = WAITING
-        self.iteration = 0
-        self.coll: RingCollective | None = None
-        self.coll_start = 0.0
-        self.backlog: list[Any] = []
-        self.phase_at: float | None = spec.start_at or 0.0  # next start / end of compute / drain limit
-        self.error: str | None = None
-        self.failures: list[str] = []
-        self.wake_at: int | None = None
-        self.iterations_done = 0
-        self.loop.at(s_to_ns(self.phase_at), self._wake, s_to_ns(self.phase_at))
-        self.wake_at = s_to_ns(self.phase_at)
+        self.ended = False
+        first = s_to_ns(self.core.start_at)
+        self.wake_at: int | None = first
+        self.loop.at(first, self._wake, first)
+
+    @property
+    def state(self) -> int:
+        """The core's state (:data:`hostapps.rank.DONE`, ``FAILED``, ...)."""
+        return self.core.state
+
+    @property
+    def error(self) -> str | None:
+        """Why the rank failed, or None."""
+        return self.core.error
+
+    @property
+    def iterations_done(self) -> int:
+        """Iterations this rank completed."""
+        return self.core.iterations_done
 
     # -- event entry points -------------------------------------------------------------
     def on_datagram(self, src_ip: bytes, datagram: memoryview, ecn: int) -> None:
@@ -200,12 +189,7 @@ class SimRank:
         src = self.rank_of.get(src_ip)
         if src is None:
             return
-        now = self.loop.now * 1e-9
-        self.transport.on_datagram(src, datagram, ecn, now)
-        if self.state >= DONE:  # ended: still acknowledge what the left neighbour resends
-            for o in self.transport.poll(now):
-                self.host.send(self.ip_of[o.dst_rank], self.port, self.port_of[o.dst_rank], o.datagram, o.ecn)
-            return
+        self.core.on_datagram(src, datagram, ecn, self.loop.now * 1e-9)
         self._service()
 
     def _wake(self, t: int) -> None:
@@ -214,59 +198,21 @@ class SimRank:
         self.wake_at = None
         self._service()
 
-    # -- the worker's loop --------------------------------------------------------------
     def _service(self) -> None:
-        if self.state >= DONE:
-            return
-        now = self.loop.now * 1e-9
-        tr = self.transport
-        coll = self.coll
-        deliveries = tr.deliveries()
-        if deliveries:
-            if coll is None or coll.done or self.state != RUNNING:
-                self.backlog.extend(deliveries)
-            else:
-                for d in deliveries:
-                    if not coll.on_delivery(d, now):
-                        self.backlog.append(d)
-        if self.state == WAITING and self.phase_at is not None and now >= self.phase_at:
-            self._start_iteration(now)
-        elif self.state == COMPUTING and self.phase_at is not None and now >= self.phase_at:
-            self._start_iteration(now)
-        if self.state == RUNNING:
-            coll = self.coll
-            assert coll is not None
-            for req in coll.poll(now):
-                tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last)
-            if coll.done:
-                self._end_iteration(now)
-        if self.state == DRAINING and (tr.idle() or (self.phase_at is not None and now >= self.phase_at)):
-            self._finish(now)
-        if self.state >= DONE:
-            return
-        out = tr.poll(now)
+        core = self.core
+        out = core.poll(self.loop.now * 1e-9)
         if out:
             send = self.host.send
             ip_of, port, port_of = self.ip_of, self.port, self.port_of
             for o in out:
                 dst = o.dst_rank
                 send(ip_of[dst], port, port_of[dst], o.datagram, o.ecn)
-            if self.state == DRAINING and tr.idle():
-                self._finish(now)
-                return
-        self._arm()
-
-    def _arm(self) -> None:
-        t = self.transport.next_timer()
-        state = self.state
-        if state == RUNNING:
-            coll = self.coll
-            if coll is not None:
-                tc = coll.next_timer()
-                if tc is not None and (t is None or tc < t):
-                    t = tc
-        elif state != DONE and state != FAILED and self.phase_at is not None and (t is None or self.phase_at < t):
-            t = self.phase_at  # WAITING, COMPUTING, DRAINING
+        if core.state >= DONE:
+            if not self.ended:
+                self._close()
+                self.on_end(self)
+            return
+        t = core.next_timer()
         if t is None:
             return
         ns = s_to_ns(t)
@@ -277,86 +223,18 @@ class SimRank:
             self.wake_at = ns
             self.loop.at(ns, self._wake, ns)
 
-    def _start_iteration(self, now: float) -> None:
-        spec, k = self.spec, self.iteration
-        data = worker_mod.make_input(spec, spec.rank, k)
-        self.verifier.add_input(k, spec.rank, data)
-        coll = RingCollective(spec.collective, spec.rank, spec.nranks, data, step_base=k * self.steps,
-                              slices=spec.slices, step_timeout=spec.step_timeout_s)
-        del data
-        self.coll = coll
-        self.coll_start = now
-        self.state = RUNNING
-        self.phase_at = None
-        coll.start(now)
-        backlog, self.backlog = self.backlog, []
-        for d in backlog:
-            if not coll.on_delivery(d, now):
-                self.backlog.append(d)
-
-    def _end_iteration(self, now: float) -> None:
-        spec, k, coll = self.spec, self.iteration, self.coll
-        assert coll is not None
-        end = max(e for _, _, e in coll.step_log) if coll.step_log else now
-        for step, s_start, s_end in coll.step_log:
-            self.out.write("step", iteration=k, step=step, start=s_start, end=s_end)
-        if coll.error is not None:
-            self._fail(coll.error)
-            return
-        assert coll.result is not None
-        problem, digest = self.verifier.check_digest(k, spec.rank, coll.result, digest=self.record_digest)
-        if problem is not None:
-            self.failures.append(problem)
-            log.error("job %d rank %d: %s", spec.job_id, spec.rank, problem)
-        self.out.write("iteration", iteration=k, start=self.coll_start, end=end, verified=problem is None,
-                       digest=digest)
-        self.coll = None
-        self.iterations_done = k + 1
-        self.iteration = k + 1
-        if self.iteration < spec.iterations:
-            if spec.compute_s > 0:
-                self.state = COMPUTING
-                self.phase_at = now + spec.compute_s
-            else:
-                self._start_iteration(now)
-                coll = self.coll
-                assert coll is not None
-                for req in coll.poll(now):
-                    self.transport.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last)
-                if coll.done:
-                    self._end_iteration(now)
-        else:
-            self.state = DRAINING
-            self.phase_at = now + spec.step_timeout_s
-
-    def _finish(self, now: float) -> None:  # noqa: ARG002
-        if self.failures:
-            self._fail(self.failures[0])
-            return
-        self.state = DONE
-        self._close()
-        self.on_end(self)
-
-    def _fail(self, message: str) -> None:
-        self.error = message
-        self.state = FAILED
-        self.out.write("error", message=message)
-        self._close()
-        self.on_end(self)
-
     def _close(self) -> None:
-        stats = self.transport.stats()
-        self.out.write("transport",
-                       **{k: stats.get(k, 0) for k in ("packets_sent", "retransmissions", "cnps_sent", "cnps_received")},
-                       rate_samples=stats.get("rate_samples", []))
-        self.out.close()
+        """Write the core's records to the spec's JSON lines file; no more wake-ups."""
+        self.ended = True
+        self.wake_at = None
+        path = self.spec.output_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in self.core.take_records()), encoding="utf-8")
 
     def interrupt(self, message: str) -> None:
         """End this rank from outside (time limit, another rank failed): error record, file closed."""
-        if self.state < DONE:
-            self.error = message
-            self.state = FAILED
-            self.out.write("error", message=message)
+        if not self.ended:
+            self.core.interrupt(message)
             self._close()
 
 
@@ -370,9 +248,6 @@ class SimHost:
         self.builder = frames.FrameBuilder(mac, ip, macs)
         self.link: HostLink | None = None
         self.ranks: dict[int, SimRank] = {}  #: job id -> rank on this host
-        self.sink_packets = 0
-        self.sink_bytes = 0
-        self.garbage = 0
 
     def send(self, dst_ip: str, sport: int, dport: int, datagram: bytes, ecn: int) -> None:
         """Frame ``datagram`` and put it on the access link now."""
@@ -380,24 +255,17 @@ class SimHost:
         self.link.send(self.builder.build(dst_ip, sport, dport, datagram, ecn))
 
     def receive(self, frame: bytes) -> None:
-        """A frame reached this host (IPv4/UDP as :func:`emu.vtime.frames.parse` reads it)."""
-        n = len(frame)
-        if n < _PAYLOAD_OFFSET or frame[12] != 8 or frame[13] != 0 or frame[23] != 17 or frame[14] != 0x45:
-            self.garbage += 1
+        """A frame reached this host (IPv4/UDP as :func:`emu.vtime.frames.parse` reads it).
+
+        A CTH datagram goes to the rank of its job; anything else (background traffic to
+        :data:`TRAFFIC_PORT`, a frame for no rank here) ends here.
+        """
+        if len(frame) < _PAYLOAD_OFFSET + 4 or frame[12] != 8 or frame[13] != 0 or frame[23] != 17 \
+                or frame[14] != 0x45 or ((frame[36] << 8) | frame[37]) != CTH_UDP_PORT:
             return
-        dport = (frame[36] << 8) | frame[37]
-        if dport == CTH_UDP_PORT and n >= _PAYLOAD_OFFSET + 4:
-            rank = self.ranks.get((frame[_PAYLOAD_OFFSET + 2] << 8) | frame[_PAYLOAD_OFFSET + 3])
-            if rank is not None:
-                rank.on_datagram(frame[26:30], memoryview(frame)[_PAYLOAD_OFFSET:], frame[15] & 3)
-                return
-            self.garbage += 1
-            return
-        if dport == TRAFFIC_PORT:
-            self.sink_packets += 1
-            self.sink_bytes += len(frame) - _PAYLOAD_OFFSET
-        else:
-            self.garbage += 1
+        rank = self.ranks.get((frame[_PAYLOAD_OFFSET + 2] << 8) | frame[_PAYLOAD_OFFSET + 3])
+        if rank is not None:
+            rank.on_datagram(frame[26:30], memoryview(frame)[_PAYLOAD_OFFSET:], frame[15] & 3)
 
 
 class OnOffSource:

@@ -77,10 +77,6 @@ class EventLoop:
         """Events waiting."""
         return len(self._heap)
 
-    def next_time(self) -> int | None:
-        """Time of the next event, or None."""
-        return self._heap[0][0] if self._heap else None
-
     def run(self, until: int | None = None, stop: Callable[[], bool] | None = None,
             check_every: int = 4096, on_check: Callable[[], None] | None = None) -> None:
         """Process events in time order until the heap is empty, the next event is after

@@ -178,6 +178,11 @@ def test_sim_wrong_result_fails_the_rank(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(hosts.Verifier, "add_input", corrupt)
     with pytest.raises(runner.RunError, match=r"baseline: job 0 rank \d on h\d failed: iteration 0: allreduce result"):
         _sim(SINGLE, tmp_path, schemes=("baseline",), iterations=1)
+    from hostapps.rank import RECORD_FIELDS
+
+    errors = [r for p in (tmp_path / "baseline").glob("*.jsonl") for r in map(json.loads, p.read_text().splitlines())
+              if r["kind"] == "error"]
+    assert errors and all(list(r) == list(RECORD_FIELDS["error"]) for r in errors)  # the worker's error records
 
 
 def test_sim_rejects_bmv2_target(tmp_path: Path) -> None:
@@ -330,23 +335,24 @@ def test_verifier_checks_every_result_that_differs_and_digests_as_the_worker() -
     on a later rank still fails with the worker's message."""
 
     from emu.vtime import hosts
-    from hostapps import worker
+    from hostapps import rank
+    from hostapps.spec import parse_spec
 
-    spec = worker.parse_spec({
+    spec = parse_spec({
         "job_id": 0, "rank": 0, "ranks": [{"rank": i, "ip": "127.0.0.1", "port": 40000 + i} for i in range(3)],
         "collective": "allreduce", "size_bytes": 4096, "iterations": 1, "compute_s": 0.0, "start_at": None,
         "line_rate_bps": 1e9, "rate_control": {"name": "dcqcn", "params": {}}, "mtu": 1500, "step_timeout_s": 1.0,
         "slices": 1, "seed": 7, "results_dir": "/tmp/x"})
     v = hosts.Verifier(spec)
-    inputs = [worker.make_input(spec, r, 0) for r in range(3)]
+    inputs = [rank.make_input(spec, r, 0) for r in range(3)]
     for r, x in enumerate(inputs):
         v.add_input(0, r, x)
     right = (inputs[0] + inputs[1]) + inputs[2]
-    assert v.check_digest(0, 0, right) == (None, worker.digest(right))
-    assert v.check_digest(0, 1, right.copy()) == (None, worker.digest(right))
+    assert v.check_digest(0, 0, right) == (None, rank.digest(right))
+    assert v.check_digest(0, 1, right.copy()) == (None, rank.digest(right))
     wrong = right.copy()
     wrong[5] += 1.0
     problem, digest = v.check_digest(0, 2, wrong)
     assert problem is not None and problem.startswith("iteration 0: allreduce result differs from the float64 sum at "
                                                       "element 5"), problem
-    assert digest == worker.digest(wrong)
+    assert digest == rank.digest(wrong)

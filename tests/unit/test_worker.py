@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from hostapps.collectives import RingCollective
+from hostapps.rank import digest, make_input, verify
+from hostapps.spec import SpecError, WorkerSpec, parse_spec
 from hostapps.transport import Delivery
-from hostapps.worker import SpecError, WorkerSpec, digest, make_input, parse_spec, verify
 
 REPO = Path(__file__).resolve().parents[2]
 #: Event loop of the worker processes under test ("auto" = uvloop when installed).
