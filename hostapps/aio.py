@@ -1,7 +1,10 @@
-"""Asyncio adapter: one UDP socket bound to a :class:`hostapps.transport.Transport`.
+"""Asyncio adapter: one UDP socket bound to a sans-I/O core (:class:`UdpDriver`).
 
-The core owns no socket and reads no clock; this adapter supplies ``loop.time()`` and
-does the I/O (docs/interfaces.md section 4):
+The core (:class:`hostapps.transport.Transport`, or :class:`hostapps.rank.RankWorker`, which
+owns one) owns no socket and reads no clock; this adapter supplies ``loop.time()`` and does
+the I/O (docs/interfaces.md section 4). :class:`Endpoint` is a transport on a socket with its
+deliveries in a queue (tests, benchmarks); the worker process drives a rank worker
+(:mod:`hostapps.worker`).
 
 - receive: ``loop.add_reader`` + ``recvmsg``; the IP TOS byte comes in an ``IP_TOS``
   control message because ``IP_RECVTOS`` is on (Linux ip(7)); its low two bits are the
@@ -12,7 +15,7 @@ does the I/O (docs/interfaces.md section 4):
 - ``IP_MTU_DISCOVER = IP_PMTUDISC_DO`` sets DF so a datagram never fragments (an
   oversize one fails with EMSGSIZE and is counted); receive and send buffers are sized
   explicitly.
-- the transport's timers run from ``loop.call_at(transport.next_timer(), ...)``.
+- the core's timers run from ``loop.call_at(core.next_timer(), ...)``.
 - ICMP errors reported on the socket (ECONNREFUSED from a dead peer, EHOSTUNREACH,
   ENETUNREACH) are counted in ``stats()["icmp_errors"]`` and never close the endpoint.
 
@@ -31,7 +34,7 @@ import logging
 import socket
 import struct
 from collections import deque
-from typing import Any
+from typing import Any, Protocol
 
 from hostapps.transport import Delivery, Outgoing, Transport, TransportConfig
 from hostapps.wire import CTH_LEN
@@ -53,21 +56,39 @@ _ICMP_ERRNOS = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno
 _CMSG_SPACE = socket.CMSG_SPACE(4)
 
 
-class Endpoint:
-    """A transport on a UDP socket. Build it with :func:`open_endpoint`."""
+class DatagramCore(Protocol):
+    """A sans-I/O core fed datagrams by rank: :class:`hostapps.transport.Transport` or
+    :class:`hostapps.rank.RankWorker` (times in the loop's clock, s)."""
+
+    def on_datagram(self, src_rank: int, datagram: bytes | memoryview, ecn: int, now: float) -> None:
+        """A datagram from ``src_rank`` (-1: unknown) with IP ECN ``ecn`` arrived."""
+
+    def poll(self, now: float) -> list[Outgoing]:
+        """Run what is due; return the datagrams to send now."""
+
+    def next_timer(self) -> float | None:
+        """When :meth:`poll` must run next, or None."""
+
+
+class UdpDriver:
+    """A :class:`DatagramCore` on a UDP socket: receive, send with ECN, the core's timer.
+
+    Subclasses react to each poll in :meth:`_after_poll` (hand out deliveries, write records).
+    """
 
     def __init__(
         self,
-        transport: Transport,
+        core: DatagramCore,
+        rank: int,
         sock: socket.socket,
         peers: dict[int, tuple[str, int]],
         loop: asyncio.AbstractEventLoop,
     ) -> None:
-        self.transport = transport
+        self.core = core
+        self.rank = rank
         self.peers = dict(peers)
         self._sock = sock
         self._loop = loop
-        self._queue: asyncio.Queue[Delivery] = asyncio.Queue()
         self._timer: asyncio.Handle | None = None
         # uvloop's call_at returns a plain Handle (no .when()) for past deadlines,
         # so the deadline is kept beside the handle.
@@ -77,7 +98,6 @@ class Endpoint:
         self._closed = False
         self._tos_cmsg = True  # False after the kernel refused IP_TOS ancillary data
         self._sock_tos: int | None = None
-        self._idle_waiters: list[asyncio.Future[None]] = []
         self._stats = {"icmp_errors": 0, "send_errors": 0, "unknown_source": 0,
                        "datagrams_received": 0, "datagrams_sent": 0}
         loop.add_reader(sock.fileno(), self._on_readable)
@@ -86,35 +106,6 @@ class Endpoint:
     def local_address(self) -> tuple[str, int]:
         """The bound (ip, port)."""
         return self._sock.getsockname()
-
-    # --- public API --------------------------------------------------------------
-
-    def send(self, dst_rank: int, step: int, data: bytes, *, offset: int = 0, last: bool = True) -> None:
-        """Queue a message (``Transport.send`` at ``loop.time()``); never blocks."""
-        if self._closed:
-            raise RuntimeError("send on a closed Endpoint")
-        if dst_rank not in self.peers:
-            raise ValueError(f"dst_rank {dst_rank} is not in peers {sorted(self.peers)}")
-        self.transport.send(dst_rank, step, data, self._loop.time(), offset=offset, last=last)
-        self._pump()
-
-    async def recv(self) -> Delivery:
-        """Wait for the next delivery (in PSN order per source)."""
-        return await self._queue.get()
-
-    async def wait_idle(self) -> None:
-        """Wait until everything sent so far was acknowledged."""
-        if self.transport.idle():
-            return
-        fut: asyncio.Future[None] = self._loop.create_future()
-        self._idle_waiters.append(fut)
-        await fut
-
-    def stats(self) -> dict[str, Any]:
-        """Transport stats plus adapter counters (icmp_errors, send_errors, ...)."""
-        out = self.transport.stats()
-        out.update(self._stats)
-        return out
 
     def close(self) -> None:
         """Stop I/O and close the socket; idempotent."""
@@ -127,20 +118,15 @@ class Endpoint:
         if self._writer:
             self._loop.remove_writer(self._sock.fileno())
         self._sock.close()
-        for fut in self._idle_waiters:
-            if not fut.done():
-                fut.cancel()
 
-    async def __aenter__(self) -> Endpoint:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
+    def pump(self) -> None:
+        """Poll the core now, send its output, re-arm its timer."""
+        self._pump()
 
     # --- I/O ---------------------------------------------------------------------
 
     def _on_readable(self) -> None:
-        sock, tr = self._sock, self.transport
+        sock, tr = self._sock, self.core
         for _ in range(RECV_BATCH):
             try:
                 data, ancdata, _flags, _addr = sock.recvmsg(65535, _CMSG_SPACE)
@@ -164,20 +150,16 @@ class Endpoint:
         self._pump()
 
     def _pump(self) -> None:
-        """Poll the transport, send its output, hand out deliveries, re-arm the timer."""
+        """Poll the core, send its output, let the subclass react, re-arm the timer."""
         if self._closed:
             return
-        tr = self.transport
-        for out in tr.poll(self._loop.time()):
+        core = self.core
+        for out in core.poll(self._loop.time()):
             self._send_out(out)
-        for d in tr.deliveries():
-            self._queue.put_nowait(d)
-        if self._idle_waiters and tr.idle():
-            for fut in self._idle_waiters:
-                if not fut.done():
-                    fut.set_result(None)
-            self._idle_waiters.clear()
-        when = tr.next_timer()
+        self._after_poll()
+        if self._closed:
+            return
+        when = core.next_timer()
         if self._timer is not None:
             if when is not None and self._timer_when == when:
                 return
@@ -187,6 +169,9 @@ class Endpoint:
         if when is not None:
             self._timer = self._loop.call_at(when, self._on_timer)
             self._timer_when = when
+
+    def _after_poll(self) -> None:
+        """Called after each poll of the core (nothing here)."""
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -203,7 +188,7 @@ class Endpoint:
         if addr is None:
             self._stats["send_errors"] += 1
             logger.warning("rank %d: no address for rank %d, dropped a datagram",
-                           self.transport.rank, out.dst_rank)
+                           self.rank, out.dst_rank)
             return
         if self._backlog:
             self._backlog.append((out.datagram, out.ecn, addr))
@@ -253,10 +238,95 @@ class Endpoint:
     def _os_error(self, exc: OSError, what: str) -> None:
         if exc.errno in _ICMP_ERRNOS:
             self._stats["icmp_errors"] += 1
-            logger.debug("rank %d: %s: %s", self.transport.rank, what, exc)
+            logger.debug("rank %d: %s: %s", self.rank, what, exc)
         else:
             self._stats["send_errors"] += 1
-            logger.warning("rank %d: %s: %s", self.transport.rank, what, exc)
+            logger.warning("rank %d: %s: %s", self.rank, what, exc)
+
+
+class Endpoint(UdpDriver):
+    """A transport on a UDP socket, deliveries in a queue. Build it with :func:`open_endpoint`."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        sock: socket.socket,
+        peers: dict[int, tuple[str, int]],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.transport = transport
+        self._queue: asyncio.Queue[Delivery] = asyncio.Queue()
+        self._idle_waiters: list[asyncio.Future[None]] = []
+        super().__init__(transport, transport.rank, sock, peers, loop)
+
+    def send(self, dst_rank: int, step: int, data: bytes, *, offset: int = 0, last: bool = True) -> None:
+        """Queue a message (``Transport.send`` at ``loop.time()``); never blocks."""
+        if self._closed:
+            raise RuntimeError("send on a closed Endpoint")
+        if dst_rank not in self.peers:
+            raise ValueError(f"dst_rank {dst_rank} is not in peers {sorted(self.peers)}")
+        self.transport.send(dst_rank, step, data, self._loop.time(), offset=offset, last=last)
+        self._pump()
+
+    async def recv(self) -> Delivery:
+        """Wait for the next delivery (in PSN order per source)."""
+        return await self._queue.get()
+
+    async def wait_idle(self) -> None:
+        """Wait until everything sent so far was acknowledged."""
+        if self.transport.idle():
+            return
+        fut: asyncio.Future[None] = self._loop.create_future()
+        self._idle_waiters.append(fut)
+        await fut
+
+    def stats(self) -> dict[str, Any]:
+        """Transport stats plus adapter counters (icmp_errors, send_errors, ...)."""
+        out = self.transport.stats()
+        out.update(self._stats)
+        return out
+
+    def close(self) -> None:
+        """Stop I/O and close the socket; idempotent."""
+        super().close()
+        for fut in self._idle_waiters:
+            if not fut.done():
+                fut.cancel()
+
+    async def __aenter__(self) -> Endpoint:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def _after_poll(self) -> None:
+        tr = self.transport
+        for d in tr.deliveries():
+            self._queue.put_nowait(d)
+        if self._idle_waiters and tr.idle():
+            for fut in self._idle_waiters:
+                if not fut.done():
+                    fut.set_result(None)
+            self._idle_waiters.clear()
+
+
+def bind_udp(bind: tuple[str, int]) -> socket.socket:
+    """A non-blocking UDP socket bound to ``bind`` with the options above (OSError if it cannot)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER_BYTES)
+        sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+        try:
+            sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+        except OSError as exc:  # pragma: no cover - non-Linux
+            logger.warning("cannot set IP_MTU_DISCOVER=DO: %s", exc)
+        sock.setblocking(False)
+        sock.bind(bind)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 async def open_endpoint(
@@ -275,19 +345,6 @@ async def open_endpoint(
     """
     loop = asyncio.get_running_loop()
     transport = Transport(job_id, rank, config or TransportConfig(), rate_control, rate_params)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER_BYTES)
-        sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
-        try:
-            sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
-        except OSError as exc:  # pragma: no cover - non-Linux
-            logger.warning("cannot set IP_MTU_DISCOVER=DO: %s", exc)
-        sock.setblocking(False)
-        sock.bind(bind)
-    except BaseException:
-        sock.close()
-        raise
+    sock = bind_udp(bind)
     logger.debug("job %d rank %d bound to %s", job_id, rank, sock.getsockname())
     return Endpoint(transport, sock, peers, loop)

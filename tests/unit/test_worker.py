@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hostapps.collectives import RingCollective
-from hostapps.rank import digest, make_input, verify
+from hostapps.rank import RECORD_FIELDS, digest, make_input, verify
 from hostapps.spec import SpecError, WorkerSpec, parse_spec
 from hostapps.transport import Delivery
 
@@ -211,6 +211,43 @@ def test_four_workers_allreduce_on_loopback(tmp_path: Path) -> None:
     assert all(len(d) == 1 for d in digests.values())  # every rank has the same bits
 
 
+def _keys_by_kind(paths: list[Path]) -> dict[str, list[str]]:
+    """Each record kind's keys (in order) over JSON-lines files; a kind whose records differ in keys fails."""
+    keys: dict[str, list[str]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            assert keys.setdefault(rec["kind"], list(rec)) == list(rec), (path, rec)
+    return keys
+
+
+def test_records_have_one_schema_in_both_modes(tmp_path: Path) -> None:
+    """Worker processes on loopback and virtual time write records with the same keys (RECORD_FIELDS);
+    the machine fields are measured in real time and null in virtual time."""
+    from emu import runner
+    from hostapps.rank import CPU_FIELDS, RECORD_FIELDS, TIMER_FIELDS
+
+    (tmp_path / "rt").mkdir()
+    paths = write_specs(tmp_path / "rt", 3, iterations=1, start_at=time.time() + 0.5, step_timeout_s=10.0)
+    procs = [start_worker(p) for p in paths]
+    try:  # virtual time in this process while the workers run
+        result = runner.run(REPO / "topologies" / "single.yaml", mode="sim", out=tmp_path / "sim",
+                            schemes=("baseline",), iterations=1, size=4096)
+    finally:
+        results = finish(procs)
+    assert all(rc == 0 for rc, _ in results), results
+    assert result.ok, result.failure
+    real = sorted((tmp_path / "rt" / "results").glob("*.jsonl"))
+    virtual = sorted((tmp_path / "sim" / "baseline").glob("*.jsonl"))
+    assert len(real) == 3 and len(virtual) == 4
+    expected = {k: list(v) for k, v in RECORD_FIELDS.items() if k != "error"}
+    assert _keys_by_kind(real) == _keys_by_kind(virtual) == expected
+    for path, measured in [(real[0], True), (virtual[0], False)]:
+        (transport,) = [r for r in map(json.loads, path.read_text().splitlines()) if r["kind"] == "transport"]
+        for key in (*TIMER_FIELDS, *CPU_FIELDS):
+            assert (transport[key] is not None) == measured, (path, key)
+
+
 def test_dead_neighbour_is_named(tmp_path: Path) -> None:
     """Rank 2 of 3 never starts: rank 0 (its right neighbour) names it after the timeout."""
     paths = write_specs(tmp_path, 3, iterations=1, start_at=time.time() + 0.5, step_timeout_s=2.0)
@@ -240,5 +277,6 @@ def test_sigterm_exits_promptly(tmp_path: Path) -> None:
             proc.kill()
             proc.communicate()
     assert proc.returncode == 1 and "stopped by SIGTERM" in err
-    kinds = [json.loads(line)["kind"] for line in out.read_text().splitlines()]
-    assert kinds == ["error", "transport"]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["error", "transport"]
+    assert list(records[0]) == list(RECORD_FIELDS["error"]) and records[0]["message"] == "interrupted"
