@@ -25,7 +25,8 @@ from .externs import DirectCounter, DirectMeter, Objects, csum, hash_value
 from .tables import ActionSpec, KeySpec, Table
 
 __all__ = ["ActionRef", "Architecture", "CodeGen", "Ctx", "DeparseSite", "ExternRef", "ExternType",
-           "ExtractSite", "HdrRef", "Leaf", "Line", "PacketRef", "StructRef", "TableRef", "V", "mask", "tname"]
+           "ExtractSite", "HdrRef", "Leaf", "Line", "PacketRef", "StructRef", "TableRef", "UnionRef", "V", "mask",
+           "tname"]
 
 Scopes = list[dict[str, Any]]
 
@@ -53,6 +54,22 @@ class HdrRef:
     valid: str
     fields: list[tuple[str, int, str]]
     type: ir.HeaderT
+    path: str
+    #: a member of a header_union: the validity vars of the other members (made invalid when
+    #: this one becomes valid, P4_16 spec 8.20)
+    siblings: tuple[str, ...] = ()
+
+    def invalidate_siblings(self) -> list[str]:
+        """The lines that make the other members of its union invalid (none outside a union)."""
+        return [f"{v} = False" for v in self.siblings]
+
+
+@dataclass
+class UnionRef:
+    """A header_union instance: its member headers by name."""
+
+    members: dict[str, HdrRef]
+    type: ir.UnionT
     path: str
 
 
@@ -305,6 +322,8 @@ class CodeGen:
             p = f"{path}.{fname}"
             if isinstance(ftype, ir.HeaderT):
                 members[fname] = self.alloc_header(ftype, p)
+            elif isinstance(ftype, ir.UnionT):
+                members[fname] = self.alloc_union(ftype, p)
             elif isinstance(ftype, ir.StackT):
                 nxt = self.fresh(p + "_next")
                 self.slots.append((nxt, 0))
@@ -319,6 +338,12 @@ class CodeGen:
             else:
                 self.fail((self.prog.source, 0), f"unsupported struct member type in {t.name}.{fname}")
         return StructRef(members, t, path)
+
+    def alloc_union(self, t: ir.UnionT, path: str) -> UnionRef:
+        members = {name: self.alloc_header(ht, f"{path}.{name}") for name, ht in t.fields}  # type: ignore[arg-type]
+        for h in members.values():
+            h.siblings = tuple(o.valid for o in members.values() if o is not h)
+        return UnionRef(members, t, path)
 
     def alloc_header(self, t: ir.HeaderT, path: str) -> HdrRef:
         valid = self.fresh(path + "_valid")
@@ -392,6 +417,10 @@ class CodeGen:
             return self.lookup(scopes, e.name, e.loc)
         if isinstance(e, ir.Member):
             base = self.ref(e.expr, scopes)
+            if isinstance(base, UnionRef):
+                if e.name not in base.members:
+                    self.fail(e.loc, f"{base.path} (header_union {base.type.name}) has no member {e.name}")
+                return base.members[e.name]
             if isinstance(base, StructRef):
                 if e.name not in base.members:
                     self.fail(e.loc, f"{base.path} (struct {base.type.name}) has no member {e.name}")
@@ -653,6 +682,8 @@ class CodeGen:
         kind, obj, meth = self.call_target(e, scopes)
         if kind == "method" and isinstance(obj, HdrRef) and meth == "isValid":
             return V(obj.valid, ir.BoolT())
+        if kind == "method" and isinstance(obj, UnionRef) and meth == "isValid":  # any member valid (spec 8.20)
+            return V("(" + " or ".join(h.valid for h in obj.members.values()) + ")", ir.BoolT())
         if kind == "method" and isinstance(obj, DynElem) and meth == "isValid":
             code = "False"
             for n, h in reversed(self.dyn_elems(obj)):
@@ -785,7 +816,7 @@ class CodeGen:
     def stmt_var(self, s: ir.VarDecl, scopes, ctx) -> None:
         if isinstance(s.type, ir.TypeOfT):
             return self.temp_decl(s, scopes)
-        if isinstance(s.type, ir.HeaderT | ir.StructT | ir.StackT):
+        if isinstance(s.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
             return self.value_decl(s, scopes)
         var = self.fresh(s.name)
         if s.init is not None:
@@ -878,6 +909,8 @@ class CodeGen:
                     self.assign_value(m, it, scopes, loc)
             if isinstance(dst, HdrRef):
                 self.emit(f"{dst.valid} = True")
+                for ln in dst.invalidate_siblings():
+                    self.emit(ln)
             return
         if isinstance(e, ir.Cond):
             c = self.expr(e.cond, scopes)
@@ -1017,7 +1050,7 @@ class CodeGen:
             self.flush_pre()
             self.emit(f"{b.var} = {code}")
             return
-        if isinstance(b, HdrRef | StructRef | StackRef):
+        if isinstance(b, HdrRef | StructRef | StackRef | UnionRef):
             self.assign_value(b, value, scopes, loc)
             return
         if isinstance(b, DynElem):
@@ -1049,6 +1082,13 @@ class CodeGen:
             self.emit(f"{dst.valid} = {src.valid}")
             for (_n, _w, dv), (_n2, _w2, sv) in zip(dst.fields, src.fields, strict=True):
                 self.emit(f"{dv} = {sv}")
+            if dst.siblings:  # a valid header assigned to a union member: the others become invalid
+                self.emit(f"if {dst.valid}: " + "; ".join(dst.invalidate_siblings()))
+        elif isinstance(dst, UnionRef):
+            for name, d in dst.members.items():
+                self.emit(f"{d.valid} = {src.members[name].valid}")
+                for (_n, _w, dv), (_n2, _w2, sv) in zip(d.fields, src.members[name].fields, strict=True):
+                    self.emit(f"{dv} = {sv}")
         elif isinstance(dst, StackRef):
             self.emit(f"{dst.nxt} = {src.nxt}")
             for d, s in zip(dst.elems, src.elems, strict=True):
@@ -1099,6 +1139,9 @@ class CodeGen:
             if isinstance(obj, HdrRef):
                 if meth in ("setValid", "setInvalid"):
                     self.emit(f"{obj.valid} = {meth == 'setValid'}")
+                    if meth == "setValid":
+                        for ln in obj.invalidate_siblings():
+                            self.emit(ln)
                     return
             if isinstance(obj, DynElem) and meth in ("setValid", "setInvalid"):
                 self.flush_pre()
@@ -1182,9 +1225,9 @@ class CodeGen:
                 scope[p.name] = bound[p.name]
                 continue
             a = args[i]
-            if isinstance(p.type, ir.StructT | ir.HeaderT | ir.StackT):
+            if isinstance(p.type, ir.StructT | ir.HeaderT | ir.StackT | ir.UnionT):
                 src = self.ref(a, scopes)
-                if not isinstance(src, HdrRef | StructRef | StackRef) or src.type != p.type:
+                if not isinstance(src, HdrRef | StructRef | StackRef | UnionRef) or src.type != p.type:
                     self.fail(a.loc, f"argument {p.name} of {act.name} must be a {tname(p.type)}")
                 local = self.alloc_local(p.type, f"{act.name}.{p.name}")
                 self.flush_pre()
@@ -1262,6 +1305,8 @@ class CodeGen:
         try:
             if isinstance(t, ir.HeaderT):
                 ref = self.alloc_header(t, path)
+            elif isinstance(t, ir.UnionT):
+                ref = self.alloc_union(t, path)
             elif isinstance(t, ir.StackT):
                 nxt = self.fresh(path + "_next")
                 ref = StackRef([self.alloc_header(t.elem, f"{path}[{i}]") for i in range(t.size)], nxt, t, path)
@@ -1280,6 +1325,9 @@ class CodeGen:
         elif isinstance(dst, StackRef):
             self.emit(f"{dst.nxt} = 0")
             for h in dst.elems:
+                self.clear_ref(h)
+        elif isinstance(dst, UnionRef):
+            for h in dst.members.values():
                 self.clear_ref(h)
         else:
             for d in dst.members.values():
@@ -1407,6 +1455,9 @@ class CodeGen:
             elif isinstance(b, StackRef):
                 for h in b.elems:
                     walk_binding(h, loc)
+            elif isinstance(b, UnionRef):
+                for h in b.members.values():
+                    walk_binding(h, loc)
             elif isinstance(b, StructRef):
                 for m in b.members.values():
                     walk_binding(m, loc)
@@ -1431,7 +1482,7 @@ class CodeGen:
                     walk(x)
                 return
             b = self.ref(it, scopes) if isinstance(it, ir.Name | ir.Member | ir.Index) else None
-            if isinstance(b, HdrRef | StackRef | StructRef):
+            if isinstance(b, HdrRef | StackRef | StructRef | UnionRef):
                 walk_binding(b, it.loc)
             else:
                 walk_value(self.expr(it, scopes), it.loc)
@@ -1485,6 +1536,8 @@ class CodeGen:
             self.emit(f"_pos += {nbytes}")
             self._split(h.fields, "_x", h.type.width, None)
             self.emit(f"{h.valid} = True")
+            for ln in h.invalidate_siblings():
+                self.emit(ln)
             return
         raw = self.raw.get(h.valid)
         if raw is None:
@@ -1527,6 +1580,8 @@ class CodeGen:
                 else:
                     self._split(item[1], item[2], item[3], field_lines)
         self.emit(f"{h.valid} = True")
+        for ln in h.invalidate_siblings():
+            self.emit(ln)
 
     def advance(self, e: ir.Call, scopes, ctx) -> None:
         """``packet_in.advance(bits)``: skip whole bytes; past the end is PacketTooShort."""
@@ -1614,6 +1669,8 @@ class CodeGen:
                 hdrs.append(x)
             elif isinstance(x, StackRef):
                 hdrs.extend(x.elems)
+            elif isinstance(x, UnionRef):  # the valid member, if any (members in order)
+                hdrs.extend(x.members.values())
             elif isinstance(x, StructRef):
                 for m in x.members.values():
                     walk(m)

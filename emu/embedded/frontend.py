@@ -38,7 +38,6 @@ _GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar.lark"
 #: (None: anything) and the construct name used in the error message.
 _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
     "varbit": ("<", "varbit"),
-    "header_union": (None, "header_union"),
     "value_set": ("<", "value_set"),
     "tuple": ("<", "tuple"),
     "for": ("(", "for loop"),  # P4_16 1.2.5 for loops
@@ -52,7 +51,7 @@ _SUPPORTED_EXTERN_INSTANCES = {"register", "counter", "meter", "direct_counter",
                                "Register", "RegisterAction", "Random", "Hash", "Checksum", "Counter"}
 #: Package types a program may instantiate at top level (``main`` and the pipes it takes).
 _PACKAGES = {"V1Switch", "Pipeline", "Switch"}
-_TYPE_DECL_WORDS = {"header", "struct", "enum", "parser", "control", "package"}
+_TYPE_DECL_WORDS = {"header", "header_union", "struct", "enum", "parser", "control", "package"}
 
 
 def display_path(path: str) -> str:
@@ -512,6 +511,17 @@ class _Builder(Transformer):
         if t.width % 8:
             self._fail(meta, f"header {name} is {t.width} bits, not a whole number of bytes")
         self.types[name] = t
+        return None
+
+    def header_union_decl(self, meta, ch):
+        """``header_union U { H1 a; H2 b; }`` (P4_16 spec 8.20): headers, at most one valid."""
+        name = str(ch[0])
+        fields = []
+        for fname, ftype, fmeta, _lists in ch[1:]:
+            if not isinstance(ftype, ir.HeaderT):
+                self._fail(fmeta, f"member {fname} of header_union {name} is not a header")
+            fields.append((fname, ftype))
+        self.types[name] = ir.UnionT(name, tuple(fields))
         return None
 
     def struct_decl(self, meta, ch):

@@ -66,6 +66,14 @@ class HeaderT:
 
 
 @dataclass(frozen=True)
+class UnionT:
+    """``header_union``: headers of which at most one is valid (P4_16 spec 8.20)."""
+
+    name: str
+    fields: tuple[tuple[str, Type], ...]
+
+
+@dataclass(frozen=True)
 class StructT:
     """``struct``: ordered members."""
 
@@ -97,7 +105,7 @@ class TypeOfT:
     exprs: tuple
 
 
-Type = BitT | IntT | BoolT | ErrorT | IntLitT | EnumT | HeaderT | StructT | NamedT | StackT | TypeOfT
+Type = BitT | IntT | BoolT | ErrorT | IntLitT | EnumT | HeaderT | UnionT | StructT | NamedT | StackT | TypeOfT
 
 # ---------------------------------------------------------------- expressions
 
