@@ -496,6 +496,36 @@ def sweep(spec: Path, out: Path | None, workers: int, scheduler: str | None) -> 
 
 
 @cli.command()
+@click.argument("number", type=int)
+@click.option("--quick", is_flag=True, help="A small version (short runs, 2 seeds): a smoke test for CI, not a result.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The figures' folder (default: results/figures[-quick], shared by the figures so that they share runs); the same folder resumes.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Virtual-time runs at once (processes).")
+@click.option("--scheduler", default=None, metavar="ADDRESS", help="Run the virtual-time runs on a Dask cluster.")
+def figure(number: int, quick: bool, out: Path | None, workers: int, scheduler: str | None) -> None:
+    """Make the paper's figure NUMBER (2, 4, 5, 6, 8, 9): PNG, CSV and a markdown table with the
+    paper's claim beside ours (docs/paper.md). Fig. 9 runs in real time under Mininet (root)."""
+    from emu import figures, runner
+    from emu import sweep as sweep_mod
+
+    console = make_console()
+    try:
+        with runner.signals_as_interrupt():
+            md = figures.make_figure(number, out=out, quick=quick, workers=workers, scheduler=scheduler)
+    except (figures.FigureError, sweep_mod.SweepError) as exc:
+        fail(str(exc))
+    except user_errors() as exc:
+        fail(str(exc))
+    except (runner.RunError, RuntimeError) as exc:
+        fail(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt as exc:
+        interrupted(exc, "the finished runs are kept; the same command resumes")
+    console.print(md.read_text(), highlight=False)
+    console.print(f"results: {md.parent}")
+
+
+@cli.command()
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--mn/--no-mn", default=False, show_default=True,
               help="Also run Mininet's `mn -c` (it also kills every ping and removes /tmp/*.log).")
