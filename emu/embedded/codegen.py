@@ -145,6 +145,17 @@ class TableRef:
 
 
 @dataclass
+class SubControlRef:
+    """A control instantiated inside another (``C() c;``): its declaration named by the instance
+    path (``MyIngress.c``, so its tables are ``MyIngress.c.t``), its parameters' storage and the
+    context its tables and body are compiled in."""
+
+    decl: ir.ControlDecl
+    params: list[tuple[ir.Param, Any]]
+    ctx: Ctx
+
+
+@dataclass
 class ExternRef:
     """An extern object instance: the runtime object and the :class:`ExternType` that generates its calls."""
 
@@ -1167,6 +1178,8 @@ class CodeGen:
             if isinstance(obj, TableRef) and meth == "apply":
                 self.apply_table(obj, scopes, loc)
                 return
+            if isinstance(obj, SubControlRef) and meth == "apply":
+                return self.apply_control(obj, e, scopes, ctx)
             if isinstance(obj, ExternRef):
                 try:
                     return obj.ext.call(self, obj.obj, meth, e, scopes, ctx)
@@ -1709,10 +1722,10 @@ class CodeGen:
         """Control/parser locals, instances, actions and tables into the block scope."""
         scope = ctx.scopes[0]
         for inst in getattr(decl, "instances", []):
-            self._instance(decl, inst, scope)
+            self._instance(decl, inst, scope, ctx)
         for loc_decl in decl.locals:
             if isinstance(loc_decl, ir.Instance):
-                self._instance(decl, loc_decl, scope)
+                self._instance(decl, loc_decl, scope, ctx)
             elif isinstance(loc_decl, ir.ConstDecl | ir.VarDecl):
                 self.stmt(loc_decl, ctx.scopes, ctx)
         for act in getattr(decl, "actions", {}).values():
@@ -1720,12 +1733,93 @@ class CodeGen:
         for t in getattr(decl, "tables", {}).values():
             scope[t.name] = self._table(decl, t, ctx)
 
-    def _instance(self, decl, inst: ir.Instance, scope: dict[str, Any]) -> None:
+    def _instance(self, decl, inst: ir.Instance, scope: dict[str, Any], ctx: Ctx | None = None) -> None:
         fq = f"{decl.name}.{inst.name}"
+        if inst.type.name in self.prog.controls and ctx is not None:
+            scope[inst.name] = self.instantiate_control(self.prog.controls[inst.type.name], fq, inst, ctx)
+            return
+        if inst.type.name in self.prog.parsers:
+            self.fail(inst.loc, f"unsupported sub-parser {inst.type.name} (a parser instantiated inside another)")
         ext = self.arch.externs.get(inst.type.name)
         if ext is None:
             self.fail(inst.loc, f"unsupported extern {inst.type.name}")
         scope[inst.name] = ExternRef(ext.instantiate(self, fq, inst, scope), ext, inst.type.name)
+
+    def instantiate_control(self, decl: ir.ControlDecl, fq: str, inst: ir.Instance, ctx: Ctx) -> SubControlRef:
+        """``C() c;`` inside a control: storage for C's parameters (copied in and out at each
+        ``c.apply(...)``), then C's locals, instances, actions and tables, named under ``fq``."""
+        if inst.args or decl.params and any(p.direction == "" for p in decl.params):
+            self.fail(inst.loc, f"unsupported control constructor parameters ({decl.name})")
+        sub = replace(decl, name=fq)
+        scope: dict[str, Any] = {}
+        params = []
+        for p in decl.params:
+            if isinstance(p.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
+                b: Any = self.alloc_local(p.type, f"{fq}.{p.name}")
+            elif isinstance(p.type, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
+                b = Leaf(self.fresh(f"{fq}.{p.name}"), p.type)
+                self.emit(f"{b.var} = {'False' if isinstance(p.type, ir.BoolT) else '0'}")
+            else:
+                self.fail(p.loc, f"unsupported parameter type {tname(p.type)} of control {decl.name} instantiated in "
+                                 "another control")
+            scope[p.name] = b
+            params.append((p, b))
+        sub_ctx = replace(ctx, block=fq, scopes=[scope], in_loop=False, ret=None)
+        self.emit(f"# control {decl.name} as {fq}")
+        self.declare_locals(sub, sub_ctx)
+        return SubControlRef(sub, params, sub_ctx)
+
+    def apply_control(self, c: SubControlRef, e: ir.Call, scopes, ctx: Ctx) -> None:
+        """``c.apply(args)``: copy-in, the control's apply block, copy-out (also after ``exit``,
+        P4_16 spec 12.5 and 6.8)."""
+        if len(e.args) != len(c.params):
+            self.fail(e.loc, f"{c.decl.name}.apply takes {len(c.params)} arguments, got {len(e.args)}")
+        copy_out: list[tuple[Any, Any]] = []
+        for (p, b), a in zip(c.params, e.args, strict=True):
+            if isinstance(b, Leaf):
+                if p.direction in ("out", "inout"):
+                    tgt = self.out_target(a, scopes, e.loc)
+                    init = (self.convert(V(tgt.var, tgt.type, dirty=tgt.bits), p.type, e.loc)
+                            if p.direction == "inout" else ("False" if isinstance(p.type, ir.BoolT) else "0"))
+                    copy_out.append((tgt, b))
+                else:
+                    init = self.convert(self.expr(a, scopes), p.type, e.loc)
+                self.flush_pre()
+                self.emit(f"{b.var} = {init}")
+                continue
+            src = self.ref(a, scopes)
+            if type(src) is not type(b) or src.type != b.type:
+                self.fail(a.loc, f"argument {p.name} of {c.decl.name}.apply must be a {tname(p.type)}")
+            self.flush_pre()
+            if p.direction == "out":
+                self.clear_ref(b)
+            else:
+                self.copy_ref(b, src)
+            if p.direction in ("out", "inout"):
+                copy_out.append((src, b))
+        uses_return = contains(c.decl.apply, ir.Return)
+        guard = bool(copy_out) and control_may_exit(c.decl, self.prog)
+        if guard:
+            self.emit("try:")
+            self.ind += 1
+        if uses_return:
+            self.emit("while True:")
+            self.ind += 1
+        self.block(c.decl.apply.stmts, c.ctx.scopes, replace(c.ctx, in_loop=uses_return, depth=ctx.depth + 1))
+        if uses_return:
+            self.emit("break")
+            self.ind -= 1
+        if guard:
+            self.ind -= 1
+            self.emit("finally:")
+            self.ind += 1
+        for tgt, local in copy_out:
+            if isinstance(tgt, Leaf):
+                self.emit(f"{tgt.var} = {self.store_code(tgt, local.var)}")
+            else:
+                self.copy_ref(tgt, local)
+        if guard:
+            self.ind -= 1
 
     def _table(self, decl, t: ir.Table, ctx: Ctx) -> TableRef:
         fq = f"{decl.name}.{t.name}"
@@ -1978,7 +2072,7 @@ class CodeGen:
         """Emit control ``decl``'s locals and apply block (``exit`` and ``return`` included)."""
         self.emit(f"# control {decl.name}")
         self.declare_locals(decl, ctx)
-        uses_exit = contains_deep(decl, ir.Exit)
+        uses_exit = control_may_exit(decl, self.prog)
         uses_return = contains(decl.apply, ir.Return)
         if uses_exit:
             self.emit("try:")
@@ -2085,6 +2179,14 @@ def calls_in(node: Any) -> list[ir.Call]:
     if isinstance(node, ir.Switch):
         return [c for _labels, b in node.cases for c in calls_in(b)]
     return []
+
+
+def control_may_exit(decl: ir.ControlDecl, prog: ir.Program, depth: int = 0) -> bool:
+    """Whether ``decl`` or a control instantiated in it (recursively) contains ``exit``."""
+    if contains_deep(decl, ir.Exit):
+        return True
+    return depth < 16 and any(control_may_exit(prog.controls[i.type.name], prog, depth + 1)
+                              for i in decl.instances if i.type.name in prog.controls)
 
 
 def contains_deep(decl: ir.ControlDecl, cls: type) -> bool:

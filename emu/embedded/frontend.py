@@ -717,7 +717,7 @@ class _Builder(Transformer):
                 locals_.append(c)
             elif isinstance(c, ir.Instance):
                 tname = c.type.name
-                if tname not in _SUPPORTED_EXTERN_INSTANCES:
+                if tname not in _SUPPORTED_EXTERN_INSTANCES and tname not in self.controls:  # sub-controls
                     f, line = c.loc
                     raise P4FrontendError(f, line, f"unsupported extern {tname}")
                 instances.append(c)
