@@ -15,6 +15,7 @@ Errors raise :class:`P4FrontendError` naming the file and line of the construct.
 
 from __future__ import annotations
 
+import logging
 import struct as _struct
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -24,11 +25,13 @@ from .errors import ControlError, P4FrontendError
 from .externs import DirectCounter, DirectMeter, Objects, csum, hash_value
 from .tables import ActionSpec, KeySpec, Table
 
-__all__ = ["ActionRef", "Architecture", "CodeGen", "Ctx", "DeparseSite", "ExternRef", "ExternType",
+__all__ = ["ActionRef", "Architecture", "CodeGen", "Compiled", "assemble", "Ctx", "DeparseSite", "ExternRef", "ExternType",
            "ExtractSite", "HdrRef", "Leaf", "Line", "PacketRef", "StructRef", "TableRef", "UnionRef", "V", "mask",
            "tname"]
 
 Scopes = list[dict[str, Any]]
+
+logger = logging.getLogger(__name__)
 
 
 class Exit(Exception):
@@ -220,6 +223,31 @@ class Line:
 def render(lines: list[Line]) -> list[str]:
     """The source lines of ``lines`` (removed lines left out)."""
     return ["    " * ln.ind + ln.text for ln in lines if ln.text]
+
+
+@dataclass
+class Compiled:
+    """A compiled program: its generated source, the two per-packet functions, its control-plane objects."""
+
+    source: str
+    ingress_fn: Any
+    egress_fn: Any
+    objects: Objects
+    #: ``@field_list(n)`` -> the metadata vars it preserves (keys of the ``pres`` dicts)
+    field_lists: dict[int, list[str]] = field(default_factory=dict)
+
+
+def assemble(gen: CodeGen, ingress: list[Line], egress: list[Line], arch: str,
+             field_lists: dict[int, list[str]] | None = None) -> Compiled:
+    """The one last step of every architecture: the ``_ingress`` and ``_egress`` functions (their
+    whole lines, ``def`` included) rendered, compiled and executed in ``gen.ns``."""
+    source = "\n".join(render(ingress) + [""] + render(egress)) + "\n"
+    code = compile(source, f"<p4 pipeline {gen.prog.source}>", "exec")
+    exec(code, gen.ns)  # noqa: S102 - generated from the parsed program by CodeGen
+    objs = gen.objects
+    logger.info("compiled %s (%s): %d lines of Python, %d tables, %d registers, %d counters",
+                gen.prog.source, arch, source.count("\n"), len(objs.tables), len(objs.registers), len(objs.counters))
+    return Compiled(source, gen.ns["_ingress"], gen.ns["_egress"], objs, field_lists or {})
 
 
 @dataclass(eq=False)

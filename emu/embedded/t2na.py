@@ -43,6 +43,7 @@ from . import ir
 from .codegen import (
     Architecture,
     CodeGen,
+    Compiled,
     Ctx,
     ExternRef,
     HdrRef,
@@ -52,13 +53,12 @@ from .codegen import (
     Scopes,
     StructRef,
     V,
+    assemble,
     mask,
-    render,
 )
 from .errors import P4FrontendError
 from .externs import Register, crc16
 from .optimize import optimize
-from .v1model import Compiled
 from .v1model import CounterExtern as V1CounterExtern
 
 __all__ = ["CELL_BYTES", "T2NA", "compile_t2na", "qdepth_cells"]
@@ -478,7 +478,6 @@ def compile_t2na(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
              Line(1, f"_pkt = {ig_prefix} + {bytes(port_md_bytes)!r} + bytes(_frame)"),
              Line(1, "_n = len(_pkt)"),
              Line(1, f"{ig_prsr['global_tstamp'].var} = (_now * 1000) & 0xffffffffffff")]
-    ingress_src = render(head + ingress_body)
 
     eg_prefix = _header_prefix(eg_intr, {
         "egress_port": "_eport", "enq_qdepth": "_enq_qdepth", "deq_qdepth": "_deq_qdepth",
@@ -489,11 +488,4 @@ def compile_t2na(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
               Line(1, f"_pkt = {eg_prefix} + _bytes"),
               Line(1, "_n = len(_pkt)"),
               Line(1, f"{eg['eg_prsr_md'].members['global_tstamp'].var} = (_now * 1000) & 0xffffffffffff")]
-    egress_src = render(ehead + egress_body)
-    source = "\n".join(ingress_src + [""] + egress_src) + "\n"
-    code = compile(source, f"<p4 pipeline {prog.source}>", "exec")
-    exec(code, c.ns)  # noqa: S102 - generated from the parsed program by codegen.CodeGen
-    objs = c.objects
-    logger.info("compiled %s (T2NA): %d lines of Python, %d tables, %d registers, %d counters",
-                prog.source, source.count("\n"), len(objs.tables), len(objs.registers), len(objs.counters))
-    return Compiled(source, c.ns["_ingress"], c.ns["_egress"], objs)
+    return assemble(c, head + ingress_body, ehead + egress_body, "T2NA")

@@ -14,13 +14,24 @@ from __future__ import annotations
 
 import logging
 import random as _random
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import ir
-from .codegen import Architecture, CodeGen, Ctx, Leaf, Line, PacketRef, Scopes, StructRef, mask, render
+from .codegen import (
+    Architecture,
+    CodeGen,
+    Compiled,
+    Ctx,
+    Leaf,
+    Line,
+    PacketRef,
+    Scopes,
+    StructRef,
+    assemble,
+    mask,
+)
 from .errors import P4FrontendError
-from .externs import Counter, DirectCounter, DirectMeter, Meter, Objects, Register
+from .externs import Counter, DirectCounter, DirectMeter, Meter, Register
 from .optimize import names, optimize
 
 __all__ = ["DROP_PORT", "SM_FIELDS", "V1MODEL", "Compiled", "compile_v1model"]
@@ -335,18 +346,6 @@ V1MODEL = Architecture(
 
 # ----------------------------------------------------------------------- assembly
 
-@dataclass
-class Compiled:
-    """A compiled program: its generated source, the two per-packet functions, its control-plane objects."""
-
-    source: str
-    ingress_fn: Any
-    egress_fn: Any
-    objects: Objects
-    #: ``@field_list(n)`` -> the metadata vars it preserves (keys of the ``pres`` dicts)
-    field_lists: dict[int, list[str]] = field(default_factory=dict)
-
-
 def _blocks(prog: ir.Program) -> list[Any]:
     main = prog.main
     if main is None or main.type.name != "V1Switch" or len(main.args) != 6:
@@ -535,7 +534,6 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
         head.append(Line(1, "_clone = _resub = None"))
     head += [Line(1, f"{v} = {code}") for v, code in ingress_setup]
     tail = [Line(1, f"return ({espec}, {mgrp}, _plen, ({state_in},))")]
-    ingress_src = render(head + ingress_body + tail)
 
     ehead = [Line(0, "def _egress(_st, _eport, _enq_qdepth, _deq_qdepth, _deq_td, _enq_ts, _now, _rid=0, _itype=0):"),
              Line(1, f"{state_in}, = _st")]
@@ -544,11 +542,4 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
     if not optimize_code or "_plen" in names(egress_body)[0]:
         ehead.append(Line(1, f"_plen = {sm['packet_length'].var}"))
     ehead += [Line(1, f"{v} = {code}") for v, code in egress_setup]
-    egress_src = render(ehead + egress_body)
-    source = "\n".join(ingress_src + [""] + egress_src) + "\n"
-    code = compile(source, f"<p4 pipeline {prog.source}>", "exec")
-    exec(code, c.ns)  # noqa: S102 - generated from the parsed program by codegen.CodeGen
-    objs = c.objects
-    logger.info("compiled %s: %d lines of Python, %d tables, %d registers, %d counters",
-                prog.source, source.count("\n"), len(objs.tables), len(objs.registers), len(objs.counters))
-    return Compiled(source, c.ns["_ingress"], c.ns["_egress"], objs, lists)
+    return assemble(c, head + ingress_body + tail, ehead + egress_body, "v1model", lists)
