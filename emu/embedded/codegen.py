@@ -498,6 +498,11 @@ class CodeGen:
             return ("member", base, e.name)
         if isinstance(e, ir.Index):
             base = self.ref(e.expr, scopes)
+            if isinstance(base, StructRef) and base.type.name.startswith("tuple<"):  # t[i], constant i
+                i = self.expr(e.index, scopes)
+                if i.const is None or str(i.const) not in base.members:
+                    self.fail(e.loc, f"tuple index must be a constant 0..{len(base.members) - 1}")
+                return base.members[str(i.const)]
             if not isinstance(base, StackRef):
                 self.fail(e.loc, "unsupported index of something that is not a header stack")
             i = self.expr(e.index, scopes)

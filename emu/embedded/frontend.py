@@ -39,7 +39,6 @@ _GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar.lark"
 _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
     "varbit": ("<", "varbit"),
     "value_set": ("<", "value_set"),
-    "tuple": ("<", "tuple"),
     "for": ("(", "for loop"),  # P4_16 1.2.5 for loops
 }
 #: Method names (after '.') that are unsupported.
@@ -52,6 +51,17 @@ _SUPPORTED_EXTERN_INSTANCES = {"register", "counter", "meter", "direct_counter",
 #: Package types a program may instantiate at top level (``main`` and the pipes it takes).
 _PACKAGES = {"V1Switch", "Pipeline", "Switch"}
 _TYPE_DECL_WORDS = {"header", "header_union", "struct", "enum", "parser", "control", "package"}
+
+
+def _type_text(t: ir.Type) -> str:
+    """``bit<8>``, ``int<4>``, ``bool``, a declared type's name: a type as P4 spells it."""
+    if isinstance(t, ir.BitT):
+        return f"bit<{t.width}>"
+    if isinstance(t, ir.IntT):
+        return f"int<{t.width}>"
+    if isinstance(t, ir.BoolT):
+        return "bool"
+    return getattr(t, "name", type(t).__name__)
 
 
 def display_path(path: str) -> str:
@@ -157,7 +167,7 @@ class _PostLex:
                 if rule and prev != "." and (rule[0] is None or nxt == rule[0]):
                     self._fail(t, f"unsupported {rule[1]}")
         # global type names
-        types: set[str] = set()
+        types: set[str] = {"tuple"}  # tuple<T1, T2> (P4_16 spec 7.2.8), the one built-in generic type
         for i, t in enumerate(toks):
             v = val[i]
             if i + 1 >= n:
@@ -438,7 +448,11 @@ class _Builder(Transformer):
 
     def generic_type(self, meta, ch):
         name = str(ch[0])
-        return ir.NamedT(name, tuple(c for c in ch[1:] if not isinstance(c, Token)))
+        args = tuple(c for c in ch[1:] if not isinstance(c, Token))
+        if name == "tuple":  # a struct whose members are named 0, 1, ... (t[0] reads member "0")
+            return ir.StructT(f"tuple<{', '.join(_type_text(a) for a in args)}>",
+                              tuple((str(i), a) for i, a in enumerate(args)))
+        return ir.NamedT(name, args)
 
     def stack_type(self, meta, ch):
         elem = ch[0]
