@@ -55,6 +55,10 @@ STEPS_FILE = "steps.csv"
 CDF_PLOT = "cct_cdf.png"
 LEAD_PLOT = "step_lead.png"
 CCT_COLUMNS = ("scheme", "job", "iteration", "cct_s", "bound_s")
+FLOWS_FILE = "flows.csv"
+FLOW_COLUMNS = ("job", "rank", "dst_rank", "path")
+#: Shared links listed in the terminal (the rest are counted in one line).
+SHARED_LINKS_SHOWN = 12
 STEP_COLUMNS = ("scheme", "job", "rank", "iteration", "step", "start", "end")
 #: Order of schemes in tables and plots; others follow alphabetically.
 SCHEME_ORDER = ("baseline", "symphony", "placebo", "ideal")
@@ -172,8 +176,12 @@ def write_report(
     title: str | None = None,
     dilation: float = 1.0,
     mode: str = "mininet",
+    paths: Mapping[str, Any] | None = None,
 ) -> RenderableType:
-    """Write summary.json, cct.csv, steps.csv and both PNGs; return the terminal table.
+    """Write summary.json, cct.csv, steps.csv, flows.csv and both PNGs; return the terminal table.
+
+    ``paths``: :meth:`emu.routing.Routes.flow_report` (where each ring flow went, flows per
+    link), kept in summary.json as ``paths`` and in flows.csv (job, rank, dst_rank, path).
 
     ``mode``: the back end; a virtual-time run (``"sim"``) gets ``"mode": "sim"`` in
     summary.json and says so in the table's caption.
@@ -187,6 +195,10 @@ def write_report(
     summary = summary_dict(metrics, counters)
     if mode != "mininet":
         summary["mode"] = mode
+    if paths is not None:
+        summary["paths"] = dict(paths)
+        _write_csv(out / FLOWS_FILE, FLOW_COLUMNS,
+                   [(f["job"], f["rank"], f["dst_rank"], " ".join(f["path"])) for f in paths.get("flows", [])])
     if dilation != 1.0:
         summary["dilation"] = dilation
         for scheme in _ordered(metrics):
@@ -591,6 +603,26 @@ def _column(table: Table, header: str, justify: str = "right", wrap: bool = Fals
     table.add_column(header, justify=justify, no_wrap=not wrap)  # type: ignore[arg-type]
 
 
+def paths_table(paths: Mapping[str, Any] | None) -> RenderableType | None:
+    """The links that carry two ring flows or more (most shared first), or None without ``paths``."""
+    if not isinstance(paths, Mapping) or not paths.get("links"):
+        return None
+    links = [x for x in paths["links"] if x.get("flows", 0) >= 2]
+    table = Table(header_style="bold", caption_justify="left",
+                  caption=f"routing {paths.get('routing')}: {len(paths.get('flows', []))} ring flows, at most "
+                          f"{paths.get('max_flows_per_link')} on one link; every path in flows.csv"
+                          + (f"; {len(links) - SHARED_LINKS_SHOWN} more shared links in summary.json"
+                             if len(links) > SHARED_LINKS_SHOWN else ""))
+    _column(table, "shared link", "left")
+    _column(table, "ring flows")
+    _column(table, "job:rank", "left", wrap=True)
+    for x in links[:SHARED_LINKS_SHOWN]:
+        table.add_row(f"{x['from']} -> {x['to']}", str(x["flows"]), " ".join(x.get("ring_flows", [])))
+    if not links:
+        table.add_row("(none: no link carries two ring flows)", "", "")
+    return table
+
+
 def report_table(summary: Mapping[str, Any]) -> RenderableType:
     """Rich tables of a summary (see :func:`summary_dict`), readable at 100 columns: timing
     (CCTs, the bound, the comparison as ``ratio [95% CI] mark``) and counters (step lead,
@@ -602,13 +634,13 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
     if summary.get("mode") == "sim":
         dilation += "; virtual time: every time is simulated (docs/virtual-time.md)"
     timing = Table(title="symphony-emu results", header_style="bold", caption_justify="left",
-                   caption="CCT/bound: mean CCT over the bandwidth bound; vs baseline: mean CCT ratio "
+                   caption="CCT/bound: mean CCT over the bandwidth bound; JCT: the job's completion time; vs baseline: mean CCT ratio "
                            f"[95% CI] and {_LEGEND}{dilation}")
     counters = Table(header_style="bold", caption_justify="left",
                      caption="step lead in steps; marks and drops: all switches, whole run of the scheme")
     _column(timing, "scheme", "left")
     _column(timing, "job", "left", wrap=True)
-    for header in ("iters", "CCT\nmean ms", "p50\nms", "p99\nms", "CCT/\nbound"):
+    for header in ("iters", "CCT\nmean ms", "p50\nms", "p99\nms", "CCT/\nbound", "JCT\nms"):
         _column(timing, header)
     _column(timing, "vs baseline\nratio [CI]", "left")
     _column(counters, "scheme", "left")
@@ -618,7 +650,7 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
     _column(counters, "verified", "center")
     _column(counters, "machine", "left", wrap=True)  # quiet, or busy with the late wake-ups and CPU wait
     comparison = summary.get("comparison") or {}
-    schemes = _ordered(k for k, v in summary.items() if isinstance(v, dict) and k != "comparison")
+    schemes = _ordered(k for k, v in summary.items() if isinstance(v, dict) and k not in ("comparison", "paths"))
     for scheme in schemes:
         s = summary[scheme]
         marks = s.get("marks", {})
@@ -637,6 +669,7 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
                 _ms(cct.get("p50")),
                 _ms(cct.get("p99")),
                 _num(block.get("cct_over_bound", {}).get("mean")),
+                _ms(block.get("jct_s")),
                 "" if scheme == "baseline" else _vs_baseline(comparison.get(scheme, {}).get(str(job))),
             )
             counters.add_row(
@@ -651,6 +684,9 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
                 _machine(s.get("overload")) if first else "",
             )
     lines: list[RenderableType] = [timing, counters]
+    shared = paths_table(summary.get("paths"))
+    if shared is not None:
+        lines.append(shared)
     for sch in schemes:
         load = summary[sch].get("overload") or {}
         if load.get("disturbed"):

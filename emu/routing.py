@@ -1,7 +1,7 @@
 """Routes and switch table entries for a topology (pure; no root, no I/O).
 
-Routing rule (deterministic, destination-based because ``MyIngress.ipv4_lpm`` matches
-only ``hdr.ipv4.dstAddr``):
+Routing rule, ``routing: deterministic`` (the default; destination-based because
+``MyIngress.ipv4_lpm`` matches only ``hdr.ipv4.dstAddr``):
 
 1. For each destination host d, a BFS over the switch graph from d's access switch gives
    every switch its hop distance to d (hosts never forward).
@@ -13,6 +13,18 @@ only ``hdr.ipv4.dstAddr``):
    leaf-spine with hosts listed leaf by leaf and 2 spines, the first half of the hosts is
    reached via the first spine and the second half via the second, so every leaf uplink
    and spine downlink is used and placement in the file decides which flows share.
+
+``routing: ecmp`` keeps steps 1-2 and replaces 3 by a hash (p4/include/ecmp.p4,
+:mod:`emu.ecmp`): where k > 1, s's ``ipv4_lpm`` entry for d is ``ipv4_ecmp(group, seed)``,
+one group per distinct set of next hops at s, and the packet's 5-tuple (src and dst IP,
+UDP ports) hashed with s's seed picks one of 64 buckets that ``ecmp_nhop`` maps to a member
+(a balanced table shuffled by ``ecmp_seed``). A ring flow's path is computed with the same
+hash, so ``expected_flows``, the bandwidth bound and the report's flow table know where every
+flow went, and different flows to one destination may take different spines (collisions).
+
+``paths`` pins a ring flow (job, rank -> rank + 1) to a switch chain: ``MyIngress.path_pin``
+(src IP, dst IP) entries on the chain's switches, applied before ``ipv4_lpm``; its ACKs
+follow the routes back.
 
 A flow's path is the chain of these next hops, so paths and forwarding tables agree.
 
@@ -39,8 +51,9 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from hostapps.wire import MAX_JOBS, MAX_RANKS, STEP_WINDOW
+from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS, STEP_WINDOW
 
+from . import ecmp
 from .topology_plan import NetworkPlan, PortPlan
 from .topology_schema import Topology
 
@@ -74,6 +87,9 @@ TABLE_SYMPHONY = "MyIngress.symphony_config"
 TABLE_QUEUE_ECN = "MyEgress.queue_ecn"
 TABLE_MARKING = "MyEgress.symphony_marking"
 TABLE_PLACEBO = "MyEgress.placebo_marking"
+TABLE_ECMP = "MyIngress.ecmp_nhop"
+TABLE_PATH_PIN = "MyIngress.path_pin"
+ACTION_ECMP = "MyIngress.ipv4_ecmp"
 ACTION_FORWARD = "MyIngress.ipv4_forward"
 ACTION_SYMPHONY = "MyIngress.set_symphony_config"
 ACTION_ECN = "MyEgress.set_ecn_mark"
@@ -184,23 +200,43 @@ class JobBandwidth:
     max_flows_per_hop: int
 
 
+@dataclasses.dataclass(frozen=True)
+class EcmpGroup:
+    """One ECMP group of a switch: its equal-cost next hops and the bucket table."""
+
+    switch: str
+    group: int  #: id in ``meta.ecmp_group`` (0.. per switch)
+    members: tuple[PortPlan, ...]  #: next hops, sorted by peer name
+    buckets: tuple[int, ...]  #: member index of each of the 64 buckets (emu.ecmp.bucket_members)
+    seed: int  #: the switch's hash seed (emu.ecmp.switch_seed)
+
+
 class Routes:
     """Next hops toward every host and the resulting paths (see the module docstring)."""
 
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self.plan: NetworkPlan = topo.plan
-        #: switch -> destination host -> egress port
+        self.mode: str = topo.routing
+        ecmp_seed = topo.ecmp_seed
+        #: switch -> destination host -> egress port (deterministic choice; with ECMP the
+        #: port of the group's first member, for destinations that have a group)
         self.next_hop: dict[str, dict[str, PortPlan]] = {s.name: {} for s in self.plan.switches}
-        self._compute()
+        #: switch -> destination host -> ECMP group (``routing: ecmp`` and k > 1 only)
+        self.groups: dict[str, dict[str, EcmpGroup]] = {s.name: {} for s in self.plan.switches}
+        #: switch -> (src host, dst host) -> egress port of an explicit path
+        self.pins: dict[str, dict[tuple[str, str], PortPlan]] = {s.name: {} for s in self.plan.switches}
+        self._compute(ecmp_seed)
+        self._pin_paths()
 
-    def _compute(self) -> None:
+    def _compute(self, ecmp_seed: int) -> None:
         plan = self.plan
         sw_ports = {s.name: s.ports for s in plan.switches}
         neighbours = {
             s: sorted({p.peer for p in ports if p.peer in sw_ports}) for s, ports in sw_ports.items()
         }
         n_hosts = len(plan.hosts)
+        made: dict[str, dict[tuple[str, ...], EcmpGroup]] = {s.name: {} for s in plan.switches}
         for host in plan.hosts:
             # BFS distances to the host's access switch over switches only.
             dist = {host.switch: 0}
@@ -218,17 +254,57 @@ class Routes:
                 if sw.name not in dist:  # cannot happen in a connected topology
                     continue
                 cands = [n for n in neighbours[sw.name] if dist.get(n) == dist[sw.name] - 1]
+                if self.mode == "ecmp" and len(cands) > 1:
+                    key = tuple(cands)
+                    group = made[sw.name].get(key)
+                    if group is None:
+                        gid = len(made[sw.name])
+                        if gid >= ecmp.ECMP_GROUPS:
+                            raise ValueError(f"switch {sw.name}: more than ECMP_GROUPS = {ecmp.ECMP_GROUPS} "
+                                             "distinct sets of equal-cost next hops")
+                        group = EcmpGroup(sw.name, gid, tuple(sw.port_to(c) for c in cands),
+                                          tuple(ecmp.bucket_members(len(cands), ecmp_seed * 65536 + sw.index * 256 + gid)),
+                                          ecmp.switch_seed(ecmp_seed, sw.index))
+                        made[sw.name][key] = group
+                    self.groups[sw.name][host.name] = group
+                    self.next_hop[sw.name][host.name] = group.members[0]
+                    continue
                 choice = cands[(host.index * len(cands)) // n_hosts]
                 self.next_hop[sw.name][host.name] = sw.port_to(choice)
 
-    def path(self, src_host: str, dst_host: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        """(nodes, link indices) from ``src_host`` to ``dst_host``."""
+    def _pin_paths(self) -> None:
+        """Explicit paths of ``topo.paths`` (checked by the loader: a chain of linked switches
+        from the source's access switch to the destination's)."""
+        for pin in self.topo.paths:
+            job = self.topo.job(pin.job)
+            n = len(job.ranks)
+            src, dst = job.ranks[pin.rank], job.ranks[(pin.rank + 1) % n]
+            chain = list(pin.via) + [dst]
+            for here, nxt in zip(chain[:-1], chain[1:], strict=True):
+                self.pins[here][(src, dst)] = self.plan.switch(here).port_to(nxt)
+
+    def egress(self, switch: str, src_host: str, dst_host: str, sport: int = CTH_UDP_PORT,
+               dport: int = CTH_UDP_PORT) -> PortPlan:
+        """The port ``switch`` sends a UDP packet src -> dst (ports ``sport``, ``dport``) out of:
+        an explicit path, else the ECMP member its 5-tuple hashes to, else the route."""
+        pin = self.pins[switch].get((src_host, dst_host))
+        if pin is not None:
+            return pin
+        group = self.groups[switch].get(dst_host)
+        if group is None:
+            return self.next_hop[switch][dst_host]
+        b = ecmp.bucket(self.plan.host(src_host).ip, self.plan.host(dst_host).ip, sport, dport, group.seed)
+        return group.members[group.buckets[b]]
+
+    def path(self, src_host: str, dst_host: str, sport: int = CTH_UDP_PORT,
+             dport: int = CTH_UDP_PORT) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """(nodes, link indices) of a UDP packet from ``src_host`` to ``dst_host``."""
         src = self.plan.host(src_host)
         nodes = [src_host, src.switch]
         links = [self.plan.switch(src.switch).port_to(src_host).link_index]
         cur = src.switch
         while True:
-            port = self.next_hop[cur][dst_host]
+            port = self.egress(cur, src_host, dst_host, sport, dport)
             nodes.append(port.peer)
             links.append(port.link_index)
             if port.peer == dst_host:
@@ -246,6 +322,44 @@ class Routes:
         for r in range(n):
             nodes, links = self.path(job.ranks[r], job.ranks[(r + 1) % n])
             out.append(FlowPath(job.id, r, (r + 1) % n, nodes, links))
+        return out
+
+    def link_load(self) -> dict[tuple[str, str], list[tuple[int, int]]]:
+        """Directed hop ``(from, to)`` -> (job, src rank) of every job's ring flows on it."""
+        load: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for job in self.topo.jobs:
+            for flow in self.ring_flows(job.id):
+                for hop in flow.hops:
+                    load.setdefault(hop, []).append((flow.job, flow.src_rank))
+        return load
+
+    def flow_report(self) -> dict[str, Any]:
+        """Where every ring flow went and how many share each link (summary.json ``paths``).
+
+        ``routing`` (the mode), ``flows``: per job and rank the path as node names;
+        ``links``: per directed hop ``from``, ``to``, ``flows`` (ring flows on it, all jobs),
+        ``ring_flows`` (``"job:rank"`` labels), sorted by most shared first; ``max_flows_per_link``.
+        Background traffic is not in it.
+        """
+        flows = [{"job": f.job, "rank": f.src_rank, "dst_rank": f.dst_rank, "path": list(f.nodes)}
+                 for job in self.topo.jobs for f in self.ring_flows(job.id)]
+        load = self.link_load()
+        links = sorted(({"from": a, "to": b, "flows": len(on), "ring_flows": [f"{j}:{r}" for j, r in on]}
+                        for (a, b), on in load.items()), key=lambda x: (-x["flows"], x["from"], x["to"]))
+        return {"routing": self.mode, "flows": flows, "links": links,
+                "max_flows_per_link": max((x["flows"] for x in links), default=0)}
+
+    def ports_in_use(self) -> dict[str, set[int]]:
+        """switch -> egress ports the jobs' traffic takes: every ring flow's DATA path and its
+        ACK/CNP path back (receiver to sender). What a run's per-port ``tx`` counters must show
+        when no background runs (tests of the ECMP model in both modes)."""
+        out: dict[str, set[int]] = {s.name: set() for s in self.plan.switches}
+        for job in self.topo.jobs:
+            for f in self.ring_flows(job.id):
+                for a, b in ((f.src_host, f.dst_host), (f.dst_host, f.src_host)):
+                    nodes, _ = self.path(a, b)
+                    for here, nxt in zip(nodes[1:-1], nodes[2:], strict=True):
+                        out[here].add(self.plan.switch(here).port_to(nxt).port)
         return out
 
     def expected_flows(self) -> dict[str, dict[int, int]]:
@@ -281,7 +395,7 @@ class Routes:
 
 
 def compute_routes(topo: Topology) -> Routes:
-    """The deterministic routes of ``topo`` (see the module docstring for the rule)."""
+    """The routes of ``topo`` (see the module docstring for the rules)."""
     return Routes(topo)
 
 
@@ -455,6 +569,29 @@ def symphony_entry(topo: Topology, job_id: int, flows: int, scheme: Scheme,
     )
 
 
+def ecmp_entries(routes: Routes, switch: str) -> list[TableEntry]:
+    """``MyIngress.ecmp_nhop`` entries of one switch: every bucket of every group.
+
+    The destination MAC of a next hop that is a switch is never read (the next switch
+    rewrites it), so an ECMP next hop writes the peer switch port's address.
+    """
+    plan = routes.plan
+    out = []
+    seen: set[int] = set()
+    for group in routes.groups[switch].values():
+        if group.group in seen:
+            continue
+        seen.add(group.group)
+        for b, m in enumerate(group.buckets):
+            port = group.members[m]
+            peer_mac = (plan.switch(port.peer).port_to(switch).mac if port.peer_port is not None
+                        else plan.host(port.peer).mac)
+            out.append(TableEntry(table=TABLE_ECMP, match={"meta.ecmp_group": group.group, "meta.ecmp_bucket": b},
+                                  action=ACTION_FORWARD,
+                                  params={"srcAddr": port.mac, "dstAddr": peer_mac, "port": port.port}))
+    return out
+
+
 def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None, *,
                     p4: str = "v1model", placebo: Mapping[int, float] | None = None) -> dict[str, SwitchProgram]:
     """Per switch (file order): table entries and queue configs for ``scheme``.
@@ -479,6 +616,11 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
     for sw in plan.switches:
         entries: list[TableEntry] = []
         for host in plan.hosts:
+            group = routes.groups[sw.name].get(host.name)
+            if group is not None:
+                entries.append(TableEntry(table=TABLE_LPM, match={"hdr.ipv4.dstAddr": f"{host.ip}/32"},
+                                          action=ACTION_ECMP, params={"group": group.group, "seed": group.seed}))
+                continue
             port = routes.next_hop[sw.name][host.name]
             entries.append(
                 TableEntry(
@@ -488,6 +630,11 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
                     params={"srcAddr": port.mac, "dstAddr": host.mac, "port": port.port},
                 )
             )
+        entries.extend(ecmp_entries(routes, sw.name))
+        for (src, dst), port in sorted(routes.pins[sw.name].items()):
+            entries.append(TableEntry(
+                table=TABLE_PATH_PIN, match={"hdr.ipv4.srcAddr": plan.host(src).ip, "hdr.ipv4.dstAddr": plan.host(dst).ip},
+                action=ACTION_FORWARD, params={"srcAddr": port.mac, "dstAddr": plan.host(dst).mac, "port": port.port}))
         for port in sw.ports:
             entries.extend(ecn_entries(topo, port.port, unit))
         for job_id, flows in sorted(expected[sw.name].items()):

@@ -864,7 +864,10 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
                                                       time_scale=1.0 / dilation)
                       for scheme, run in runs.items()}
     counters = {scheme: counter_totals(run.counter_delta()) for scheme, run in runs.items()}
-    table = report.write_report(out_dir, scheme_metrics, counters, title=title, dilation=dilation, mode=mode)
+    from emu.routing import compute_routes
+
+    table = report.write_report(out_dir, scheme_metrics, counters, title=title, dilation=dilation, mode=mode,
+                                paths=compute_routes(topology).flow_report() if topology.jobs else None)
     summary = json.loads((out_dir / report.SUMMARY_FILE).read_text())
     if extra:
         summary.update(extra)

@@ -446,6 +446,43 @@ def dcqcn_timers_fire(topo: Topology, fail: Fail) -> None:
                 )
 
 
+def explicit_paths_valid(topo: Topology, fail: Fail) -> None:
+    """Each explicit path (``paths``) names a job's ring flow once and is a loop-free chain of
+    linked switches from the sender's access switch to the receiver's."""
+    switches = {s.name for s in topo.switches}
+    linked = {frozenset((link.a, link.b)) for link in topo.links}
+    access = {link.a if link.b in switches else link.b: link.b if link.b in switches else link.a
+              for link in topo.links if (link.a in switches) != (link.b in switches)}
+    jobs = {job.id: job for job in topo.jobs}
+    seen: set[tuple[int, int]] = set()
+    for p, pin in enumerate(topo.paths):
+        job = jobs.get(pin.job)
+        if job is None:
+            raise fail(("paths", p, "job"), f"no job {pin.job}",
+                       f"name one of: {', '.join(map(str, sorted(jobs))) or '(no jobs)'}")
+        n = len(job.ranks)
+        if pin.rank >= n:
+            raise fail(("paths", p, "rank"), f"job {job.id} has ranks 0..{n - 1}, got {pin.rank}",
+                       "name the sending rank of a ring flow")
+        if (pin.job, pin.rank) in seen:
+            raise fail(("paths", p), f"second path for job {pin.job} rank {pin.rank}", "give each flow one path")
+        seen.add((pin.job, pin.rank))
+        src, dst = job.ranks[pin.rank], job.ranks[(pin.rank + 1) % n]
+        for v, name in enumerate(pin.via):
+            if name not in switches:
+                raise fail(("paths", p, "via", v), f"{name!r} is not a switch", "list switches only")
+        if pin.via[0] != access[src] or pin.via[-1] != access[dst]:
+            raise fail(("paths", p, "via"),
+                       f"the flow {src} -> {dst} enters at {access[src]!r} and leaves at {access[dst]!r}",
+                       f"start the path at {access[src]!r} and end it at {access[dst]!r}")
+        for v, (a, b) in enumerate(zip(pin.via[:-1], pin.via[1:], strict=True)):
+            if frozenset((a, b)) not in linked:
+                raise fail(("paths", p, "via", v + 1), f"no link between {a!r} and {b!r}",
+                           "list switches that are linked one to the next")
+        if len(set(pin.via)) != len(pin.via):
+            raise fail(("paths", p, "via"), "a switch appears twice (a loop)", "give a loop-free path")
+
+
 #: The checks in the order the loader runs them (the first failing one names the error).
 CHECKS: tuple[Check, ...] = (
     unique_names,
@@ -458,6 +495,7 @@ CHECKS: tuple[Check, ...] = (
     resolve_ecn_ramp,
     jobs_fit,
     background_hosts,
+    explicit_paths_valid,
     ecn_can_mark,
     symphony_can_mark,
     dcqcn_timers_fire,

@@ -168,6 +168,15 @@ class JobSpec(_Model):
     dcqcn: dict[str, float | int | bool | str] | None = None
 
 
+class PathSpec(_Model):
+    """An explicit path of one ring flow (job ``job``, rank ``rank`` -> rank + 1): the switches
+    it crosses, from the sender's access switch to the receiver's (MyIngress.path_pin)."""
+
+    job: int = Field(ge=0)
+    rank: int = Field(ge=0)
+    via: list[str] = Field(min_length=1)
+
+
 class FlowSpec(_Model):
     """On/off UDP background traffic (Not-ECT, UDP port 5001)."""
 
@@ -202,6 +211,13 @@ class Topology(_Model):
     links: list[LinkSpec] = Field(min_length=1)
     jobs: list[JobSpec] = []
     background: list[FlowSpec] = []
+    #: ``deterministic`` (destination blocks, emu.routing) or ``ecmp`` (a hash of the 5-tuple
+    #: picks among equal-cost next hops, p4/include/ecmp.p4).
+    routing: Literal["deterministic", "ecmp"] = "deterministic"
+    #: Seed of the ECMP bucket tables (``routing: ecmp``): another seed, other collisions.
+    ecmp_seed: int = Field(0, ge=0, lt=2**32)
+    #: Explicit paths of ring flows, ahead of ``routing``.
+    paths: list[PathSpec] = []
     ecn: EcnParams = EcnParams()
     symphony: SymphonyParams = SymphonyParams()
     #: DCQCN parameter overrides for every job (names of hostapps.ratecontrol.DcqcnParams;

@@ -12,8 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from emu import ecmp
 from emu.embedded.t2na import qdepth_cells
 from emu.routing import (
+    ACTION_ECMP,
     ACTION_ECN,
     ACTION_FORWARD,
     ACTION_MARKING,
@@ -21,6 +23,7 @@ from emu.routing import (
     MAX_QDEPTH,
     MAX_RAMP_RANGES,
     PROB_ONE,
+    TABLE_ECMP,
     TABLE_LPM,
     TABLE_MARKING,
     TABLE_QUEUE_ECN,
@@ -36,7 +39,7 @@ from emu.routing import (
 )
 from emu.targets import P4_BUILDS
 from emu.topology import Topology, load_topology, parse_topology
-from hostapps.wire import MAX_RANKS, STEP_WINDOW
+from hostapps.wire import CTH_UDP_PORT, MAX_RANKS, STEP_WINDOW
 
 REPO = Path(__file__).resolve().parents[2]
 TOPOLOGIES = sorted((REPO / "topologies").glob("*.yaml"))
@@ -146,12 +149,20 @@ def test_entries_well_formed(path: Path, scheme: str) -> None:
         assert len(lpm) == len(plan.hosts)
         for e in lpm:
             assert set(e.as_dict()) == {"table", "match", "action", "params"}
-            assert e.action == ACTION_FORWARD
             net = ipaddress.IPv4Network(e.match["hdr.ipv4.dstAddr"])
             assert net.prefixlen == 32
+            if e.action == ACTION_ECMP:  # routing: ecmp, several next hops: a group of this switch
+                assert topo.routing == "ecmp" and set(e.params) == {"group", "seed"}
+                continue
+            assert e.action == ACTION_FORWARD
             assert set(e.params) == {"srcAddr", "dstAddr", "port"}
             assert e.params["dstAddr"] == macs[str(net.network_address)]
             assert port_macs[e.params["port"]] == e.params["srcAddr"]
+        groups = {e.params["group"] for e in lpm if e.action == ACTION_ECMP}
+        nhop = [e for e in prog.entries if e.table == TABLE_ECMP]
+        assert {e.match["meta.ecmp_group"] for e in nhop} == groups
+        assert len(nhop) == ecmp.ECMP_BUCKETS * len(groups)
+        assert all(port_macs[e.params["port"]] == e.params["srcAddr"] for e in nhop)
         ecn = [e for e in prog.entries if e.table == TABLE_QUEUE_ECN]
         if topo.ecn.kmin_packets == topo.ecn.kmax_packets:  # the shorthand K: a step, one entry per port
             assert topo.ecn.kmin_packets == topo.ecn.threshold_packets
@@ -182,17 +193,25 @@ def test_entries_well_formed(path: Path, scheme: str) -> None:
             (p.port, p.rate_bps, p.depth_pkts, p.delay_us) for p in sw.ports
         ]
     # Following the lpm entries hop by hop from every host reaches every other host.
-    by_switch = {
-        sw: {e.match["hdr.ipv4.dstAddr"]: e.params["port"] for e in p.entries if e.table == TABLE_LPM}
-        for sw, p in progs.items()
-    }
+    by_switch = {sw: {e.match["hdr.ipv4.dstAddr"]: e for e in p.entries if e.table == TABLE_LPM}
+                 for sw, p in progs.items()}
+    nhops = {sw: {(e.match["meta.ecmp_group"], e.match["meta.ecmp_bucket"]): e.params["port"]
+                  for e in p.entries if e.table == TABLE_ECMP} for sw, p in progs.items()}
+
+    def out_port(sw: str, src: str, dst: str) -> int:
+        e = by_switch[sw][f"{dst}/32"]
+        if e.action == ACTION_FORWARD:
+            return e.params["port"]
+        bucket = ecmp.bucket(src, dst, CTH_UDP_PORT, CTH_UDP_PORT, e.params["seed"])
+        return nhops[sw][(e.params["group"], bucket)]
+
     for src in plan.hosts:
         for dst in plan.hosts:
             if src is dst:
                 continue
             cur, hops = src.switch, 0
             while True:
-                port = plan.switch(cur).ports[by_switch[cur][f"{dst.ip}/32"] - 1]
+                port = plan.switch(cur).ports[out_port(cur, src.ip, dst.ip) - 1]
                 hops += 1
                 if port.peer == dst.name:
                     break
