@@ -3,6 +3,10 @@
 Usage::
 
     .venv/bin/python scripts/make_dc_leafspine.py N [--iterations K] [--size-mib S] [--background B]
+    .venv/bin/python scripts/make_dc_leafspine.py --leaves L --hosts-per-leaf H --spines S
+        --jobs 8,8,2 [--placement packed|random|by-job] [--oversubscription X] [--routing ecmp]
+        [--ecmp-seed K] [--placement-seed K] [--size-mib S] [--iterations K] --out FILE
+    .venv/bin/python scripts/make_dc_leafspine.py --scenario NAME    # a shipped scenario (emu.fabric)
 
 N ranks (a multiple of 4) on N/2 leaves with 2 hosts each and 2 spines, 100 Gbit/s links with
 1 us delay, mtu 4096, the hpcc-dcqcn-100g preset, a ring placed so that every flow crosses two
@@ -16,9 +20,11 @@ its output; 32 and 64 ranks for the scaling measurements:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
 
 def gen(n: int, iterations: int, size_mib: int, bg: int, bg_gbps: int = 20, on_us: int = 200, off_us: int = 800) -> str:
@@ -104,6 +110,59 @@ dcqcn:
 
 
 def main() -> None:
+    if any(a == "--scenario" or a.startswith("--scenario=") or a == "--leaves" or a.startswith("--leaves=")
+           for a in sys.argv[1:]):
+        fabric_main()
+        return
+    classic_main()
+
+
+def fabric_main() -> None:
+    """A general leaf-spine (emu.fabric.leaf_spine), or a shipped scenario by name."""
+    from emu import fabric
+
+    ap = argparse.ArgumentParser(description="Write a leaf-spine scenario (emu/fabric.py).")
+    ap.add_argument("--scenario", choices=sorted(fabric.SCENARIOS), help="a shipped scenario, to topologies/NAME.yaml")
+    ap.add_argument("--leaves", type=int)
+    ap.add_argument("--hosts-per-leaf", type=int, default=2)
+    ap.add_argument("--spines", type=int, default=2)
+    ap.add_argument("--jobs", default="8", help="ranks per job, comma-separated (8,8,2)")
+    ap.add_argument("--placement", choices=fabric.PLACEMENTS, default="by-job")
+    ap.add_argument("--placement-seed", type=int, default=1)
+    ap.add_argument("--oversubscription", type=float, default=1.0, help="leaf host bandwidth / uplink bandwidth")
+    ap.add_argument("--host-gbps", type=float, default=100.0)
+    ap.add_argument("--routing", choices=("ecmp", "deterministic"), default="ecmp")
+    ap.add_argument("--ecmp-seed", type=int, default=0)
+    ap.add_argument("--size-mib", type=float, default=4)
+    ap.add_argument("--iterations", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    if args.scenario:
+        out = args.out or REPO / "topologies" / f"{args.scenario}.yaml"
+        text = fabric.scenario_yaml(args.scenario)
+    else:
+        if args.out is None or args.leaves is None:
+            ap.error("--leaves and --out are needed (or --scenario NAME)")
+        try:
+            ranks = [int(x) for x in args.jobs.split(",")]
+            doc = fabric.leaf_spine(
+                name=args.out.stem, description=f"leaf-spine {args.leaves}x{args.hosts_per_leaf}, {args.spines} spines, "
+                f"jobs {args.jobs}, {args.placement} placement", leaves=args.leaves,
+                hosts_per_leaf=args.hosts_per_leaf, spines=args.spines,
+                jobs=[{"ranks": n, "size_bytes": f"{args.size_mib:g}MiB", "iterations": args.iterations} for n in ranks],
+                placement=args.placement, placement_seed=args.placement_seed, host_gbps=args.host_gbps,
+                oversubscription=args.oversubscription, routing=args.routing, ecmp_seed=args.ecmp_seed)
+        except ValueError as exc:
+            ap.error(str(exc))
+        text = fabric.to_yaml(doc)
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        ap.error(f"--out {out}: {exc.strerror}")
+    print(f"wrote {out}")
+
+
+def classic_main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("ranks", type=int)
     ap.add_argument("--iterations", type=int, default=5)
