@@ -61,10 +61,21 @@ class HdrRef:
     #: a member of a header_union: the validity vars of the other members (made invalid when
     #: this one becomes valid, P4_16 spec 8.20)
     siblings: tuple[str, ...] = ()
+    #: varbit field name -> the var holding its current length in bits
+    varlen: dict[str, str] = field(default_factory=dict)
 
     def invalidate_siblings(self) -> list[str]:
         """The lines that make the other members of its union invalid (none outside a union)."""
         return [f"{v} = False" for v in self.siblings]
+
+
+@dataclass
+class VarField:
+    """A varbit header field: the var of its value and the var of its length in bits."""
+
+    var: str
+    len_var: str
+    type: ir.VarbitT
 
 
 @dataclass
@@ -388,11 +399,15 @@ class CodeGen:
         valid = self.fresh(path + "_valid")
         self.slots.append((valid, False))
         fields = []
+        varlen = {}
         for fname, ftype in t.fields:
             var = self.fresh(f"{path}.{fname}")
             self.slots.append((var, 0))
             fields.append((fname, ftype.width, var))  # type: ignore[union-attr]
-        return HdrRef(valid, fields, t, path)
+            if isinstance(ftype, ir.VarbitT):
+                varlen[fname] = self.fresh(f"{path}.{fname}_len")
+                self.slots.append((varlen[fname], 0))
+        return HdrRef(valid, fields, t, path, varlen=varlen)
 
     # ---------------------------------------------------------------- typing helpers
     def clean(self, v: V) -> str:
@@ -469,6 +484,8 @@ class CodeGen:
                     if fname == e.name:
                         if isinstance(ftype, ir.IntT):
                             return Leaf(var, ftype, bits=True)
+                        if isinstance(ftype, ir.VarbitT):
+                            return VarField(var, base.varlen[fname], ftype)
                         return Leaf(var, ir.BitT(w))
                 self.fail(e.loc, f"header {base.type.name} has no field {e.name}")
             if isinstance(base, StackRef):
@@ -556,6 +573,9 @@ class CodeGen:
             return V(b.var, b.type, dirty=b.bits)  # clean() sign-converts a bit pattern
         if isinstance(b, V):
             return b
+        if isinstance(b, VarField):
+            self.fail(e.loc, "unsupported use of a varbit field as a value (it may be extracted, emitted and "
+                             "assigned to a varbit field)")
         self.fail(e.loc, "unsupported use of a header, struct or object as a value")
 
     def expr_type_member(self, e: ir.TypeMember, scopes) -> V:
@@ -726,6 +746,10 @@ class CodeGen:
         kind, obj, meth = self.call_target(e, scopes)
         if kind == "method" and isinstance(obj, HdrRef) and meth == "isValid":
             return V(obj.valid, ir.BoolT())
+        if kind == "method" and isinstance(obj, HdrRef) and meth in ("minSizeInBits", "minSizeInBytes"):
+            bits = obj.type.fixed_width  # without the varbit field (spec 8.17)
+            n = bits if meth == "minSizeInBits" else bits // 8
+            return V(str(n), ir.IntLitT(), n)
         if kind == "method" and isinstance(obj, UnionRef) and meth == "isValid":  # any member valid (spec 8.20)
             return V("(" + " or ".join(h.valid for h in obj.members.values()) + ")", ir.BoolT())
         if kind == "method" and isinstance(obj, DynElem) and meth == "isValid":
@@ -773,6 +797,8 @@ class CodeGen:
         if self.cur_ctx is None or self.cur_ctx.kind != "parser":
             self.fail(e.loc, "lookahead outside a parser")
         t = e.type_args[0]
+        if isinstance(t, ir.HeaderT) and t.varbit is not None:
+            self.fail(e.loc, "unsupported lookahead of a header with a varbit field")
         width = t.width if isinstance(t, ir.BitT | ir.HeaderT) else 0
         if width <= 0 or width % 8 and isinstance(t, ir.HeaderT):
             self.fail(e.loc, "unsupported lookahead type (need bit<N> or a header)")
@@ -862,6 +888,8 @@ class CodeGen:
             return self.temp_decl(s, scopes)
         if isinstance(s.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
             return self.value_decl(s, scopes)
+        if isinstance(s.type, ir.VarbitT):
+            self.fail(s.loc, "unsupported varbit local variable")
         var = self.fresh(s.name)
         if s.init is not None:
             v = self.expr(s.init, scopes)
@@ -1099,6 +1127,15 @@ class CodeGen:
             return
         if isinstance(b, DynElem):
             self.fail(loc, "unsupported assignment of a whole header to a header stack element chosen at run time")
+        if isinstance(b, VarField):
+            src = self.ref(value, scopes) if isinstance(value, ir.Name | ir.Member) else None
+            if not isinstance(src, VarField) or src.type.width > b.type.width:
+                self.fail(loc, f"a varbit<{b.type.width}> field can only be assigned a varbit field of at most "
+                               "that width")
+            self.flush_pre()
+            self.emit(f"{b.var} = {src.var}")
+            self.emit(f"{b.len_var} = {src.len_var}")
+            return
         self.fail(loc, "unsupported assignment target")
 
     def assign_dyn(self, d: DynElem, name: str, value: ir.Expr, scopes, loc) -> None:
@@ -1126,6 +1163,8 @@ class CodeGen:
             self.emit(f"{dst.valid} = {src.valid}")
             for (_n, _w, dv), (_n2, _w2, sv) in zip(dst.fields, src.fields, strict=True):
                 self.emit(f"{dv} = {sv}")
+            for name, lv in dst.varlen.items():
+                self.emit(f"{lv} = {src.varlen[name]}")
             if dst.siblings:  # a valid header assigned to a union member: the others become invalid
                 self.emit(f"if {dst.valid}: " + "; ".join(dst.invalidate_siblings()))
         elif isinstance(dst, UnionRef):
@@ -1368,6 +1407,8 @@ class CodeGen:
             self.emit(f"{dst.valid} = False")
             for _n, _w, v in dst.fields:
                 self.emit(f"{v} = 0")
+            for lv in dst.varlen.values():
+                self.emit(f"{lv} = 0")
         elif isinstance(dst, StackRef):
             self.emit(f"{dst.nxt} = 0")
             for h in dst.elems:
@@ -1497,6 +1538,8 @@ class CodeGen:
 
         def walk_binding(b: Any, loc: ir.Loc) -> None:
             if isinstance(b, HdrRef):
+                if b.varlen:
+                    self.fail(loc, "unsupported varbit field in checksum/hash data")
                 leaves.extend((var, w) for _n, w, var in b.fields)
             elif isinstance(b, StackRef):
                 for h in b.elems:
@@ -1544,8 +1587,17 @@ class CodeGen:
     def extract(self, e: ir.Call, scopes, ctx) -> None:
         if ctx.kind != "parser":
             self.fail(e.loc, "extract outside a parser")
+        if len(e.args) == 2:  # extract(hdr, bits): a header with a varbit field (spec 12.8.2)
+            h = self.ref(e.args[0], scopes)
+            if not isinstance(h, HdrRef) or not h.varlen:
+                self.fail(e.loc, "two-argument extract needs a header with a varbit field")
+            bits = self.expr(e.args[1], scopes)
+            if not isinstance(bits.type, ir.BitT | ir.IntT | ir.IntLitT):
+                self.fail(e.loc, f"extract's length must be bit<32>, got {tname(bits.type)}")
+            self.flush_pre()
+            return self.extract_varbit(h, self.clean(bits))
         if len(e.args) != 1:
-            self.fail(e.loc, "unsupported varbit extract")
+            self.fail(e.loc, "extract takes one or two arguments")
         if isinstance(e.args[0], ir.DontCare):  # extract<T>(_): skip a T (spec 12.8.1)
             t = e.type_args[0] if len(e.type_args) == 1 else None
             if not isinstance(t, ir.HeaderT) or t.width % 8:
@@ -1569,10 +1621,52 @@ class CodeGen:
             return
         if not isinstance(h, HdrRef):
             self.fail(e.loc, "extract needs a header")
+        if h.varlen:
+            self.fail(e.loc, f"{h.path} has a varbit field: extract it with its length, extract(hdr, bits)")
         self.extract_header(h)
+
+    def extract_varbit(self, h: HdrRef, bits: str) -> None:
+        """Extract header ``h`` whose varbit field is ``bits`` long (code): HeaderTooShort when that
+        exceeds its width, ParserInvalidArgument when not whole bytes, PacketTooShort past the end."""
+        name = h.type.varbit
+        vmax = dict(h.type.fields)[name].width  # type: ignore[union-attr,index]
+        vb = self.fresh("vb")
+        self.emit(f"{vb} = {bits}")
+        self.emit(f"if {vb} > {vmax}:")
+        self.emit(f"    _perr = {self.errors['HeaderTooShort']}")
+        self.emit("    break")
+        self.emit(f"if {vb} & 7:")
+        self.emit(f"    _perr = {self.errors['ParserInvalidArgument']}")
+        self.emit("    break")
+        nb = f"(({h.type.fixed_width} + {vb}) >> 3)"
+        self.emit(f"if _pos + {nb} > _n:")
+        self.emit(f"    _perr = {self.errors['PacketTooShort']}")
+        self.emit("    break")
+        self.emit(f"_x = int.from_bytes(_pkt[_pos:_pos + {nb}], 'big')")
+        self.emit(f"_pos += {nb}")
+        after = 0  # fixed bits after the field being split
+        parts = []
+        seen_var = False
+        for fname, w, var in reversed(h.fields):
+            if fname == name:
+                parts.append(f"{var} = (_x >> {after}) & ((1 << {vb}) - 1)")
+                seen_var = True
+                continue
+            shift = f"({after} + {vb})" if seen_var else str(after)
+            parts.append(f"{var} = (_x >> {shift}) & {hex(mask(w))}")
+            after += w
+        for ln in reversed(parts):
+            self.emit(ln)
+        self.emit(f"{h.varlen[name]} = {vb}")
+        self.emit(f"{h.valid} = True")
+        for ln in h.invalidate_siblings():
+            self.emit(ln)
 
     def extract_header(self, h: HdrRef) -> None:
         """Emit the extract of header ``h`` at ``_pos`` (PacketTooShort when the frame ends first)."""
+        if h.varlen:
+            self.fail((self.prog.source, 0), f"{h.path} has a varbit field: extract it with a length, "
+                                             "extract(hdr, bits)")
         nbytes = h.type.width // 8
         self.emit(f"if _pos + {nbytes} > _n:")
         self.emit(f"    _perr = {self.errors['PacketTooShort']}")
@@ -1725,6 +1819,13 @@ class CodeGen:
         if not hdrs:
             self.fail(e.loc, "emit needs a header or a struct of headers")
         for h in hdrs:
+            if h.varlen:  # a varbit field: its current length (spec 15.2)
+                code, lv = "", next(iter(h.varlen.values()))
+                for n, w, var in h.fields:
+                    sh = lv if n in h.varlen else str(w)
+                    code = var if not code else f"({code} << {sh} | {var})"
+                self.emit(f"if {h.valid}: _out.append(({code}).to_bytes(({h.type.fixed_width} + {lv}) >> 3, 'big'))")
+                continue
             code = ""
             for _n, w, var in h.fields:
                 code = var if not code else f"({code} << {w} | {var})"

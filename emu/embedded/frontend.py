@@ -37,7 +37,6 @@ _GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar.lark"
 #: NAME tokens that start an unsupported construct, with the token that must follow
 #: (None: anything) and the construct name used in the error message.
 _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
-    "varbit": ("<", "varbit"),
     "value_set": ("<", "value_set"),
     "for": ("(", "for loop"),  # P4_16 1.2.5 for loops
 }
@@ -433,6 +432,9 @@ class _Builder(Transformer):
     def int_type(self, meta, ch):
         return ir.IntT(ch[0])
 
+    def varbit_type(self, meta, ch):
+        return ir.VarbitT(ch[0])
+
     def int_inf_type(self, meta, ch):
         return ir.IntLitT()  # ``int``: arbitrary precision, compile-time values only (spec 7.1.6.5)
 
@@ -518,8 +520,12 @@ class _Builder(Transformer):
         name = str(ch[0])
         fields = []
         for fname, ftype, fmeta, _lists in ch[1:]:
-            if not isinstance(ftype, ir.BitT | ir.IntT):
+            if not isinstance(ftype, ir.BitT | ir.IntT | ir.VarbitT):
                 self._fail(fmeta, f"unsupported header field type in header {name}")
+            if isinstance(ftype, ir.VarbitT) and any(isinstance(t, ir.VarbitT) for _n, t in fields):
+                self._fail(fmeta, f"header {name} has more than one varbit field")
+            if isinstance(ftype, ir.VarbitT) and ftype.width % 8:
+                self._fail(fmeta, f"unsupported varbit<{ftype.width}> (this model reads whole bytes)")
             fields.append((fname, ftype))
         t = ir.HeaderT(name, tuple(fields))
         if t.width % 8:
@@ -653,6 +659,8 @@ class _Builder(Transformer):
         return locals_, states
 
     def var_decl(self, meta, ch):
+        if isinstance(ch[0], ir.VarbitT):  # supported as a header field only
+            self._fail(meta, "unsupported varbit local variable")
         return ir.VarDecl(self._loc(meta), ch[0], str(ch[1]), ch[2])
 
     def parser_state(self, meta, ch):

@@ -30,6 +30,14 @@ class IntT:
 
 
 @dataclass(frozen=True)
+class VarbitT:
+    """``varbit<width>``: a header field of 0..width bits, its length set by the two-argument
+    ``extract`` (P4_16 spec 7.1.6.3)."""
+
+    width: int
+
+
+@dataclass(frozen=True)
 class BoolT:
     """``bool``."""
 
@@ -61,8 +69,18 @@ class HeaderT:
 
     @property
     def width(self) -> int:
-        """Header width in bits."""
+        """Header width in bits (a varbit field counted at its largest)."""
         return sum(t.width for _, t in self.fields)  # type: ignore[union-attr]
+
+    @property
+    def fixed_width(self) -> int:
+        """Header width in bits without its varbit field (``minSizeInBits()``)."""
+        return sum(t.width for _, t in self.fields if not isinstance(t, VarbitT))  # type: ignore[union-attr]
+
+    @property
+    def varbit(self) -> str | None:
+        """The name of its varbit field, if it has one."""
+        return next((n for n, t in self.fields if isinstance(t, VarbitT)), None)
 
 
 @dataclass(frozen=True)
@@ -105,7 +123,7 @@ class TypeOfT:
     exprs: tuple
 
 
-Type = BitT | IntT | BoolT | ErrorT | IntLitT | EnumT | HeaderT | UnionT | StructT | NamedT | StackT | TypeOfT
+Type = BitT | IntT | VarbitT | BoolT | ErrorT | IntLitT | EnumT | HeaderT | UnionT | StructT | NamedT | StackT | TypeOfT
 
 # ---------------------------------------------------------------- expressions
 
