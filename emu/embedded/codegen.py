@@ -1292,11 +1292,8 @@ class CodeGen:
                       body_scopes: Scopes | None = None) -> None:
         """Inline ``act`` (or a function as an action) with ``args``; ``bound`` binds action data.
 
-        Copy-in/copy-out (P4_16 spec 6.8): every ``in``/``out``/``inout`` parameter is a fresh
-        local (scalar, header or struct), initialised from its argument (``in``, ``inout``) or
-        invalid/0 (``out``) and, for ``out``/``inout``, copied back to the argument at the end,
-        also when the body runs ``exit`` (spec 12.5: copy-out still happens). The body sees
-        ``body_scopes`` (default: its control's scopes) plus its parameters.
+        Parameters are copied in and out (:meth:`copy_in`, :meth:`body_with_copy_out`). The body
+        sees ``body_scopes`` (default: its control's scopes) plus its parameters.
         """
         depth = ctx.depth
         if depth > 16:
@@ -1309,50 +1306,59 @@ class CodeGen:
             if bound is not None and p.name in bound:
                 scope[p.name] = bound[p.name]
                 continue
-            a = args[i]
-            if isinstance(p.type, ir.StructT | ir.HeaderT | ir.StackT | ir.UnionT):
-                src = self.ref(a, scopes)
-                if not isinstance(src, HdrRef | StructRef | StackRef | UnionRef) or src.type != p.type:
-                    self.fail(a.loc, f"argument {p.name} of {act.name} must be a {tname(p.type)}")
-                local = self.alloc_local(p.type, f"{act.name}.{p.name}")
-                self.flush_pre()
-                if p.direction == "out":
-                    self.clear_ref(local)
-                else:  # in, inout, directionless: a copy (never an alias of the argument)
-                    self.copy_ref(local, src)
-                scope[p.name] = local
-                if p.direction in ("out", "inout"):
-                    copy_out.append((src, local))
-                continue
-            if p.direction in ("out", "inout"):
-                tgt = self.out_target(a, scopes, loc)
-                var = self.fresh(p.name)
-                if p.direction == "inout":
-                    init = self.convert(V(tgt.var, tgt.type, dirty=tgt.bits), p.type, loc)
-                else:
-                    init = "False" if isinstance(p.type, ir.BoolT) else "0"
-                self.flush_pre()
-                self.emit(f"{var} = {init}")
-                scope[p.name] = Leaf(var, p.type)
-                copy_out.append((tgt, Leaf(var, p.type)))
-            else:
-                v = self.expr(a, scopes)
-                var = self.fresh(p.name)
-                code = self.convert(v, p.type, loc)
-                self.flush_pre()
-                self.emit(f"{var} = {code}")
-                scope[p.name] = Leaf(var, p.type)
+            scope[p.name] = self.copy_in(p, args[i], scopes, loc, act.name, copy_out)
+        body_sc = (ctx.scopes if body_scopes is None else body_scopes) + [scope]
         uses_return = contains(act.body, ir.Return)
         sub = replace(ctx, depth=depth + 1, in_loop=uses_return or ctx.in_loop)
-        body_sc = (ctx.scopes if body_scopes is None else body_scopes) + [scope]
         guard = bool(copy_out) and self.may_exit(act.body, body_sc)
-        if guard:  # exit raises _Exit through the body: copy out on the way (spec 12.5)
+        self.body_with_copy_out(act.body.stmts, body_sc, sub, copy_out, guard, uses_return)
+
+    def copy_in(self, p: ir.Param, a: ir.Expr, scopes, loc, owner: str, copy_out: list[tuple[Any, Any]],
+                local: Any = None) -> Any:
+        """Copy-in of argument ``a`` for parameter ``p`` (P4_16 spec 6.8): the parameter's local
+        (``local``, or a fresh one) initialised from ``a`` (``in``, ``inout``, directionless) or
+        invalid/0 (``out``); ``out``/``inout`` add ``(argument, local)`` to ``copy_out``. Scalars,
+        headers, structs, stacks and unions alike: a parameter is never an alias of its argument."""
+        if isinstance(p.type, ir.StructT | ir.HeaderT | ir.StackT | ir.UnionT):
+            src = self.ref(a, scopes)
+            if not isinstance(src, HdrRef | StructRef | StackRef | UnionRef) or src.type != p.type:
+                self.fail(a.loc, f"argument {p.name} of {owner} must be a {tname(p.type)}")
+            if local is None:
+                local = self.alloc_local(p.type, f"{owner}.{p.name}")
+            self.flush_pre()
+            if p.direction == "out":
+                self.clear_ref(local)
+            else:
+                self.copy_ref(local, src)
+            if p.direction in ("out", "inout"):
+                copy_out.append((src, local))
+            return local
+        if local is None:
+            local = Leaf(self.fresh(p.name), p.type)
+        if p.direction in ("out", "inout"):
+            tgt = self.out_target(a, scopes, loc)
+            if p.direction == "inout":
+                init = self.convert(V(tgt.var, tgt.type, dirty=tgt.bits), p.type, loc)
+            else:
+                init = "False" if isinstance(p.type, ir.BoolT) else "0"
+            copy_out.append((tgt, local))
+        else:
+            init = self.convert(self.expr(a, scopes), p.type, loc)
+        self.flush_pre()
+        self.emit(f"{local.var} = {init}")
+        return local
+
+    def body_with_copy_out(self, stmts: list[ir.Stmt], scopes, ctx: Ctx, copy_out: list[tuple[Any, Any]],
+                           guard: bool, uses_return: bool) -> None:
+        """Emit ``stmts`` (in a ``while True`` when they ``return``), then the copy-out; with
+        ``guard`` the copy-out also runs when ``exit`` raises ``_Exit`` through them (spec 12.5)."""
+        if guard:
             self.emit("try:")
             self.ind += 1
         if uses_return:
             self.emit("while True:")
             self.ind += 1
-        self.block(act.body.stmts, body_sc, sub)
+        self.block(stmts, scopes, ctx)
         if uses_return:
             self.emit("break")
             self.ind -= 1
@@ -1904,56 +1910,17 @@ class CodeGen:
         return SubControlRef(sub, params, sub_ctx)
 
     def apply_control(self, c: SubControlRef, e: ir.Call, scopes, ctx: Ctx) -> None:
-        """``c.apply(args)``: copy-in, the control's apply block, copy-out (also after ``exit``,
-        P4_16 spec 12.5 and 6.8)."""
+        """``c.apply(args)``: copy-in into the instance's parameter storage, the control's apply
+        block, copy-out (also after ``exit``, P4_16 spec 12.5 and 6.8)."""
         if len(e.args) != len(c.params):
             self.fail(e.loc, f"{c.decl.name}.apply takes {len(c.params)} arguments, got {len(e.args)}")
         copy_out: list[tuple[Any, Any]] = []
         for (p, b), a in zip(c.params, e.args, strict=True):
-            if isinstance(b, Leaf):
-                if p.direction in ("out", "inout"):
-                    tgt = self.out_target(a, scopes, e.loc)
-                    init = (self.convert(V(tgt.var, tgt.type, dirty=tgt.bits), p.type, e.loc)
-                            if p.direction == "inout" else ("False" if isinstance(p.type, ir.BoolT) else "0"))
-                    copy_out.append((tgt, b))
-                else:
-                    init = self.convert(self.expr(a, scopes), p.type, e.loc)
-                self.flush_pre()
-                self.emit(f"{b.var} = {init}")
-                continue
-            src = self.ref(a, scopes)
-            if type(src) is not type(b) or src.type != b.type:
-                self.fail(a.loc, f"argument {p.name} of {c.decl.name}.apply must be a {tname(p.type)}")
-            self.flush_pre()
-            if p.direction == "out":
-                self.clear_ref(b)
-            else:
-                self.copy_ref(b, src)
-            if p.direction in ("out", "inout"):
-                copy_out.append((src, b))
+            self.copy_in(p, a, scopes, e.loc, f"{c.decl.name}.apply", copy_out, local=b)
         uses_return = contains(c.decl.apply, ir.Return)
         guard = bool(copy_out) and control_may_exit(c.decl, self.prog)
-        if guard:
-            self.emit("try:")
-            self.ind += 1
-        if uses_return:
-            self.emit("while True:")
-            self.ind += 1
-        self.block(c.decl.apply.stmts, c.ctx.scopes, replace(c.ctx, in_loop=uses_return, depth=ctx.depth + 1))
-        if uses_return:
-            self.emit("break")
-            self.ind -= 1
-        if guard:
-            self.ind -= 1
-            self.emit("finally:")
-            self.ind += 1
-        for tgt, local in copy_out:
-            if isinstance(tgt, Leaf):
-                self.emit(f"{tgt.var} = {self.store_code(tgt, local.var)}")
-            else:
-                self.copy_ref(tgt, local)
-        if guard:
-            self.ind -= 1
+        self.body_with_copy_out(c.decl.apply.stmts, c.ctx.scopes,
+                                replace(c.ctx, in_loop=uses_return, depth=ctx.depth + 1), copy_out, guard, uses_return)
 
     def _table(self, decl, t: ir.Table, ctx: Ctx) -> TableRef:
         fq = f"{decl.name}.{t.name}"
