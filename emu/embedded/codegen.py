@@ -170,6 +170,15 @@ class SubControlRef:
 
 
 @dataclass
+class SubParserRef:
+    """A parser instantiated inside another (``P2() p2;``): as :class:`SubControlRef`."""
+
+    decl: ir.ParserDecl
+    params: list[tuple[ir.Param, Any]]
+    ctx: Ctx
+
+
+@dataclass
 class ExternRef:
     """An extern object instance: the runtime object and the :class:`ExternType` that generates its calls."""
 
@@ -1252,6 +1261,8 @@ class CodeGen:
                 return
             if isinstance(obj, SubControlRef) and meth == "apply":
                 return self.apply_control(obj, e, scopes, ctx)
+            if isinstance(obj, SubParserRef) and meth == "apply":
+                return self.apply_parser(obj, e, scopes, ctx)
             if isinstance(obj, ExternRef):
                 try:
                     return obj.ext.call(self, obj.obj, meth, e, scopes, ctx)
@@ -1366,13 +1377,17 @@ class CodeGen:
             self.ind -= 1
             self.emit("finally:")
             self.ind += 1
+        self.copy_back(copy_out)
+        if guard:
+            self.ind -= 1
+
+    def copy_back(self, copy_out: list[tuple[Any, Any]]) -> None:
+        """The copy-out of ``out``/``inout`` parameters: each local back into its argument."""
         for tgt, local in copy_out:
             if isinstance(tgt, Leaf):
                 self.emit(f"{tgt.var} = {self.store_code(tgt, local.var)}")
             else:
                 self.copy_ref(tgt, local)
-        if guard:
-            self.ind -= 1
 
     def may_exit(self, body: ir.Stmt, scopes, depth: int = 0) -> bool:
         """Whether ``body`` runs ``exit``, itself or in an action it calls."""
@@ -1879,7 +1894,10 @@ class CodeGen:
             scope[inst.name] = self.instantiate_control(self.prog.controls[inst.type.name], fq, inst, ctx)
             return
         if inst.type.name in self.prog.parsers:
-            self.fail(inst.loc, f"unsupported sub-parser {inst.type.name} (a parser instantiated inside another)")
+            if ctx is None or ctx.kind != "parser":
+                self.fail(inst.loc, f"parser {inst.type.name} instantiated outside a parser")
+            scope[inst.name] = self.instantiate_parser(self.prog.parsers[inst.type.name], fq, inst, ctx)
+            return
         ext = self.arch.externs.get(inst.type.name)
         if ext is None:
             self.fail(inst.loc, f"unsupported extern {inst.type.name}")
@@ -1908,6 +1926,78 @@ class CodeGen:
         self.emit(f"# control {decl.name} as {fq}")
         self.declare_locals(sub, sub_ctx)
         return SubControlRef(sub, params, sub_ctx)
+
+    def instantiate_parser(self, decl: ir.ParserDecl, fq: str, inst: ir.Instance, ctx: Ctx) -> SubParserRef:
+        """``P2() p2;`` inside a parser: storage for P2's parameters (its ``packet_in`` is the
+        caller's packet), then its locals."""
+        if inst.args:
+            self.fail(inst.loc, f"unsupported parser constructor parameters ({decl.name})")
+        sub = replace(decl, name=fq)
+        scope: dict[str, Any] = {}
+        params = []
+        for p in decl.params:
+            tn = getattr(p.type, "name", "")
+            if tn == "packet_in":
+                b: Any = PacketRef("packet_in")
+            elif isinstance(p.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
+                b = self.alloc_local(p.type, f"{fq}.{p.name}")
+            elif isinstance(p.type, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
+                b = Leaf(self.fresh(f"{fq}.{p.name}"), p.type)
+                self.emit(f"{b.var} = {'False' if isinstance(p.type, ir.BoolT) else '0'}")
+            else:
+                self.fail(p.loc, f"unsupported parameter type {tname(p.type)} of parser {decl.name} instantiated in "
+                                 "another parser")
+            scope[p.name] = b
+            params.append((p, b))
+        sub_ctx = replace(ctx, block=fq, scopes=[scope], in_loop=False, ret=None)
+        self.declare_locals(sub, sub_ctx)
+        return SubParserRef(sub, params, sub_ctx)
+
+    def apply_parser(self, c: SubParserRef, e: ir.Call, scopes, ctx: Ctx) -> None:
+        """``p2.apply(pkt, args)`` in a parser state: copy-in, P2's states as a state loop of
+        their own, copy-out; when P2 rejects or sets an error the calling parser stops too."""
+        if ctx.kind != "parser":
+            self.fail(e.loc, f"{c.decl.name}.apply outside a parser")
+        if len(e.args) != len(c.params):
+            self.fail(e.loc, f"{c.decl.name}.apply takes {len(c.params)} arguments, got {len(e.args)}")
+        copy_out: list[tuple[Any, Any]] = []
+        for (p, b), a in zip(c.params, e.args, strict=True):
+            if isinstance(b, PacketRef):
+                if not isinstance(self.ref(a, scopes), PacketRef):
+                    self.fail(a.loc, f"argument {p.name} of {c.decl.name}.apply must be the packet_in")
+                continue
+            self.copy_in(p, a, scopes, e.loc, f"{c.decl.name}.apply", copy_out, local=b)
+        decl = c.decl
+        names = ["start"] + [n for n in decl.states if n != "start"]
+        idx = {n: i for i, n in enumerate(names)}
+        st, rej = self.fresh("st"), self.fresh("rejected")
+        self.emit(f"{st} = 0")
+        self.emit(f"{rej} = False")
+
+        def goto(target: str, loc) -> None:
+            if target == "accept":
+                self.emit("break")
+            elif target == "reject":
+                self.emit(f"{rej} = True")
+                self.emit("break")
+            elif target in idx:
+                self.emit(f"{st} = {idx[target]}")
+                self.emit("continue")
+            else:
+                self.fail(loc, f"unknown parser state {target}")
+
+        self.emit("while True:")
+        self.ind += 1
+        for k, name in enumerate(names):
+            self.emit(f"{'if' if k == 0 else 'elif'} {st} == {k}:  # state {decl.name}.{name}")
+            self.ind += 1
+            self._gen_state(decl.states[name], c.ctx.scopes, replace(c.ctx, depth=ctx.depth + 1), goto)
+            self.ind -= 1
+        self.emit("else:")
+        self.emit("    break")
+        self.ind -= 1
+        self.copy_back(copy_out)
+        self.emit(f"if _perr or {rej}: break  # the sub-parser rejected: so does this parser")
 
     def apply_control(self, c: SubControlRef, e: ir.Call, scopes, ctx: Ctx) -> None:
         """``c.apply(args)``: copy-in into the instance's parameter storage, the control's apply
