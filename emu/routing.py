@@ -48,9 +48,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
+from emu.control import TableEntry
+from emu.p4build import P4_BUILDS, p4_build
 from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS, STEP_WINDOW
 
 from . import ecmp
@@ -76,9 +78,6 @@ MAX_QDEPTH = 2**19 - 1
 #: table-size bound, as switch ASICs quantize RED profiles). 32 per port keeps a 64-port
 #: switch within QUEUE_ECN_ENTRIES (2048, p4/include/constants.p4).
 MAX_RAMP_RANGES = 32
-#: Bytes per buffer cell of the Tofino2 traffic manager, the unit of T2NA's
-#: ``eg_intr_md.enq_qdepth`` (Tofino1: 80). docs/tofino.md.
-T2NA_CELL_BYTES = 176
 #: Ethernet header ahead of every IP packet (bytes; untagged frames, as the hosts send).
 ETH_HEADER_BYTES = 14
 
@@ -98,29 +97,6 @@ ACTION_MARKING = "MyEgress.set_symphony_mark"
 COUNTER_SYMPHONY_MARKS = "MyEgress.symphony_marks"  # [job]
 COUNTER_QUEUE_MARKS = "MyEgress.queue_marks"  # [job]
 COUNTER_DROPS = "MyIngress.drops"  # [ingress port]
-
-
-@dataclasses.dataclass(frozen=True)
-class TableEntry:
-    """One ``table_add`` of the control API (docs/interfaces.md section 3)."""
-
-    table: str
-    match: dict[str, Any]
-    action: str
-    params: dict[str, Any]
-    priority: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """``{"table", "match", "action", "params"}`` (+ ``priority`` when set)."""
-        out: dict[str, Any] = {
-            "table": self.table,
-            "match": dict(self.match),
-            "action": self.action,
-            "params": dict(self.params),
-        }
-        if self.priority is not None:
-            out["priority"] = self.priority
-        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -435,19 +411,15 @@ def t2na_qdepth(mtu: int) -> QdepthUnit:
     1500 -> 1514-byte frames, 9 cells; 4096 -> 4110 bytes, 24 cells. The embedded T2NA
     build counts each queued frame the same way (emu.embedded.t2na.qdepth_cells).
     """
-    return QdepthUnit("cells", -(-data_frame_bytes(mtu) // T2NA_CELL_BYTES))
-
-
-#: P4 build -> its queue-depth unit for an IP MTU (``p4/symphony.p4``, ``p4/tofino/symphony.p4``).
-QDEPTH_UNITS: dict[str, Callable[[int], QdepthUnit]] = {"v1model": lambda _mtu: V1MODEL_QDEPTH,
-                                                         "tofino": t2na_qdepth}
+    tofino = P4_BUILDS["tofino"]
+    return QdepthUnit(tofino.qdepth_unit, tofino.units_per_frame(data_frame_bytes(mtu)))
 
 
 def qdepth_unit(p4: str, topo: Topology) -> QdepthUnit:
-    """The queue-depth unit of build ``p4`` on ``topo`` (its ``mtu``); ValueError if unknown."""
-    if p4 not in QDEPTH_UNITS:
-        raise ValueError(f"unknown P4 build {p4!r}; use one of {', '.join(QDEPTH_UNITS)}")
-    return QDEPTH_UNITS[p4](topo.mtu)
+    """The queue-depth unit of build ``p4`` (:data:`emu.p4build.P4_BUILDS`) on ``topo`` (its
+    ``mtu``): a full DATA frame's units; ValueError if the build is unknown."""
+    build = p4_build(p4)
+    return QdepthUnit(build.qdepth_unit, build.units_per_frame(data_frame_bytes(topo.mtu)))
 
 
 def symphony_threshold(lead: int, lead_threshold: int, slope: float) -> int:
@@ -603,7 +575,7 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
     (that job's thresholds per lead, both schemes: the P4 marks only in symphony mode),
     then, for ``scheme`` "placebo" only, ``placebo_marking`` (per job its probability from
     ``placebo``, job id -> 0..1; a job not in it is never marked).
-    ``p4`` is the build (a key of :data:`QDEPTH_UNITS`): queue depths are converted to
+    ``p4`` is the build (a key of :data:`emu.p4build.P4_BUILDS`): queue depths are converted to
     its unit for the topology's MTU (:func:`qdepth_unit`).
     """
     if scheme not in MODES:

@@ -32,17 +32,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from emu.control import CONTRACT_METHODS, ControlError, SwitchControl
+from emu.control import CONTRACT_METHODS, ControlError, ReplicationControl, SwitchControl, TableEntry
+from emu.control import REPLICATION_METHODS as PRE_METHODS
+from emu.encoding import FieldMatch, KeyField
+from emu.p4rt import match_to_spelling
 
 __all__ = ["ControlAPI", "ControlClient", "ControlError", "ControlServer", "METHODS"]
 
 logger = logging.getLogger(__name__)
 
-#: v1model packet replication (multicast groups, clone sessions) of the embedded switch.
-REPLICATION_METHODS = ("mcast_group_delete", "mcast_group_set", "mirroring_add", "mirroring_delete",
-                       "meter_set_rates", "direct_meter_set_rates", "direct_counter_read")
-#: Methods served over the socket: the SwitchControl contract, plus replication.
-METHODS = CONTRACT_METHODS + REPLICATION_METHODS
+#: The embedded switch's methods beyond the contract: meters and direct counters.
+EXTRA_METHODS = ("meter_set_rates", "direct_meter_set_rates", "direct_counter_read")
+#: Methods served over the socket: the SwitchControl contract, replication, the extras.
+METHODS = CONTRACT_METHODS + PRE_METHODS + EXTRA_METHODS
 
 #: Longest request or reply line accepted (bytes).
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -55,18 +57,28 @@ def _one_line(e: BaseException) -> str:
     return " ".join(text.split())
 
 
-class ControlAPI(SwitchControl):
+class ControlAPI(SwitchControl, ReplicationControl):
     """In-process control of one switch (``SwitchCore`` + its pipeline): the
-    :class:`~emu.control.SwitchControl` contract without any process or socket.
+    :class:`~emu.control.SwitchControl` contract and its replication part without any
+    process or socket.
 
     ``on_shutdown`` is called by :meth:`shutdown` (the switch process stops its loop).
-    Every method raises :class:`ControlError` on a bad name, width or value.
+    Every method raises :class:`ControlError` on a bad name, width or value. The program's
+    default actions are those the tables have when the ControlAPI is made (the switch
+    makes it before any control-plane write).
     """
 
     def __init__(self, core: Any, on_shutdown: Callable[[], None] | None = None) -> None:
         self.core = core
         self.pipeline = core.pipeline
         self._on_shutdown = on_shutdown
+        self._program_defaults = {name: t.default_desc for name, t in self.pipeline.tables.items()}
+
+    def _table(self, table: str) -> Any:
+        try:
+            return self.pipeline.table(table)
+        except KeyError as e:
+            raise ControlError(f"table_read: {_one_line(e)}") from None
 
     def _pipe(self, method: str, *args: Any, **kwargs: Any) -> Any:
         fn = getattr(self.pipeline, method, None)
@@ -105,6 +117,33 @@ class ControlAPI(SwitchControl):
         """Set the action run on a miss."""
         self._pipe("table_set_default", table, action, params or {})
 
+    def table_reset_default(self, table: str) -> None:
+        """The program's default action again (a ``const default_action`` stays as it is)."""
+        t = self._table(table)
+        action, params = self._program_defaults[t.name]
+        if action:
+            t.set_default(action, params, force=True)
+
+    def table_read(self, table: str) -> list[TableEntry]:
+        """Every entry of ``table``, match in :mod:`emu.encoding` spelling (don't-cares left out)."""
+        t = self._table(table)
+        keys = [KeyField(k.name, k.kind, k.width) for k in t.keys]
+        out = []
+        for canon, (_state, _args, prio, action, desc) in t.entries.items():
+            fields = []
+            for key, c in zip(keys, canon, strict=False):
+                if key.match == "exact":
+                    fields.append(FieldMatch(key, c))
+                elif key.match == "lpm":
+                    fields.append(FieldMatch(key, c[0], prefix_len=c[1]))
+                elif key.match == "range":
+                    fields.append(FieldMatch(key, c[0], high=c[1]))
+                else:
+                    fields.append(FieldMatch(key, c[0], mask=c[1]))
+            out.append(TableEntry(t.name, match_to_spelling(fields), action, dict(desc),
+                                  prio if t.needs_priority else None))
+        return out
+
     # -- registers and counters ----------------------------------------------------
 
     def register_read(self, name: str, index: int | None = None) -> int | list[int]:
@@ -125,6 +164,27 @@ class ControlAPI(SwitchControl):
         if index is None:
             return [tuple(c) for c in res]  # type: ignore[misc]
         return tuple(res)  # type: ignore[return-value]
+
+    def counter_reset(self, name: str) -> None:
+        """Every cell of counter ``name`` to (0, 0)."""
+        self._pipe("counter_reset", name)
+
+    def reset_state(self) -> None:
+        """As a new pipeline: tables emptied (const entries stay), program defaults,
+        registers, counters and direct counters 0, no multicast group or clone session."""
+        pipe = self.pipeline
+        for name, table in pipe.tables.items():
+            if not table.const_entries:
+                table.clear()
+            self.table_reset_default(name)
+        for name in pipe.registers:
+            pipe.register_reset(name)
+        for name in pipe.counters:
+            pipe.counter_reset(name)
+        for group in list(pipe.mcast_groups):
+            pipe.mcast_group_delete(group)
+        for session in list(pipe.mirror_sessions):
+            pipe.mirroring_delete(session)
 
     # -- switch --------------------------------------------------------------------
 
@@ -159,6 +219,14 @@ class ControlAPI(SwitchControl):
         """Delete clone session ``session``."""
         self._pipe("mirroring_delete", session)
 
+    def mcast_groups(self) -> dict[int, list[tuple[int, int]]]:
+        """Every multicast group: id -> [(port, rid), ...]."""
+        return {g: [tuple(r) for r in reps] for g, reps in self.pipeline.mcast_groups.items()}  # type: ignore[misc]
+
+    def mirror_sessions(self) -> dict[int, int]:
+        """Every clone session: id -> egress port."""
+        return dict(self.pipeline.mirror_sessions)
+
     def meter_set_rates(self, name: str, index: int | None, rates: list) -> None:
         """Meter cell (None: all) rates ``[[CIR, CBS], [PIR, PBS]]`` in units per microsecond, bursts in units."""
         self._pipe("meter_set_rates", name, index, rates)
@@ -186,6 +254,8 @@ class ControlAPI(SwitchControl):
 
 
 def _jsonable(value: Any) -> Any:
+    if isinstance(value, TableEntry):
+        return _jsonable(value.as_dict())
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -369,7 +439,7 @@ def _int_keys(value: Any) -> Any:
     return value
 
 
-class ControlClient(SwitchControl):
+class ControlClient(SwitchControl, ReplicationControl):
     """Synchronous client of a :class:`ControlServer`: the :class:`~emu.control.SwitchControl`
     methods, each sent as one request with the contract's signature.
 
@@ -452,6 +522,18 @@ class ControlClient(SwitchControl):
     def stats(self) -> dict[str, Any]:
         """See :meth:`emu.control.SwitchControl.stats`; port keys come back as ints."""
         return _int_keys(self.call("stats"))
+
+    def table_read(self, table: str) -> list[TableEntry]:
+        """See :meth:`emu.control.SwitchControl.table_read`."""
+        return [TableEntry(**e) for e in self.call("table_read", table=table)]
+
+    def mcast_groups(self) -> dict[int, list[tuple[int, int]]]:
+        """See :meth:`ControlAPI.mcast_groups` (JSON keys back to ints)."""
+        return {int(g): [tuple(r) for r in reps] for g, reps in self.call("mcast_groups").items()}  # type: ignore[misc]
+
+    def mirror_sessions(self) -> dict[int, int]:
+        """See :meth:`ControlAPI.mirror_sessions`."""
+        return {int(s): int(p) for s, p in self.call("mirror_sessions").items()}
 
     def mcast_group_set(self, group: int, replicas: list) -> None:
         """See :meth:`ControlAPI.mcast_group_set`."""

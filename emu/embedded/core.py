@@ -35,16 +35,22 @@ _PARSER_ERROR_KEYS = ("parser_errors", "parser_error")
 
 
 class PipelineLike(Protocol):
-    """What SwitchCore needs of ``runtime.Pipeline`` (docs/interfaces.md section 3)."""
+    """What SwitchCore needs of ``runtime.Pipeline`` (docs/interfaces.md section 3): every
+    member is required (no probing), so a test double says what it stands in for."""
 
+    #: counters by name; ``parser_errors`` (packets whose parser_error is not NoError) if kept
     stats: dict[str, int]
-    #: None: enq_qdepth in packets; else units per queued packet (T2NA: cells). Optional.
+    #: None: enq_qdepth in packets; else units per queued packet (T2NA: cells)
     qdepth_unit: Any
+    #: copies egress asked for (E2E clones, recirculations), taken by the core after each packet
+    pending: list
+    #: the last egress run sent its packet back to ingress (not a drop)
+    last_recirculated: bool
 
     def ingress(self, frame: bytes, ingress_port: int, now_us: int) -> Any | None: ...
 
-    def egress(self, st: Any, *, egress_port: int, enq_qdepth: int, deq_qdepth: int,
-               deq_timedelta_us: int, enq_timestamp_us: int, now_us: int) -> bytes | None: ...
+    def egress_at(self, st: Any, egress_port: int, enq_qdepth: int, deq_qdepth: int,
+                  deq_timedelta_us: int, enq_timestamp_us: int, now_us: int) -> bytes | None: ...
 
 
 class _RateLimitedLog:
@@ -104,7 +110,7 @@ class SwitchCore:
         self.max_frame_bytes = int(max_frame_bytes)
         self.tm = TrafficManager(port_list, service=self._run_egress, ticks_per_us=self.ticks_per_us,
                                  wire_overhead_bytes=wire_overhead_bytes,
-                                 qdepth_unit=getattr(pipeline, "qdepth_unit", None))
+                                 qdepth_unit=pipeline.qdepth_unit)
         self._ports = frozenset(port_list)
         self._rx = dict.fromkeys(port_list, 0)
         self._tx = dict.fromkeys(port_list, 0)
@@ -115,13 +121,13 @@ class SwitchCore:
         self.io_lag = {"wakeups": 0, "late_wakeups": 0}
         self.io_lag_max_us = 0
         self._log = _RateLimitedLog(1_000_000 * self.ticks_per_us)
-        self._parser_key = next((k for k in _PARSER_ERROR_KEYS if k in getattr(pipeline, "stats", {})), None)
-        #: copies egress asked for (E2E clones, recirculations): the pipeline's list, if it has one
-        self._pending: list | None = getattr(pipeline, "pending", None)
+        self._parser_key = next((k for k in _PARSER_ERROR_KEYS if k in pipeline.stats), None)
+        #: copies egress asked for (E2E clones, recirculations): the pipeline's list
+        self._pending: list = pipeline.pending
         #: the first internal error (an exception from the pipeline that is not a PacketError)
         self.internal_error: Exception | None = None
-        # Pipeline.egress_at (positional arguments) where the pipeline has it, else egress
-        self._egress_at = getattr(pipeline, "egress_at", None)
+        # Pipeline.egress_at: positional arguments, one call per packet
+        self._egress_at = pipeline.egress_at
 
     def _internal(self, exc: Exception, now_us: int, where: str) -> None:
         """An exception out of the pipeline that is not a :class:`PacketError`: a bug in the
@@ -278,12 +284,7 @@ class SwitchCore:
         else:
             now_tick = now_us
         try:
-            if self._egress_at is not None:
-                out = self._egress_at(st, port, enq_qdepth, deq_qdepth, deq_timedelta_us, enq_timestamp_us, now_us)
-            else:
-                out = self.pipeline.egress(st, egress_port=port, enq_qdepth=enq_qdepth,
-                                           deq_qdepth=deq_qdepth, deq_timedelta_us=deq_timedelta_us,
-                                           enq_timestamp_us=enq_timestamp_us, now_us=now_us)
+            out = self._egress_at(st, port, enq_qdepth, deq_qdepth, deq_timedelta_us, enq_timestamp_us, now_us)
         except PacketError as e:
             self._drops["malformed"] += 1
             self._log("malformed", now_tick, "port %d: egress dropped the packet: %s", port, e)
@@ -291,7 +292,7 @@ class SwitchCore:
         except Exception as e:
             self._internal(e, now_tick, f"port {port}: egress")
             return None
-        if out is None and not getattr(self.pipeline, "last_recirculated", False):
+        if out is None and not self.pipeline.last_recirculated:
             self._drops["pipeline"] += 1
         return out
 
@@ -359,7 +360,7 @@ class SwitchCore:
             "queues": {p: {"rate_bps": tm.config(p).rate_bps, "depth_pkts": tm.config(p).depth_pkts,
                            "delay_us": tm.config(p).delay_us, "qdepth": tm.qdepth(p)}
                        for p in tm.ports},
-            "pipeline": dict(getattr(self.pipeline, "stats", {})),
+            "pipeline": dict(self.pipeline.stats),
             "io_lag": dict(self.io_lag),
             "io_lag_max_us": self.io_lag_max_us,
         }

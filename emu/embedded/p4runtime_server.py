@@ -112,6 +112,8 @@ class _Table:
     keys: tuple[KeyField, ...]
     actions: dict[int, ActionInfo]
     const_default: bool
+    #: ``const entries``: the program's, read-only to the control plane (spec 9.1.5)
+    const_entries: bool = False
 
     @property
     def priority_required(self) -> bool:
@@ -165,13 +167,12 @@ class P4RuntimeService:
             keys = tuple(KeyField(m.name, _KINDS[m.match_type], m.bitwidth, m.id) for m in t.match_fields)
             self.tables[t.preamble.id] = _Table(t.preamble.name, t.preamble.id, keys,
                                                 {r.id: actions[r.id] for r in t.action_refs},
-                                                bool(t.const_default_action_id))
+                                                bool(t.const_default_action_id), bool(t.is_const_table))
         self.action_ids = {a.name: pid for pid, a in actions.items()}
         self.counters = {c.preamble.id: (c.preamble.name, c.size) for c in self.p4info.counters}
         self.counter_units = {c.preamble.id: c.spec.unit for c in self.p4info.counters}
         self.registers = {r.preamble.id: (r.preamble.name, r.size, r.type_spec.bitstring.bit.bitwidth)
                           for r in self.p4info.registers}
-        self._initial_defaults = {name: table.default_desc for name, table in self.pipeline.tables.items()}
 
     # -- arbitration (section 5) ---------------------------------------------------------------
     def open_stream(self) -> _Stream:
@@ -295,22 +296,10 @@ class P4RuntimeService:
         if action == A.VERIFY_AND_SAVE:
             self.saved = cookie
         elif action == A.VERIFY_AND_COMMIT:
-            self.run(self._clear_state)
+            self.run(self.api.reset_state)
             self.cookie = cookie
         elif action == A.RECONCILE_AND_COMMIT:
             self.cookie = cookie
-
-    def _clear_state(self) -> None:
-        for name, table in self.pipeline.tables.items():
-            if not table.const_entries:  # const entries are the program's: a new pipeline has them too
-                table.clear()
-            default, params = self._initial_defaults[name]
-            if default:
-                table.set_default(default, params, force=True)
-        for name in self.pipeline.registers:
-            self.pipeline.register_reset(name)
-        for name in self.pipeline.counters:
-            self.pipeline.counter_reset(name)
 
     def get_pipeline(self, req: Any) -> Any:
         """GetForwardingPipelineConfig."""
@@ -407,7 +396,7 @@ class P4RuntimeService:
         t = self._table(te.table_id)
         if te.is_const:
             raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: is_const must be false in a write")
-        if self.pipeline.table(t.name).const_entries and not te.is_default_action:
+        if t.const_entries and not te.is_default_action:
             raise P4RuntimeStatus("PERMISSION_DENIED", f"{t.name}: the table has const entries (spec 9.1.5)")
         if te.is_default_action:
             if utype != U.MODIFY:
@@ -420,8 +409,7 @@ class P4RuntimeService:
                 action, params = self._action(t, te)
                 self.api.table_set_default(t.name, action, params)
             else:  # back to the program's default
-                action, params = self._initial_defaults[t.name]
-                self.pipeline.table(t.name).set_default(action, params, force=True)
+                self.api.table_reset_default(t.name)
             return
         fields = match_from_proto(t.name, t.keys, te.match)
         if t.priority_required:
@@ -438,8 +426,7 @@ class P4RuntimeService:
             self.api.table_delete(t.name, match, priority)
             return
         if utype == U.MODIFY and not te.HasField("action"):  # spec 9.1.2: the action stays; a no-op
-            table = self.pipeline.table(t.name)
-            if table.canonical_key(match, priority) not in table.entries:
+            if not any(e.match == match and e.priority == priority for e in self.api.table_read(t.name)):
                 raise EntryNotFoundError(f"{t.name}: no entry with match {match}")
             return
         action, params = self._action(t, te)
@@ -462,19 +449,18 @@ class P4RuntimeService:
     def _write_pre(self, utype: int, pre: Any) -> None:
         U = p4runtime_pb2.Update  # noqa: N806
         kind = pre.WhichOneof("type")
-        pipe = self.pipeline
         if kind == "multicast_group_entry":
             g = pre.multicast_group_entry
             gid, what = int(g.multicast_group_id), f"multicast group {g.multicast_group_id}"
             if not 0 < gid < 1 << 16:
                 raise P4RuntimeStatus("INVALID_ARGUMENT", f"{what}: the id must be 1..65535")
-            exists = gid in pipe.mcast_groups
+            exists = gid in self.api.mcast_groups()
         elif kind == "clone_session_entry":
             c = pre.clone_session_entry
             gid, what = int(c.session_id), f"clone session {c.session_id}"
             if gid <= 0:
                 raise P4RuntimeStatus("INVALID_ARGUMENT", f"{what}: the id must be > 0")
-            exists = gid in pipe.mirror_sessions
+            exists = gid in self.api.mirror_sessions()
         else:
             raise P4RuntimeStatus("INVALID_ARGUMENT", "packet_replication_engine_entry without an entry")
         if utype == U.INSERT and exists:
@@ -500,25 +486,27 @@ class P4RuntimeService:
         out = []
         if kind == "multicast_group_entry":
             want = int(query.multicast_group_entry.multicast_group_id)
-            for gid in sorted(self.pipeline.mcast_groups):
+            groups = self.api.mcast_groups()
+            for gid in sorted(groups):
                 if want and gid != want:
                     continue
                 e = p4runtime_pb2.Entity()
                 g = e.packet_replication_engine_entry.multicast_group_entry
                 g.multicast_group_id = gid
-                for port, rid in self.pipeline.mcast_groups[gid]:
+                for port, rid in groups[gid]:
                     r = g.replicas.add()
                     r.egress_port, r.instance = port, rid
                 out.append(e)
         elif kind == "clone_session_entry":
             want = int(query.clone_session_entry.session_id)
-            for sid in sorted(self.pipeline.mirror_sessions):
+            sessions = self.api.mirror_sessions()
+            for sid in sorted(sessions):
                 if want and sid != want:
                     continue
                 e = p4runtime_pb2.Entity()
                 c = e.packet_replication_engine_entry.clone_session_entry
                 c.session_id = sid
-                c.replicas.add().egress_port = self.pipeline.mirror_sessions[sid]
+                c.replicas.add().egress_port = sessions[sid]
                 out.append(e)
         else:
             raise P4RuntimeStatus("INVALID_ARGUMENT", "packet_replication_engine_entry without an entry")
@@ -634,7 +622,7 @@ class P4RuntimeService:
                 match_to_proto(m, te.match.add())
         if t.priority_required:
             te.priority = prio
-        if self.pipeline.table(t.name).const_entries:
+        if t.const_entries:
             te.is_const = True
         self._action_proto(te, action, desc)
         return e

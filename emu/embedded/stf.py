@@ -46,18 +46,19 @@ from __future__ import annotations
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import click
 
+from emu.control import ReplicationControl, SwitchControl
 from emu.embedded.control import ControlAPI
 from emu.embedded.core import SwitchCore
 from emu.embedded.errors import ControlError, P4FrontendError
 
-__all__ = ["EmbeddedStfDevice", "StfDevice", "StfError", "StfOutcome", "StfResult", "run_stf", "run_stf_on",
+__all__ = ["EmbeddedStfDevice", "StfDevice", "StfError", "StfProgram", "StfTable", "StfOutcome", "StfResult", "run_stf", "run_stf_on",
            "stf_command"]
 
 #: Ports of the STF switch: every v1model port but 511 (the drop port).
@@ -71,16 +72,21 @@ class StfError(Exception):
 @dataclass(frozen=True)
 class StfOutcome:
     """Result of one expectation: ``expect``, ``register_read``, ``check_counter``, or an
-    unexpected output packet (then ``line`` is the line of the packet that caused it)."""
+    unexpected output packet (then ``line`` is the line of the packet that caused it).
+
+    ``skipped``: the device could not send a packet (``detail`` says why: a veth carries no
+    frame shorter than an Ethernet header), so that packet and every expectation that
+    depends on it were not checked; ``ok`` is then True (nothing failed)."""
 
     file: str
     line: int
     what: str
     ok: bool
     detail: str = ""
+    skipped: bool = False
 
     def __str__(self) -> str:
-        status = "PASS" if self.ok else "FAIL"
+        status = "SKIP" if self.skipped else "PASS" if self.ok else "FAIL"
         tail = f": {self.detail}" if self.detail else ""
         return f"{status} {self.file}:{self.line}: {self.what}{tail}"
 
@@ -94,7 +100,11 @@ class StfResult:
 
     @property
     def passed(self) -> int:
-        return sum(1 for o in self.outcomes if o.ok)
+        return sum(1 for o in self.outcomes if o.ok and not o.skipped)
+
+    @property
+    def skipped(self) -> int:
+        return sum(1 for o in self.outcomes if o.skipped)
 
     @property
     def failed(self) -> int:
@@ -106,8 +116,9 @@ class StfResult:
         return self.failed == 0
 
     def summary(self) -> str:
-        """``"N passed, N failed"``."""
-        return f"{self.passed} passed, {self.failed} failed"
+        """``"N passed, N failed"`` (``", N skipped"`` when a packet could not be sent)."""
+        tail = f", {self.skipped} skipped" if self.skipped else ""
+        return f"{self.passed} passed, {self.failed} failed{tail}"
 
 
 # -- parsing helpers ---------------------------------------------------------------------
@@ -172,13 +183,9 @@ def _match_packet(expected: str, exact: bool, got: bytes) -> str | None:
     return None
 
 
-def _names(obj: Any) -> list[str]:
-    """Names held by a pipeline's ``tables``/``registers``/``counters`` (dict or list)."""
-    if obj is None:
-        return []
-    if isinstance(obj, dict):
-        return [str(k) for k in obj]
-    return [getattr(x, "name", str(x)) for x in obj]
+def _names(obj: Collection[str]) -> list[str]:
+    """Names held by a program's ``tables``/``registers``/``counters``/``meters``."""
+    return [str(k) for k in obj]
 
 
 def _resolve(kind: str, name: str, candidates: Iterable[str], where: str) -> str:
@@ -209,18 +216,41 @@ def _split_args(text: str, where: str) -> dict[str, Any]:
 # -- runner -------------------------------------------------------------------------------
 
 
-class StfDevice(Protocol):
-    """A switch the STF runner drives: ``api`` has ControlAPI's table/register/counter
-    methods; ``send`` injects a frame and returns the frames it caused so far; ``drain``
-    returns what is still to come once the switch is idle; ``stats`` goes into the result."""
+class StfTable(Protocol):
+    """What the runner reads of a table to qualify names: action and key names."""
 
-    api: Any
+    actions: Collection[str]  # action names (a dict by name, or a tuple of names)
+    keys: Sequence[Any]  # each with ``.name`` (runtime KeySpec, encoding KeyField)
+
+
+class StfProgram(Protocol):
+    """The names of a program (``runtime.Pipeline`` or bmv2's ``ProgramSchema``): tables,
+    registers, counters and meters by fully qualified name."""
+
+    tables: Mapping[str, StfTable]
+    registers: Mapping[str, Any]
+    counters: Mapping[str, Any]
+    meters: Mapping[str, Any]
+
+
+class StfDevice(Protocol):
+    """A switch the STF runner drives: ``api`` is its control (the SwitchControl contract;
+    multicast groups and clone sessions when it is also a ReplicationControl); ``send``
+    injects a frame and returns the frames it caused so far; ``drain`` returns what is
+    still to come once the switch is idle; ``stats`` goes into the result;
+    ``cannot_send`` is None, or why this device cannot inject ``frame`` (one line)."""
+
+    api: SwitchControl
 
     def send(self, port: int, frame: bytes) -> list[tuple[int, bytes]]: ...
 
     def drain(self) -> list[tuple[int, bytes]]: ...
 
     def stats(self) -> dict[str, Any]: ...
+
+    def cannot_send(self, frame: bytes) -> str | None: ...
+
+    def internal_error(self) -> Exception | None: ...
 
 
 class EmbeddedStfDevice:
@@ -250,9 +280,17 @@ class EmbeddedStfDevice:
     def stats(self) -> dict[str, Any]:
         return self.core.stats()
 
+    def cannot_send(self, frame: bytes) -> str | None:  # noqa: ARG002 - the core takes any frame
+        """None: a frame of any length enters the parser, as on bmv2."""
+        return None
+
+    def internal_error(self) -> Exception | None:
+        """The first exception out of the generated pipeline code (a bug, not a drop)."""
+        return self.core.internal_error
+
 
 class _Runner:
-    def __init__(self, pipeline: Any, file: str, device: StfDevice | None = None) -> None:
+    def __init__(self, pipeline: StfProgram, file: str, device: StfDevice | None = None) -> None:
         self.file = file
         self.pipe = pipeline
         self.device = device if device is not None else EmbeddedStfDevice(pipeline)
@@ -264,45 +302,44 @@ class _Runner:
         #: multicast as p4c's STF writes it: node handle -> (rid, ports), group -> handles
         self.mc_nodes: list[tuple[int, list[int]]] = []
         self.mc_groups: dict[int, list[int]] = {}
+        #: (line, reason) of the last packet the device could not send: the expects after it
+        #: (until the next packet) are skipped, and so is every state check after it
+        self.unsent: tuple[int, str] | None = None
+        self.state_unsent: tuple[int, str] | None = None
 
     # name lookups against the pipeline
     def _table(self, name: str, where: str) -> str:
-        return _resolve("table", name, _names(getattr(self.pipe, "tables", None)), where)
-
-    def _table_info(self, table: str) -> Any:
-        tables = getattr(self.pipe, "tables", None)
-        if isinstance(tables, dict):
-            return tables.get(table)
-        return None
+        return _resolve("table", name, _names(self.pipe.tables), where)
 
     def _action(self, table: str, name: str, where: str) -> str:
-        info = self._table_info(table)
-        actions = _names(getattr(info, "actions", None)) if info is not None else []
-        return _resolve("action", name, actions, where)
+        info = self.pipe.tables.get(table)
+        return _resolve("action", name, _names(info.actions) if info is not None else [], where)
 
     def _key(self, table: str, name: str, where: str) -> str:
-        info = self._table_info(table)
-        keys = getattr(info, "keys", None) if info is not None else None
-        if keys is None:
+        info = self.pipe.tables.get(table)
+        if info is None:
             return name
-        names = [getattr(k, "name", k if isinstance(k, str) else str(k)) for k in keys]
-        return _resolve("key", name, names, where)
+        return _resolve("key", name, [k.name for k in info.keys], where)
 
     def _register(self, name: str, where: str) -> str:
-        return _resolve("register", name, _names(getattr(self.pipe, "registers", None)), where)
+        return _resolve("register", name, _names(self.pipe.registers), where)
 
     def _counter(self, name: str, where: str) -> str:
-        return _resolve("counter", name, _names(getattr(self.pipe, "counters", None)), where)
+        return _resolve("counter", name, _names(self.pipe.counters), where)
 
     def _record(self, line: int, what: str, ok: bool, detail: str = "") -> None:
         self.outcomes.append((line, StfOutcome(self.file, line, what, ok, detail)))
+
+    def _skip(self, line: int, what: str, unsent: tuple[int, str]) -> None:
+        at, reason = unsent
+        detail = reason if at == line else f"depends on the packet at line {at}, not sent: {reason}"
+        self.outcomes.append((line, StfOutcome(self.file, line, what, True, detail, skipped=True)))
 
     def _collect(self, frames: Iterable[tuple[int, bytes]]) -> None:
         for port, frame in frames:
             self.outputs[port].append((self.in_line, frame))
         # a crash in the pipeline is a bug, not a drop: fail naming the packet that caused it
-        core = getattr(self.device, "core", None)
-        exc = getattr(core, "internal_error", None)
+        exc = self.device.internal_error()
         if exc is not None:
             where = f"{self.file}:{self.in_line}" if self.in_line else self.file
             raise StfError(f"{where}: internal error in the switch pipeline on this packet: "
@@ -338,6 +375,12 @@ class _Runner:
             if not port_s.isdigit() or not data.strip():
                 raise StfError(f"{where}: expected 'packet PORT HEX'")
             frame = bytes.fromhex(_hex(data, where, wildcards=False))
+            why = self.device.cannot_send(frame)
+            if why is not None:
+                self.unsent = self.state_unsent = (lineno, f"{len(frame)}-byte frame: {why}")
+                self._skip(lineno, f"packet port {port_s}", self.unsent)
+                return
+            self.unsent = None
             self.in_line = lineno
             self._collect(self.device.send(int(port_s), frame))
         elif cmd == "expect":
@@ -346,7 +389,11 @@ class _Runner:
                 raise StfError(f"{where}: expected 'expect PORT HEX[$]'")
             data = data.strip()
             exact = data.endswith("$")
-            self.expects[int(port_s)].append((lineno, _hex(data.rstrip("$"), where, wildcards=True), exact))
+            pattern = _hex(data.rstrip("$"), where, wildcards=True)
+            if self.unsent is not None:
+                self._skip(lineno, f"expect port {port_s}", self.unsent)
+                return
+            self.expects[int(port_s)].append((lineno, pattern, exact))
         elif cmd == "wait":
             self._drain()
         elif cmd == "register_write":
@@ -361,8 +408,11 @@ class _Runner:
                 raise StfError(f"{where}: expected 'register_read NAME INDEX VALUE'")
             name = self._register(parts[0], where)
             self._drain()
-            got = self._control(where, self.api.register_read, name, _int(parts[1]))
             want = _int(parts[2])
+            if self.state_unsent is not None:
+                self._skip(lineno, f"register {name}[{_int(parts[1])}] == {want}", self.state_unsent)
+                return
+            got = self._control(where, self.api.register_read, name, _int(parts[1]))
             self._record(lineno, f"register {name}[{_int(parts[1])}] == {want}", got == want,
                          "" if got == want else f"got {got}")
         elif cmd == "check_counter":
@@ -375,6 +425,9 @@ class _Runner:
             op = m.group("op") or "=="
             want = _int(m.group("value"))
             self._drain()
+            if self.state_unsent is not None:
+                self._skip(lineno, f"counter {name}({index}) {kind} {op} {want}", self.state_unsent)
+                return
             pkts, nbytes = self._control(where, self.api.counter_read, name, index)
             got = nbytes if kind == "bytes" else pkts
             ok = _OPS[op](got, want)
@@ -383,7 +436,7 @@ class _Runner:
             parts = rest.split()
             if len(parts) != 4 or not all(":" in p for p in parts[2:]):
                 raise StfError(f"{where}: expected 'meter_set_rates NAME INDEX CIR:CBS PIR:PBS'")
-            name = _resolve("meter", parts[0], _names(getattr(self.pipe, "meters", None)), where)
+            name = _resolve("meter", parts[0], _names(self.pipe.meters), where)
             try:
                 rates = [(float(r), int(b)) for r, b in (p.split(":") for p in parts[2:])]
             except ValueError:
@@ -394,6 +447,11 @@ class _Runner:
         else:
             raise StfError(f"{where}: unsupported STF command {cmd!r}")
 
+    def _pre(self, where: str, what: str) -> ReplicationControl:
+        if not isinstance(self.api, ReplicationControl):
+            raise StfError(f"{where}: this switch has no {what}")
+        return self.api
+
     def _replication(self, where: str, cmd: str, args: list[str]) -> None:
         """p4c STF's bmv2 replication commands: clone sessions and multicast groups."""
         try:
@@ -403,10 +461,7 @@ class _Runner:
         if cmd == "mirroring_add":
             if len(nums) != 2:
                 raise StfError(f"{where}: expected 'mirroring_add SESSION PORT'")
-            fn = getattr(self.api, "mirroring_add", None)
-            if fn is None:
-                raise StfError(f"{where}: this switch has no clone sessions")
-            self._control(where, fn, nums[0], nums[1])
+            self._control(where, self._pre(where, "clone sessions").mirroring_add, nums[0], nums[1])
             return
         if cmd == "mc_mgrp_create":
             if len(nums) != 1:
@@ -421,9 +476,7 @@ class _Runner:
             if len(nums) != 2 or nums[0] not in self.mc_groups or not 0 <= nums[1] < len(self.mc_nodes):
                 raise StfError(f"{where}: expected 'mc_node_associate GROUP NODE' of a created group and node")
             self.mc_groups[nums[0]].append(nums[1])
-        fn = getattr(self.api, "mcast_group_set", None)
-        if fn is None:
-            raise StfError(f"{where}: this switch has no multicast groups")
+        fn = self._pre(where, "multicast groups").mcast_group_set
         for group, handles in self.mc_groups.items():
             self._control(where, fn, group, [(p, self.mc_nodes[h][0]) for h in handles for p in self.mc_nodes[h][1]])
 
@@ -522,12 +575,13 @@ def run_stf(program_path: str | Path, stf_path: str | Path, seed: int | None = N
     return run_stf_on(stf_path, EmbeddedStfDevice(pipeline), pipeline, text=text)
 
 
-def run_stf_on(stf_path: str | Path, device: StfDevice, names: Any, *, text: str | None = None) -> StfResult:
+def run_stf_on(stf_path: str | Path, device: StfDevice, names: StfProgram, *,
+               text: str | None = None) -> StfResult:
     """Run the STF file ``stf_path`` on ``device`` (any :class:`StfDevice`, e.g. bmv2).
 
-    ``names`` has the program's ``tables`` (with ``keys``/``actions``), ``registers`` and
-    ``counters`` (dicts or lists) for qualifying short names. Same commands, matching and
-    errors as :func:`run_stf`.
+    ``names`` (:class:`StfProgram`) qualifies short names. Same commands, matching and
+    errors as :func:`run_stf`; a packet the device cannot send is skipped with its reason,
+    and so is every expectation that depends on it (``StfOutcome.skipped``).
     """
     stf_path = Path(stf_path)
     if text is None:

@@ -39,6 +39,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from emu.p4build import T2NA_CELL_BYTES
+
 from . import ir
 from .codegen import (
     Architecture,
@@ -65,8 +67,9 @@ __all__ = ["CELL_BYTES", "T2NA", "compile_t2na", "qdepth_cells"]
 
 logger = logging.getLogger(__name__)
 
-#: Bytes per buffer cell of the Tofino2 traffic manager: the unit of enq_qdepth/deq_qdepth.
-CELL_BYTES = 176
+#: Bytes per buffer cell of the Tofino2 traffic manager: the unit of enq_qdepth/deq_qdepth
+#: (the tofino build's emu.p4build.P4Build.cell_bytes).
+CELL_BYTES = T2NA_CELL_BYTES
 
 
 def qdepth_cells(item: Any) -> int:

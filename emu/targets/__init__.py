@@ -25,6 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from mininet.node import Switch
 
+from emu.p4build import DEFAULT_BUILD
+from emu.p4build import P4_BUILDS as BUILDS
+
 if TYPE_CHECKING:
     from emu.control import SwitchControl
 
@@ -36,10 +39,10 @@ __all__ = ["DEFAULT_PROGRAM", "P4_BUILDS", "Requirement", "SwitchOptions", "Swit
            "TargetUnavailable", "load_target", "target_class", "target_names"]
 
 #: The repository's P4 program, loaded by every target.
-DEFAULT_PROGRAM = Path(__file__).resolve().parent.parent.parent / "p4" / "symphony.p4"
-#: The builds of the one Symphony program (``--p4``): v1model (every target) and Tofino2
-#: (T2NA; the embedded target runs it, docs/tofino.md). Keys are emu.routing.QDEPTH_UNITS'.
-P4_BUILDS: dict[str, Path] = {"v1model": DEFAULT_PROGRAM, "tofino": DEFAULT_PROGRAM.parent / "tofino" / "symphony.p4"}
+DEFAULT_PROGRAM = DEFAULT_BUILD.source
+#: The builds' source files (``--p4``): v1model (every target) and Tofino2 (T2NA; the
+#: embedded target runs it, docs/tofino.md); the records are emu.p4build.P4_BUILDS.
+P4_BUILDS: dict[str, Path] = {name: build.source for name, build in BUILDS.items()}
 
 
 class TargetUnavailable(Exception):

@@ -3,7 +3,7 @@
 Lifecycle of a :class:`Bmv2Switch`:
 
 - ``start``: compile ``p4/symphony.p4`` once per run folder with
-  ``p4c --target bmv2 --arch v1model --p4runtime-files symphony.p4info.txt``, then start
+  ``p4c --target bmv2 --arch v1model --p4runtime-files symphony.p4info.txtpb``, then start
   ``simple_switch_grpc --no-p4`` with ``-i PORT@INTF`` per port, ``--device-id``,
   ``--thrift-port`` and ``-- --grpc-server-addr 127.0.0.1:PORT``;
 - ``wait_ready``: wait (bounded) until the Thrift and gRPC ports accept, connect a
@@ -59,7 +59,7 @@ def missing_binaries() -> list[str]:
 
 def build_paths(program: Path, out_dir: Path) -> tuple[Path, Path]:
     """(bmv2 JSON, P4Info text) that :func:`compile_program` writes for ``program``."""
-    return out_dir / (program.stem + ".json"), out_dir / (program.stem + ".p4info.txt")
+    return out_dir / (program.stem + ".json"), out_dir / (program.stem + ".p4info.txtpb")
 
 
 def compile_command(program: Path, out_dir: Path) -> list[str]:

@@ -38,18 +38,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from emu.control import ControlError, EntryExistsError, EntryNotFoundError, SwitchControl
+from emu.control import ControlError, EntryExistsError, EntryNotFoundError, SwitchControl, TableEntry
 from emu.encoding import (
     ActionInfo,
     FieldMatch,
     KeyField,
     build_match,
     build_params,
+    bytes_to_int,
     canonical_bytes,
     check_priority,
+    needs_priority,
     parse_value,
 )
-from emu.p4rt import match_to_proto
+from emu.p4rt import match_from_proto, match_to_proto, match_to_spelling
 
 __all__ = [
     "ActionInfo", "Bmv2Control", "ControlError", "EntrySpec", "FieldMatch", "KeyField", "P4RuntimeTables",
@@ -115,6 +117,8 @@ class ProgramSchema:
     actions: dict[str, ActionInfo] = field(default_factory=dict)
     registers: dict[str, tuple[int, int]] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    #: indexed meters: name -> cells
+    meters: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_bmv2_json(cls, data: dict[str, Any] | str | Path) -> ProgramSchema:
@@ -143,6 +147,9 @@ class ProgramSchema:
         for c in data.get("counter_arrays", []):
             if not c.get("is_direct"):
                 schema.counters[c["name"]] = int(c["size"])
+        for m in data.get("meter_arrays", []):
+            if not m.get("is_direct"):
+                schema.meters[m["name"]] = int(m["size"])
         return schema
 
     @classmethod
@@ -165,6 +172,8 @@ class ProgramSchema:
             schema.registers[r.preamble.name] = (int(r.size), int(r.type_spec.bitstring.bit.bitwidth))
         for c in p4info.counters:
             schema.counters[c.preamble.name] = int(c.size)
+        for m in p4info.meters:
+            schema.meters[m.preamble.name] = int(m.size)
         return schema
 
     def table(self, name: str) -> TableInfo:
@@ -336,7 +345,11 @@ class ThriftCli:
 
 
 class TableBackend(Protocol):
-    """Writes checked entries to the switch."""
+    """Writes checked entries to the switch, and reads them back."""
+
+    def read(self, table: TableInfo, schema: ProgramSchema) -> list[TableEntry]: ...
+
+    def reset_default(self, table: TableInfo) -> None: ...
 
     def insert(self, entry: EntrySpec) -> None: ...
 
@@ -422,6 +435,14 @@ class ThriftTables:
     def set_default(self, entry: EntrySpec) -> None:
         self._run(self.set_default_command(entry), f"{entry.table.name}: table_set_default")
 
+    def reset_default(self, table: TableInfo) -> None:
+        self._run(f"table_reset_default {table.name}", f"{table.name}: table_reset_default")
+
+    def read(self, table: TableInfo, schema: ProgramSchema) -> list[TableEntry]:  # noqa: ARG002
+        """Not over the Thrift CLI: its ``table_dump`` is text for people, not a read."""
+        raise ControlError(f"{table.name}: table_read is served over P4Runtime (simple_switch_grpc), "
+                           "not over the Thrift CLI")
+
 
 def _p4runtime_modules() -> tuple[Any, Any]:
     """``(p4runtime_sh.p4runtime, p4.v1.p4runtime_pb2)``, imported on first use."""
@@ -488,6 +509,36 @@ class P4RuntimeTables:
 
     def set_default(self, entry: EntrySpec) -> None:
         self._write("MODIFY", self.table_entry(entry), f"{entry.table.name}: set default")
+
+    def reset_default(self, table: TableInfo) -> None:
+        """MODIFY of the default entry with no action: back to the program's (spec 9.1.4)."""
+        te = self.pb.TableEntry()
+        te.table_id = table.id
+        te.is_default_action = True
+        self._write("MODIFY", te, f"{table.name}: reset default")
+
+    def read(self, table: TableInfo, schema: ProgramSchema) -> list[TableEntry]:
+        """Every entry of ``table`` read over P4Runtime, decoded with ``schema``."""
+        entity = self.pb.Entity()
+        entity.table_entry.table_id = table.id
+        try:
+            found = [e.table_entry for rep in self.client.read_one(entity) for e in rep.entities
+                     if not e.table_entry.is_default_action]
+        except Exception as e:  # noqa: BLE001 - P4RuntimeException: one line
+            raise ControlError(f"{table.name}: read: {_one_line(e)}") from None
+        by_id = {a.id: a for a in schema.actions.values()}
+        out = []
+        for te in found:
+            fields = match_from_proto(table.name, table.keys, te.match)
+            act = by_id.get(te.action.action.action_id)
+            if act is None:
+                raise ControlError(f"{table.name}: read an entry with unknown action id {te.action.action.action_id}")
+            given = {p.param_id: p.value for p in te.action.action.params}
+            params = {name: bytes_to_int(given.get(pid, b"\0"), width, f"{table.name} {act.name} {name}")
+                      for name, width, pid in act.params}
+            prio = int(te.priority) if needs_priority(table.keys) else None
+            out.append(TableEntry(table.name, match_to_spelling(fields), act.name, params, prio))
+        return out
 
     def clear(self, table: TableInfo) -> None:
         """Read every entry of ``table`` and delete each (P4Runtime has no 'clear')."""
@@ -575,6 +626,14 @@ class Bmv2Control(SwitchControl):
         """Set the action run on a miss."""
         self.tables.set_default(self.entry(table, None, action, params))
 
+    def table_reset_default(self, table: str) -> None:
+        """The program's default action again."""
+        self.tables.reset_default(self.schema.table(table))
+
+    def table_read(self, table: str) -> list[TableEntry]:
+        """Every entry of ``table`` as the switch holds it (over P4Runtime)."""
+        return self.tables.read(self.schema.table(table), self.schema)
+
     # -- registers and counters (Thrift CLI) ------------------------------------------------
     def _cli(self, commands: Sequence[str], what: str) -> list[str]:
         outs = self.cli(list(commands))
@@ -635,6 +694,21 @@ class Bmv2Control(SwitchControl):
                 raise ControlError(f"counter {name}[{i}]: cannot parse counter_read output {out[:120]!r}")
             values.append(value)
         return values if index is None else values[0]
+
+    def counter_reset(self, name: str) -> None:
+        """Every cell to (0, 0) (``counter_reset NAME``)."""
+        self.schema.counter(name)
+        self._cli([f"counter_reset {name}"], f"counter {name}")
+
+    def reset_state(self) -> None:
+        """Every table emptied and back to its default, every register and counter 0."""
+        for info in self.schema.tables.values():
+            self.tables.clear(info)
+            self.tables.reset_default(info)
+        for name in self.schema.registers:
+            self.register_reset(name)
+        for name in self.schema.counters:
+            self.counter_reset(name)
 
     # -- switch -------------------------------------------------------------------------------
     def set_queue(self, port: int, rate_bps: float | None = None, depth_pkts: int | None = None,

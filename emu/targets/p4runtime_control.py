@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from emu.control import ControlError, SwitchControl
+from emu.control import ControlError, SwitchControl, TableEntry
 from emu.encoding import canonical_bytes, parse_value
 from emu.targets.bmv2_control import P4RuntimeTables, ProgramSchema, build_entry
 
@@ -100,6 +100,17 @@ class P4RuntimeControl(SwitchControl):
         """MODIFY of the default entry."""
         self._tables("set_default", build_entry(self.schema, table, None, action, params))
 
+    def table_reset_default(self, table: str) -> None:
+        """MODIFY of the default entry with no action (the program's default again)."""
+        self._tables("reset_default", self.schema.table(table))
+
+    def table_read(self, table: str) -> list[TableEntry]:
+        """Every entry of ``table``, read over P4Runtime (what any client wrote)."""
+        try:
+            return self.tables.read(self.schema.table(table), self.schema)
+        except ControlError as e:
+            raise ControlError(_one_line(e)) from None
+
     # -- counters and registers ---------------------------------------------------------------
     def _read(self, entity: Any, what: str) -> list[Any]:
         try:
@@ -163,6 +174,29 @@ class P4RuntimeControl(SwitchControl):
         if index is not None:
             return cells.get(index, (0, 0))
         return [cells.get(i, (0, 0)) for i in range(size)]
+
+    def counter_reset(self, name: str) -> None:
+        """Every cell to (0, 0): a P4Runtime write without an index on embedded (it covers the
+        whole array), ``counter_reset`` through the Thrift CLI on bmv2 (PI writes one cell)."""
+        if not self.registers_over_p4runtime:
+            self.side.counter_reset(name)
+            return
+        self.schema.counter(name)
+        update = self.pb.Update(type=self.pb.Update.MODIFY)
+        update.entity.counter_entry.counter_id = self._counter_ids[name]
+        update.entity.counter_entry.data.packet_count = 0
+        update.entity.counter_entry.data.byte_count = 0
+        self._write(update, f"counter {name}")
+
+    def reset_state(self) -> None:
+        """Every table emptied and back to its default, every register and counter 0."""
+        for name in self.schema.tables:
+            self.table_clear(name)
+            self.table_reset_default(name)
+        for name in self.schema.registers:
+            self.register_reset(name)
+        for name in self.schema.counters:
+            self.counter_reset(name)
 
     def register_read(self, name: str, index: int | None = None) -> int | list[int]:
         """One cell, or every cell (P4Runtime on embedded, Thrift on bmv2)."""

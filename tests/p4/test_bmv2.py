@@ -483,6 +483,12 @@ def test_stf_add_lines_become_cli_commands(schema: ProgramSchema) -> None:
         def stats(self) -> dict[str, Any]:
             return {}
 
+        def cannot_send(self, frame: bytes) -> str | None:
+            return None
+
+        def internal_error(self) -> Exception | None:
+            return None
+
     cli = FakeCli({"register_read MyIngress.frontier 0": "MyIngress.frontier[0]= 0"})
     result = run_stf_on(REPO / "tests" / "p4" / "stf" / "queue_ecn.stf", NoWire(thrift_control(schema, cli)), schema)
     assert cli.commands[:7] == [
@@ -539,7 +545,7 @@ def test_compile_and_switch_command_lines(tmp_path: Path) -> None:
     from emu.targets import SwitchOptions, bmv2
 
     assert bmv2.compile_command(PROGRAM, tmp_path) == [
-        "p4c", "--target", "bmv2", "--arch", "v1model", "--p4runtime-files", str(tmp_path / "symphony.p4info.txt"),
+        "p4c", "--target", "bmv2", "--arch", "v1model", "--p4runtime-files", str(tmp_path / "symphony.p4info.txtpb"),
         "-o", str(tmp_path), str(PROGRAM)]
     sw = bmv2.Bmv2Switch.__new__(bmv2.Bmv2Switch)  # no Mininet node: only the command line
     sw.name, sw.seed_offset, sw.options = "s2", 1, SwitchOptions(log_dir=tmp_path)
@@ -594,6 +600,10 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+#: Shortest frame the kernel sends on a veth (an Ethernet header): shorter ones get EINVAL.
+VETH_MIN_FRAME_BYTES = 14
 
 
 class Bmv2StfDevice:
@@ -665,6 +675,16 @@ class Bmv2StfDevice:
     def stats(self) -> dict[str, Any]:
         return {"target": "bmv2"}
 
+    def cannot_send(self, frame: bytes) -> str | None:
+        """A veth refuses (EINVAL) a frame shorter than an Ethernet header: such STF vectors
+        are skipped on bmv2 with this reason (the embedded switch runs them)."""
+        if len(frame) < VETH_MIN_FRAME_BYTES:
+            return f"a veth carries no frame shorter than {VETH_MIN_FRAME_BYTES} bytes (an Ethernet header)"
+        return None
+
+    def internal_error(self) -> Exception | None:
+        return None  # bmv2 logs its own errors (switch.log)
+
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
@@ -702,6 +722,9 @@ def test_symphony_vectors_on_bmv2(stf: Path, bmv2_build: Path, tmp_path: Path) -
     report = "\n".join(str(o) for o in result.outcomes)
     assert result.failed == 0, report
     assert result.passed > 0
+    for o in result.outcomes:  # frames a veth cannot carry: reported, not failed
+        if o.skipped:
+            print(o)
 
 
 def test_bmv2_skip_reason_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:

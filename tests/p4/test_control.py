@@ -16,19 +16,25 @@ from emu.embedded.core import SwitchCore
 class FakeControlPipeline:
     """A pipeline with one table, one register and one counter; names checked like the runtime."""
 
+    #: emu.embedded.core.PipelineLike: queue depths in packets, no copies, no recirculation
+    qdepth_unit = None
+    last_recirculated = False
+
     TABLE = "MyIngress.ipv4_lpm"
 
     def __init__(self) -> None:
+        self.pending: list = []
         self.stats: dict[str, int] = {}
         self.entries: dict[str, tuple[str, dict]] = {}
         self.default: tuple[str, dict] = ("MyIngress.drop", {})
         self.regs = {"MyIngress.frontier": [0] * 16}
         self.counters = {"MyIngress.drops": [(0, 0)] * 4}
+        self.tables: dict[str, Any] = {}  # no runtime Table objects: ControlAPI keeps no program defaults
 
     def ingress(self, frame: bytes, ingress_port: int, now_us: int) -> None:
         return None
 
-    def egress(self, st: Any, **kw: Any) -> None:
+    def egress_at(self, st: Any, *args: int) -> None:
         return None
 
     def _table(self, table: str) -> None:
@@ -199,3 +205,82 @@ def test_replication_through_the_control_api() -> None:
         api.mcast_group_set(0, [1])
     with pytest.raises(ControlError, match="does not fit"):
         api.mcast_group_set(1, [512])
+
+
+def _read_back_contract(ctl: Any, pipe: Any) -> None:
+    """table_read, table_reset_default, counter_reset, reset_state on symphony.p4."""
+    lpm = "MyIngress.ipv4_lpm"
+    params = {"srcAddr": 0x020100010001, "dstAddr": 0x020000000003, "port": 3}
+    ctl.table_add(lpm, {"hdr.ipv4.dstAddr": "10.0.3.0/24"}, "MyIngress.ipv4_forward", params)
+    (e,) = ctl.table_read(lpm)
+    assert (e.table, e.match, e.action, e.params, e.priority) == (
+        lpm, {"hdr.ipv4.dstAddr": [0x0A000300, 24]}, "MyIngress.ipv4_forward", params, None)
+    ctl.table_set_default(lpm, "MyIngress.ipv4_forward", params)
+    assert pipe.table(lpm).default_desc[0] == "MyIngress.ipv4_forward"
+    ctl.table_reset_default(lpm)
+    assert pipe.table(lpm).default_desc[0] == "MyIngress.drop"  # the program's default_action
+    pipe.counters["MyIngress.drops"].packets[1] = 4
+    ctl.counter_reset("MyIngress.drops")
+    assert ctl.counter_read("MyIngress.drops", 1) == (0, 0)
+    ctl.register_write("MyIngress.frontier", 2, 9)
+    ctl.table_set_default(lpm, "MyIngress.ipv4_forward", params)
+    ctl.reset_state()
+    assert ctl.table_read(lpm) == [] and ctl.register_read("MyIngress.frontier", 2) == 0
+    assert pipe.table(lpm).default_desc[0] == "MyIngress.drop"
+    with pytest.raises(ControlError, match="MyIngress.nope"):
+        ctl.table_read("MyIngress.nope")
+
+
+def test_contract_reads_back_in_process_and_over_the_socket(tmp_path: Path) -> None:
+    from emu.control import ReplicationControl
+    from emu.embedded.core import SwitchCore
+    from emu.embedded.frontend import load_program
+    from emu.embedded.runtime import Pipeline
+
+    program = Path(__file__).resolve().parents[2] / "p4" / "symphony.p4"
+    pipe = Pipeline(load_program(program))
+    api = ControlAPI(SwitchCore(pipe, [1, 2, 3]))
+    _read_back_contract(api, pipe)
+    server = ControlServer(api, tmp_path / "s1.sock")
+    server.start_in_thread()
+    try:
+        with ControlClient(tmp_path / "s1.sock", timeout=5.0) as client:
+            _read_back_contract(client, pipe)
+            assert isinstance(client, ReplicationControl)
+            client.mcast_group_set(3, [1, [2, 5]])
+            client.mirroring_add(4, 2)
+            assert client.mcast_groups() == {3: [(1, 0), (2, 5)]} and client.mirror_sessions() == {4: 2}
+            client.reset_state()
+            assert client.mcast_groups() == {} and client.mirror_sessions() == {}
+    finally:
+        server.stop_thread()
+
+
+def test_contract_reads_what_another_p4runtime_client_wrote() -> None:
+    """P4RuntimeControl (the controller's view on both targets) reads the switch, so it sees
+    an entry that a student's p4runtime-shell wrote."""
+    pytest.importorskip("p4runtime_sh", reason="p4runtime-shell not installed: pip install -e '.[test]'")
+    from p4runtime_sh.p4runtime import P4RuntimeClient
+
+    from emu.embedded.core import SwitchCore
+    from emu.embedded.frontend import load_program
+    from emu.embedded.p4info import build_p4info
+    from emu.embedded.p4runtime_server import P4RuntimeServer, P4RuntimeService
+    from emu.embedded.runtime import Pipeline
+    from emu.targets.p4runtime_control import P4RuntimeControl
+
+    program = Path(__file__).resolve().parents[2] / "p4" / "symphony.p4"
+    pipe = Pipeline(load_program(program))
+    api = ControlAPI(SwitchCore(pipe, [1, 2, 3]))
+    with P4RuntimeServer(P4RuntimeService(api, device_id=1)) as server:
+        client = P4RuntimeClient(1, server.bound, (0, 1))
+        try:
+            ctl = P4RuntimeControl(build_p4info(pipe), client, api, registers_over_p4runtime=True)
+            # as if another client wrote it (the controller never did)
+            api.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.7.0/24"}, "MyIngress.drop")
+            (e,) = ctl.table_read("MyIngress.ipv4_lpm")
+            assert (e.match, e.action, e.params) == ({"hdr.ipv4.dstAddr": [0x0A000700, 24]}, "MyIngress.drop", {})
+            ctl.table_delete("MyIngress.ipv4_lpm", e.match)
+            _read_back_contract(ctl, pipe)
+        finally:
+            client.tear_down()

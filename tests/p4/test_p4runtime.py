@@ -357,7 +357,7 @@ def test_pipeline_config(shell: Target, embedded: Target, tmp_path: Path) -> Non
     assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "does not match the program" in exc.value.details() and LPM in exc.value.details()
     # p4runtime-shell's own push of a P4Info file (as p4c writes it) commits and clears the state
-    p4info_txt = tmp_path / "symphony.p4info.txt"
+    p4info_txt = tmp_path / "symphony.p4info.txtpb"
     p4info_txt.write_text(text_format.MessageToString(info))
     (tmp_path / "symphony.json").write_text("{}")
     sh.client.set_fwd_pipe_config(str(p4info_txt), str(tmp_path / "symphony.json"))

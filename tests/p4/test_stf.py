@@ -82,9 +82,17 @@ def test_wrong_expectation_fails(tmp_path: Path) -> None:
 
 
 @dataclass
+class _Key:
+    name: str
+
+
+@dataclass
 class _Table:
-    keys: list[str]
+    """What the runner reads of a table (emu.embedded.stf.StfTable) and ControlAPI keeps."""
+
+    keys: list[_Key]
     actions: list[str]
+    default_desc: tuple = ("", {})
 
 
 @dataclass
@@ -96,10 +104,16 @@ class _St:
 class FakePipeline:
     """Routes on the last byte of the frame through MyIngress.fwd entries {value: port}."""
 
+    #: emu.embedded.core.PipelineLike: queue depths in packets, no copies, no recirculation
+    qdepth_unit = None
+    last_recirculated = False
+
     def __init__(self) -> None:
+        self.pending: list = []
         self.stats: dict[str, int] = {}
-        self.tables = {"MyIngress.fwd": _Table(["hdr.x.dst"], ["MyIngress.set_port", "MyIngress.drop"]),
-                       "MyEgress.other": _Table(["hdr.x.dst"], ["MyEgress.noop"])}
+        self.tables = {"MyIngress.fwd": _Table([_Key("hdr.x.dst")], ["MyIngress.set_port", "MyIngress.drop"]),
+                       "MyEgress.other": _Table([_Key("hdr.x.dst")], ["MyEgress.noop"])}
+        self.meters: dict[str, Any] = {}
         self.registers = {"MyIngress.r": [0] * 4}
         self.counters = {"MyIngress.c": [(0, 0)] * 4}
         self.routes: dict[Any, int] = {}
@@ -111,7 +125,7 @@ class FakePipeline:
         c[ingress_port] = (c[ingress_port][0] + 1, c[ingress_port][1] + len(frame))
         return None if port is None else _St(port, frame)
 
-    def egress(self, st: _St, **kw: Any) -> bytes:
+    def egress_at(self, st: _St, *args: int) -> bytes:
         return st.frame + b"\xaa"
 
     def table_add(self, table, match, action, params, priority):
@@ -236,3 +250,26 @@ def test_a_file_without_expectations_passes_when_nothing_comes_out(tmp_path: Pat
     out = CliRunner().invoke(stf_command, [str(PROGRAM), str(loud)])
     assert out.exit_code == 1
     assert "unexpected" in out.output
+
+
+def test_frames_a_device_cannot_send_are_skipped_with_the_reason() -> None:
+    """bmv2 on veths cannot send a 5- or 13-byte frame: the packet, the expects after it and
+    every state check after it are skipped with the reason, nothing fails."""
+    from emu.embedded.frontend import load_program
+    from emu.embedded.runtime import Pipeline
+    from emu.embedded.stf import EmbeddedStfDevice, run_stf_on
+
+    class VethLike(EmbeddedStfDevice):
+        def cannot_send(self, frame: bytes) -> str | None:
+            return "shorter than an Ethernet header" if len(frame) < 14 else None
+
+    stf = Path(__file__).resolve().parent / "stf" / "parser_errors.stf"
+    pipe = Pipeline(load_program(PROGRAM))
+    r = run_stf_on(stf, VethLike(pipe), pipe)
+    skipped = [o for o in r.outcomes if o.skipped]
+    assert (r.failed, r.passed, len(skipped)) == (0, 1, 6), "\n".join(map(str, r.outcomes))
+    assert skipped[0].detail == "5-byte frame: shorter than an Ethernet header"
+    assert skipped[2].what.startswith("counter MyIngress.parser_errors(1)")
+    assert "depends on the packet at line" in skipped[2].detail
+    assert r.summary() == "1 passed, 0 failed, 6 skipped"
+    assert str(skipped[0]).startswith(f"SKIP {stf}:")

@@ -132,7 +132,12 @@ class FakePipeline:
     """Forwards by the first byte (egress port); 0xEE = P4 drop, 0xBA = parser error,
     0xCC = ingress raises (a bug), 0xCB = ingress raises PacketError, 0xDD = egress raises."""
 
+    #: emu.embedded.core.PipelineLike: queue depths in packets, no copies, no recirculation
+    qdepth_unit = None
+    last_recirculated = False
+
     def __init__(self) -> None:
+        self.pending: list = []
         self.stats = {"parsed": 0, "parser_errors": 0}
         self.egress_calls: list[dict] = []
 
@@ -150,8 +155,11 @@ class FakePipeline:
             return None
         return FakeState(tag, frame)
 
-    def egress(self, st: FakeState, **kw: int) -> bytes | None:
-        self.egress_calls.append(kw)
+    def egress_at(self, st: FakeState, egress_port: int, enq_qdepth: int, deq_qdepth: int,
+                  deq_timedelta_us: int, enq_timestamp_us: int, now_us: int) -> bytes | None:
+        self.egress_calls.append({"egress_port": egress_port, "enq_qdepth": enq_qdepth, "deq_qdepth": deq_qdepth,
+                                  "deq_timedelta_us": deq_timedelta_us, "enq_timestamp_us": enq_timestamp_us,
+                                  "now_us": now_us})
         if st.frame[1] == 0xDD:
             raise ValueError("egress boom")
         return st.frame

@@ -77,7 +77,12 @@ def test_traffic_manager_ns_clock_at_100g() -> None:
 class _FakePipeline:
     """Records the times SwitchCore hands the P4 pipeline."""
 
+    #: emu.embedded.core.PipelineLike: queue depths in packets, no copies, no recirculation
+    qdepth_unit = None
+    last_recirculated = False
+
     def __init__(self) -> None:
+        self.pending: list = []
         self.stats = {"parsed": 0}
         self.seen: list[tuple[str, int, int, int]] = []
 
@@ -89,8 +94,8 @@ class _FakePipeline:
 
         return St()
 
-    def egress(self, st: object, *, egress_port: int, enq_qdepth: int, deq_qdepth: int, deq_timedelta_us: int,
-               enq_timestamp_us: int, now_us: int) -> bytes:
+    def egress_at(self, st: object, egress_port: int, enq_qdepth: int, deq_qdepth: int, deq_timedelta_us: int,
+                  enq_timestamp_us: int, now_us: int) -> bytes:
         self.seen.append(("egress", now_us, enq_timestamp_us, deq_timedelta_us))
         return bytes(1500)
 
