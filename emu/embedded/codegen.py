@@ -1906,10 +1906,18 @@ class CodeGen:
     def instantiate_control(self, decl: ir.ControlDecl, fq: str, inst: ir.Instance, ctx: Ctx) -> SubControlRef:
         """``C() c;`` inside a control: storage for C's parameters (copied in and out at each
         ``c.apply(...)``), then C's locals, instances, actions and tables, named under ``fq``."""
-        if inst.args or decl.params and any(p.direction == "" for p in decl.params):
-            self.fail(inst.loc, f"unsupported control constructor parameters ({decl.name})")
+        if len(inst.args) != len(decl.ctor_params):
+            self.fail(inst.loc, f"{decl.name} takes {len(decl.ctor_params)} constructor arguments, "
+                                f"got {len(inst.args)}")
         sub = replace(decl, name=fq)
         scope: dict[str, Any] = {}
+        for cp, arg in zip(decl.ctor_params, inst.args, strict=True):  # compile-time values (spec 14.1)
+            if not isinstance(cp.type, ir.BitT | ir.IntT | ir.BoolT):
+                self.fail(cp.loc, f"unsupported constructor parameter type {tname(cp.type)} of {decl.name}")
+            v = self.expr(arg, ctx.scopes)
+            if v.const is None:
+                self.fail(arg.loc, f"constructor argument {cp.name} of {decl.name} must be a compile-time constant")
+            scope[cp.name] = v if isinstance(cp.type, ir.BoolT) else self.const(v.const, cp.type)
         params = []
         for p in decl.params:
             if isinstance(p.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
@@ -2261,6 +2269,9 @@ class CodeGen:
 
     def gen_control(self, decl: ir.ControlDecl, ctx: Ctx) -> None:
         """Emit control ``decl``'s locals and apply block (``exit`` and ``return`` included)."""
+        if decl.ctor_params:
+            self.fail(decl.loc, f"unsupported constructor parameters of {decl.name}, a block of the architecture's "
+                                "package (they are supported in a control instantiated inside another)")
         self.emit(f"# control {decl.name}")
         self.declare_locals(decl, ctx)
         uses_exit = control_may_exit(decl, self.prog)

@@ -718,13 +718,14 @@ class _Builder(Transformer):
 
     # -- controls
     def control_decl(self, meta, ch):
-        name, params, body = str(ch[0]), ch[2], (ch[3] if len(ch) > 3 else None)
+        name, params, ctor = str(ch[0]), ch[2], ch[3]
+        body = ch[4] if len(ch) > 4 else None
         if body is None:
             self.named.add(name)
             return None
         locals_, instances, actions, tables, apply = body
         self.controls[name] = ir.ControlDecl(self._loc(meta), name, params, locals_, instances,
-                                             actions, tables, apply)
+                                             actions, tables, apply, ctor or [])
         return None
 
     def control_local(self, meta, ch):

@@ -510,6 +510,9 @@ class ControlDecl:
     actions: dict[str, Action]
     tables: dict[str, Table]
     apply: Block
+    #: constructor parameters ``control C(...)(bit<8> k)``: compile-time values given where it
+    #: is instantiated (``C(8w1) c;``)
+    ctor_params: list[Param] = field(default_factory=list)
 
 
 @dataclass

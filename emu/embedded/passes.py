@@ -302,6 +302,7 @@ def _declared(node: Any, out: set[str]) -> None:
         for x in node.locals:
             _declared(x, out)
         if isinstance(node, ir.ControlDecl):
+            out.update(p.name for p in node.ctor_params)
             out.update(i.name for i in node.instances)
             out.update(node.actions)
             out.update(node.tables)
