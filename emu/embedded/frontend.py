@@ -165,6 +165,8 @@ class _PostLex:
                 rule = _UNSUPPORTED_WORDS.get(t.value)
                 if rule and prev != "." and (rule[0] is None or nxt == rule[0]):
                     self._fail(t, f"unsupported {rule[1]}")
+                if t.value == "type" and prev in ("", ";", "}") and nxt in ("bit", "int", "bool", "varbit"):
+                    self._fail(t, "unsupported type declaration")  # `type` stays a field name elsewhere
         # global type names
         types: set[str] = {"tuple"}  # tuple<T1, T2> (P4_16 spec 7.2.8), the one built-in generic type
         for i, t in enumerate(toks):

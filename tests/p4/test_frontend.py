@@ -259,3 +259,13 @@ def test_missing_member_names_the_struct_type_when_a_parameter_shadows_a_type(tm
         Pipeline(load_program(path))
     assert str(ei.value) == (f"{display_path(str(path))}:{line_of(path, 'hdr.ipv5')}: "
                              "hdr (struct headers) has no member ipv5")
+
+
+def test_type_declaration_is_refused_by_name_and_type_stays_a_field_name(tmp_path: Path) -> None:
+    """`type bit<8> T;` is refused as unsupported; `type` as a field name (CTH's) still parses."""
+    path = write_program(tmp_path, "apply { }", decls="type bit<8> T_t;")
+    with pytest.raises(P4FrontendError) as ei:
+        load_program(path)
+    assert str(ei.value) == f"{display_path(str(path))}:{line_of(path, 'type bit<8>')}: unsupported type declaration"
+    ok = write_program(tmp_path, "apply { }", decls="header k_t { bit<4> type; bit<4> x; }", name="ok.p4")
+    load_program(ok)
