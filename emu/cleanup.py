@@ -424,8 +424,24 @@ def _unlink(path: Path) -> None:
         log.debug("cannot remove %s: %s", path, exc.strerror or exc)
 
 
-def live_runs() -> list[tuple[str, int]]:
+def _note_nodes(pointer: Path) -> bool:
+    """Whether the run note ``pointer`` lists Mininet nodes (True when it cannot be read:
+    a run we know nothing of may own a network)."""
+    import json
+
+    try:
+        note = json.loads(pointer.read_text())
+    except (OSError, ValueError):
+        return True
+    return not isinstance(note, dict) or bool(note.get("nodes", True))
+
+
+def live_runs(*, networked: bool = False) -> list[tuple[str, int]]:
     """(run id, pid) of runs whose runner is still alive.
+
+    ``networked``: only runs that own Mininet nodes (their note lists ``nodes``), so a
+    virtual-time run, which owns no namespace, link or switch process, never makes
+    ``symphony-emu clean`` refuse to remove another run's leftovers.
 
     A run id ends in its runner's pid (emu.runner.new_run_id, the pid in the runner's own
     PID namespace). A runner is alive while it holds the lock on its note
@@ -445,6 +461,8 @@ def live_runs() -> list[tuple[str, int]]:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
+            if networked and not _note_nodes(pointer):
+                continue
             tail = pointer.name.rsplit("-", 1)[-1]
             live.append((pointer.name, int(tail) if tail.isdigit() else -1))
         finally:

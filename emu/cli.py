@@ -536,7 +536,7 @@ def clean(dry_run: bool, mn: bool, force: bool) -> None:
 
     if os.geteuid() != 0 and not dry_run:
         fail("clean needs root: sudo .venv/bin/symphony-emu clean")
-    live = live_runs()
+    live = live_runs(networked=True)
     if live and not force and not dry_run:
         run_id, pid = live[0]
         fail(f"run {run_id} (pid {pid}) is still going, so its network is no leftover; "

@@ -102,6 +102,7 @@ def test_a_killed_run_is_marked_killed(tmp_path: Path, monkeypatch: pytest.Monke
 
     root = tmp_path / "runs"
     monkeypatch.setattr(cleanup, "RESULTS_ROOT", root)
+    monkeypatch.setattr(cleanup, "find_paths", lambda run_id=None: [])  # other runs on this machine
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that no longer exists
     killed_id, alive_id, finished = (f"20261201-09000{i}-{dead.pid}" for i in (0, 1, 3))
@@ -135,6 +136,7 @@ def test_a_run_in_another_pid_namespace_is_not_marked_killed(tmp_path: Path,
 
     root = tmp_path / "runs"
     monkeypatch.setattr(cleanup, "RESULTS_ROOT", root)
+    monkeypatch.setattr(cleanup, "find_paths", lambda run_id=None: [])  # other runs on this machine
     dead = subprocess.Popen(["true"])
     dead.wait()
     run_id = f"20261201-090000-{dead.pid}"  # its pid means nothing here: no such process
@@ -170,3 +172,21 @@ def test_a_note_without_a_lock_proves_nothing(tmp_path: Path, monkeypatch: pytes
     (tmp_path / "run.json").write_text(json.dumps({"run_id": run_id, "status": "running"}))
     (root / run_id).write_text(f"{tmp_path}\n")
     assert cleanup.mark_killed_runs() == [] and (root / run_id).exists()
+
+
+def test_a_virtual_time_run_does_not_stop_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live virtual-time run owns no namespace, link or switch: `clean` (live_runs(networked=True))
+    must not refuse to remove a dead Mininet run's leftovers because of it; a live Mininet run still counts."""
+    root = tmp_path / "runs"
+    monkeypatch.setattr(cleanup, "RESULTS_ROOT", root)
+    monkeypatch.setattr(cleanup, "find_paths", lambda run_id=None: [])  # other runs on this machine
+    sim_id, mn_id = "20261201-090000-11", "20261201-090001-12"
+    cleanup.register_run(sim_id, tmp_path / sim_id)
+    cleanup.register_run(mn_id, tmp_path / mn_id, ["h1", "s1"])
+    try:
+        assert sorted(r for r, _ in cleanup.live_runs()) == [sim_id, mn_id]
+        assert [r for r, _ in cleanup.live_runs(networked=True)] == [mn_id]
+    finally:
+        cleanup.unregister_run(sim_id)
+        cleanup.unregister_run(mn_id)
+    assert cleanup.live_runs(networked=True) == []
