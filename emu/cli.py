@@ -69,15 +69,16 @@ def resolve_topology(path: str | os.PathLike[str] | None) -> Path:
     return given  # load_topology names the missing file
 
 
-def scheme_list(text: str) -> tuple[str, ...]:
-    """``--scheme``: "both" (baseline, symphony), "all" (every scheme of emu.runner.SCHEMES) or a
-    comma list of scheme names; a bad name is one line (exit 2)."""
+def scheme_list(text: str, mode: str = "sim") -> tuple[str, ...]:
+    """``--scheme``: "both" (baseline, symphony), "all" (every scheme of emu.runner.SCHEMES that
+    ``mode`` runs: the ideal reference is virtual time's only) or a comma list of scheme names; a
+    bad name is one line (exit 2)."""
     from emu import runner
 
     if text == "both":
         return runner.DEFAULT_SCHEMES
     if text == "all":
-        return runner.SCHEMES
+        return tuple(s for s in runner.SCHEMES if mode == "sim" or s not in runner.SIM_ONLY)
     names = tuple(part.strip() for part in text.split(",") if part.strip())
     bad = [n for n in names if n not in runner.SCHEMES]
     if bad or not names:
@@ -350,8 +351,9 @@ def cli(verbose: int) -> None:
 @click.argument("topology", required=False)
 @click.option("--scheme", default="both", show_default=True,
               help="Which schemes to run on the same network, jobs and traffic: both (baseline, symphony), "
-                   "all (with the placebo: random marks of Symphony's volume, calibrated from the symphony run) "
-                   "or a comma list of baseline, symphony, placebo.")
+                   "all (with the references: the placebo, random marks of Symphony's volume calibrated from "
+                   "the symphony run, and in --mode sim the ideal, a per-step barrier at the hosts) or a comma list "
+                   "of baseline, symphony, placebo, ideal.")
 @click.option("--iterations", type=click.IntRange(min=1), default=None,
               help="Collectives per job (default: the topology's).")
 @click.option("--size", default=None, callback=_size_option,
@@ -388,7 +390,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
     from emu import runner
 
     size_bytes = size
-    schemes = scheme_list(scheme)
+    schemes = scheme_list(scheme, mode)
     console = make_console()
     try:
         with RichProgress(console) as progress:

@@ -5,8 +5,9 @@ distribution of ring all-reduce (Fig. 5), normalized JCT as compute shrinks (Fig
 robustness across network conditions (Fig. 8) and per-flow rates on its Tofino2 prototype
 (Fig. 9); docs/DESIGN.md section 11. Each figure here runs its scenarios (virtual time, except
 Fig. 9: real time under Mininet on the P4 switches) with the baseline, Symphony and the
-placebo (random marks of Symphony's volume, calibrated from the Symphony run of the same seed),
-then writes into its folder:
+references (docs/DESIGN.md section 11): the placebo (random marks of Symphony's volume, calibrated
+from the Symphony run of the same seed) and the ideal alignment (a per-step barrier at the hosts,
+hostapps.barrier), then writes into its folder:
 
 - ``figN.png``: the plot;
 - ``figN.csv``: the numbers behind it, one row per plotted value;
@@ -36,8 +37,8 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-#: The schemes every virtual-time figure runs (the ideal reference joins when it exists).
-FIGURE_SCHEMES = ("baseline", "symphony", "placebo")
+#: The schemes every virtual-time figure runs: the two the paper compares and both references.
+FIGURE_SCHEMES = ("baseline", "symphony", "placebo", "ideal")
 #: The paper's headline: up to 54% lower job/collective communication time (abstract).
 PAPER_BEST_GAIN = 0.54
 
@@ -444,9 +445,10 @@ def fig_robustness(ctx: FigureContext) -> str:
     job = conditions["multijob"].victim_job
     fig, ax = new_figure(8.0, 3.8)
     labels = list(conditions)
-    width = 0.8 / 2
+    compared = ("symphony", "placebo", "ideal")
+    width = 0.8 / len(compared)
     rows, table = [], []
-    for i, scheme in enumerate(("symphony", "placebo")):
+    for i, scheme in enumerate(compared):
         ys, err = [], []
         for label in labels:
             r = res[label]["results"]
@@ -462,7 +464,7 @@ def fig_robustness(ctx: FigureContext) -> str:
             rows.append((shown, scheme, job, f"{ratio:.4f}", f"{lo:.4f}", f"{hi:.4f}", f"{worst:.4f}"))
             table.append([shown, scheme, cell, f"{worst:.2f}", placebo_volume_text(res[label]["placebo"])
                           if scheme == "placebo" else ""])
-        x = np.arange(len(labels)) + (i - 0.5) * width
+        x = np.arange(len(labels)) + (i - (len(compared) - 1) / 2) * width
         ax.bar(x, ys, width, yerr=np.array(err).T, capsize=2, color=scheme_colour(scheme, i + 1), label=scheme)
     ax.axhline(1.0, color="tab:blue", linewidth=0.8, linestyle="--")
     ax.set_xticks(np.arange(len(labels)))
@@ -488,7 +490,11 @@ def _comps(results: dict[tuple[str, int], Any]) -> dict[tuple[str, int], Any]:
 
 
 def fig_flow_rates(ctx: FigureContext) -> str:
-    """Fig. 9: per-flow DCQCN rates over time, from a real-time run on the P4 switches (Mininet)."""
+    """Fig. 9: per-flow DCQCN rates over time, from a real-time run on the P4 switches (Mininet).
+
+    Baseline and Symphony only: the references need virtual time (the ideal) or a calibration
+    run (the placebo) that a one-run hardware-style figure does not have.
+    """
     from emu import metrics, runner
 
     repo = Path(__file__).resolve().parent.parent

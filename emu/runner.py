@@ -51,14 +51,19 @@ log = logging.getLogger(__name__)
 
 #: Root of the per-run runtime directories (control sockets, worker specs).
 RUN_ROOT = cleanup_mod.RUN_ROOT
-#: Every scheme a run can hold: the two the paper compares and the placebo reference
-#: (random marks of Symphony's volume, docs/DESIGN.md section 11; calibrated from the
-#: symphony run of the same run, so it runs after it).
-SCHEMES = ("baseline", "symphony", "placebo")
+#: Every scheme a run can hold: the two the paper compares, the placebo reference (random
+#: marks of Symphony's volume, docs/DESIGN.md section 11; calibrated from the symphony run of
+#: the same run, so it runs after it) and the ideal alignment (a per-step barrier at the hosts).
+SCHEMES = ("baseline", "symphony", "placebo", "ideal")
 #: The schemes a run holds unless told otherwise.
 DEFAULT_SCHEMES = ("baseline", "symphony")
 #: Schemes that need another scheme's result first: scheme -> the one it is calibrated from.
 CALIBRATED_FROM = {"placebo": "symphony"}
+#: The switches' mode of a scheme that is not a switch mode: the ideal alignment (a per-step
+#: barrier at the hosts, hostapps.barrier; virtual time only) runs on baseline switches.
+SWITCH_MODE = {"ideal": "baseline"}
+#: Schemes only virtual time can run (the barrier needs every rank's progress in one process).
+SIM_ONLY = ("ideal",)
 #: Per-scheme time limit = START + iterations * (compute + SLACK * bound + PER_STEP * steps) + EXTRA.
 TIMEOUT_BOUND_SLACK = 25.0
 TIMEOUT_PER_STEP_S = 0.5
@@ -640,7 +645,7 @@ class Experiment:
         logs_dir = results_dir / "logs"
         logs_dir.mkdir(exist_ok=True)
         try:
-            self.network.set_mode(scheme, placebo=placebo)
+            self.network.set_mode(SWITCH_MODE.get(scheme, scheme), placebo=placebo)
             self.network.reset_jobs()
             before = self.network.read_counters()
         except (NetworkError, ConnectionError) as exc:
@@ -659,7 +664,8 @@ class Experiment:
         timeout = scheme_timeout_s(self.topology, iterations=iterations, size=size, start_delay=start_delay)
         workload = Workload(scheme=scheme, specs=specs, background=background_sources(self.topology, self.seed),
                             results_dir=results_dir, logs_dir=logs_dir, timeout_s=timeout,
-                            total_iters=max(spec["iterations"] for spec in specs), start_at=start_at)
+                            total_iters=max(spec["iterations"] for spec in specs), start_at=start_at,
+                            extra={"barrier": True} if scheme == "ideal" else {})
         t0 = _monotonic()
         results = self.backend.run_workload(workload, emit)
         wall = _monotonic() - t0
@@ -718,6 +724,9 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         if scheme in CALIBRATED_FROM and CALIBRATED_FROM[scheme] not in schemes:
             raise UsageError(f"scheme {scheme}: it is calibrated from {CALIBRATED_FROM[scheme]} in the same run; "
                              f"add {CALIBRATED_FROM[scheme]} to the schemes")
+    if mode != "sim" and any(s in SIM_ONLY for s in schemes):
+        raise UsageError(f"scheme ideal: the per-step barrier at the hosts runs in virtual time only "
+                         f"(here --mode {mode}); use --mode sim or drop it")
     if len(set(schemes)) != len(schemes):
         raise UsageError(f"schemes {', '.join(schemes)}: each scheme once")
     if mode not in MODES:

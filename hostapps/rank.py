@@ -238,6 +238,8 @@ class RankWorker:
         measured: the driver runs on a real machine: the transport record's ``timer_*`` and
             ``cpu_*`` are measured (else null, see the module docstring).
         record_digest: put the result's SHA-256 in the iteration records (else ``""``).
+        barrier: the job's :class:`hostapps.barrier.StepBarrier` (the ideal-alignment
+            reference): the collective's send requests wait until every rank reached their step.
 
     Where workload features plug in: :meth:`compute_gap` (compute time between
     collectives), :meth:`make_collective` (the collective of an iteration: kind, size, step
@@ -247,8 +249,10 @@ class RankWorker:
 
     def __init__(self, spec: WorkerSpec, *, verifier: Verification | None = None,
                  config: TransportConfig | None = None, inputs: Callable[[int], np.ndarray] | None = None,
-                 clock_offset: float = 0.0, measured: bool = False, record_digest: bool = True) -> None:
+                 clock_offset: float = 0.0, measured: bool = False, record_digest: bool = True,
+                 barrier: Any = None) -> None:
         self.spec = spec
+        self.barrier = barrier
         self.verifier: Verification = verifier if verifier is not None else LocalVerifier(spec)
         if config is None:
             config = transport_config(spec.line_rate_bps, spec.mtu, spec.transport)
@@ -296,6 +300,10 @@ class RankWorker:
         state = self.state
         if (state == WAITING or state == COMPUTING) and self.phase_at is not None and now >= self.phase_at:
             self._start_iteration(now)
+        if self.barrier is not None:
+            released = self.barrier.take(self.spec.rank)
+            if released:
+                self._transmit(released, now)
         if self.state == RUNNING:
             self._run_collective(now)
         if self.state == DRAINING and (tr.idle() or (self.phase_at is not None and now >= self.phase_at)):
@@ -350,7 +358,12 @@ class RankWorker:
                               slices=spec.slices, step_timeout=spec.step_timeout_s)
 
     def _send(self, requests: list[SendRequest], now: float) -> None:
-        """Hand the collective's send requests to the transport."""
+        """Hand the collective's send requests to the transport (through the barrier, if any)."""
+        if self.barrier is not None:
+            requests = self.barrier.submit(self.spec.rank, requests)
+        self._transmit(requests, now)
+
+    def _transmit(self, requests: list[SendRequest], now: float) -> None:
         send = self.transport.send
         for req in requests:
             send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last)

@@ -81,6 +81,7 @@ class SimBackend(Backend):
 
     def run_workload(self, workload: Workload, progress: ProgressFn) -> list[WorkerResult]:
         from hostapps import traffic
+        from hostapps.barrier import StepBarrier
         from hostapps.spec import SpecError, parse_spec
 
         loop = self.network.loop
@@ -98,13 +99,17 @@ class SimBackend(Backend):
 
         ranks: list[SimRank] = []
         verifiers: dict[int, Verifier] = {}
+        barriers: dict[int, StepBarrier] = {}
         try:
             for spec_dict in workload.specs:
                 spec_obj = {k: v for k, v in spec_dict.items() if k != "host"}
                 spec = parse_spec(spec_obj, f"job {spec_dict['job_id']} rank {spec_dict['rank']}")
                 host = self.hosts[spec_dict["host"]]
                 verifier = verifiers.get(spec.job_id) or verifiers.setdefault(spec.job_id, Verifier(spec))
-                rank = SimRank(spec, host, verifier, on_end)
+                barrier = None
+                if workload.extra.get("barrier"):  # the ideal reference (hostapps.barrier)
+                    barrier = barriers.get(spec.job_id) or barriers.setdefault(spec.job_id, StepBarrier(spec.nranks))
+                rank = SimRank(spec, host, verifier, on_end, barrier=barrier)
                 host.ranks[spec.job_id] = rank
                 ranks.append(rank)
         except SpecError as exc:

@@ -153,12 +153,14 @@ class SimRank:
     """
 
     def __init__(self, spec: WorkerSpec, host: SimHost, verifier: Verifier,
-                 on_end: Callable[[SimRank], None], record_digest: bool = True) -> None:
+                 on_end: Callable[[SimRank], None], record_digest: bool = True, barrier: Any = None) -> None:
         self.spec = spec
         self.host = host
         self.loop: EventLoop = host.loop
         self.on_end = on_end
-        self.core = RankWorker(spec, verifier=verifier, record_digest=record_digest)
+        self.core = RankWorker(spec, verifier=verifier, record_digest=record_digest, barrier=barrier)
+        if barrier is not None:  # the ideal reference: a released step wakes this rank 1 ns later
+            barrier.wake[spec.rank] = self._poll_soon
         self.ip_of = {a.rank: a.ip for a in spec.ranks}
         self.rank_of = {frames.ip_bytes(a.ip): a.rank for a in spec.ranks}
         self.port = spec.ranks[spec.rank].port
@@ -191,6 +193,13 @@ class SimRank:
             return
         self.core.on_datagram(src, datagram, ecn, self.loop.now * 1e-9)
         self._service()
+
+    def _poll_soon(self) -> None:
+        self.loop.at(self.loop.now + 1, self._barrier_wake, None)
+
+    def _barrier_wake(self, _: Any) -> None:
+        if not self.ended:
+            self._service()
 
     def _wake(self, t: int) -> None:
         if t != self.wake_at:
