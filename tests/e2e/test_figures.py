@@ -35,7 +35,7 @@ def test_quick_virtual_time_figures(tmp_path: Path) -> None:
         assert md.read_text() == text
         assert "| placebo |" in text or "placebo" in text.split("\n\n", 2)[-1]
     # Fig. 2, 4, 5 and 8's reference ran the same scenario: one set of runs
-    assert len(list((tmp_path / "runs").glob("*/seed1-baseline"))) == 1 + 1 + 2  # multijob, no straggler, 2x compute
+    assert len(list((tmp_path / "runs").glob("*/seed1-baseline+ideal"))) == 1 + 1 + 2  # multijob, no straggler, 2x compute
 
 
 def test_unknown_figure_is_one_line(tmp_path: Path) -> None:
