@@ -13,6 +13,10 @@
 
 #include "include/headers.p4"
 
+/* Egress queue (standard_metadata.priority) of ACK/NACK/CNP; DATA stays in queue 0. bmv2
+ * runs with --priority-queues 2 (emu/targets/bmv2.py). */
+const bit<3> CONTROL_PRIORITY = 1;
+
 /* User metadata, ingress to egress. */
 struct metadata {
     bit<1>  tracked;            /* 1: DATA packet of a job in symphony_config */
@@ -179,6 +183,12 @@ control MyIngress(inout headers hdr,
                          (bit<32>)ECMP_BUCKETS);
                     ecmp_nhop.apply();
                 }
+            }
+            /* ACK, NACK and CNP go to egress queue CONTROL_PRIORITY: bmv2 paces each of its
+             * queues in packets/s, so a 58-byte ACK in the data queue would cost a 1514-byte
+             * frame's slot (docs/bmv2.md). One FIFO per port on the embedded switch: no effect. */
+            if (hdr.cth.isValid() && hdr.cth.type != CTH_TYPE_DATA) {
+                standard_metadata.priority = CONTROL_PRIORITY;
             }
             /* A job or rank outside the register arrays is never tracked (on both builds:
              * v1model would index past the arrays, T2NA would alias job_id mod MAX_JOBS). */

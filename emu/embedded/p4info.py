@@ -142,7 +142,9 @@ def _direct_actions(program: Any) -> dict[str, list[tuple[str, int]]]:
             todo.extend(arg.args)
         elif isinstance(arg, ir.Name) and arg.name in instances:
             todo.extend(instances.pop(arg.name).args)
-    for cname in used:
+    todo_controls = [(cname, cname) for cname in used]  # (prefix, control type)
+    while todo_controls:
+        prefix, cname = todo_controls.pop(0)
         decl = program.controls.get(cname)
         if decl is None:
             continue
@@ -152,8 +154,11 @@ def _direct_actions(program: Any) -> dict[str, list[tuple[str, int]]]:
             _called_names(act.body, called)
         for aname in sorted(called & set(decl.actions)):
             act = decl.actions[aname]
-            out[f"{cname}.{aname}"] = [(p.name, p.type.width) for p in act.params
-                                       if p.direction == "" and isinstance(p.type, ir.BitT)]
+            out[f"{prefix}.{aname}"] = [(p.name, p.type.width) for p in act.params
+                                        if p.direction == "" and isinstance(p.type, ir.BitT)]
+        for inst in decl.instances:  # sub-controls (Route() r1;): named under the instance, as p4c
+            if inst.type.name in program.controls:
+                todo_controls.append((f"{prefix}.{inst.name}", inst.type.name))
     return out
 
 

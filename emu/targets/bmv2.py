@@ -217,11 +217,14 @@ class Bmv2Switch(SwitchTarget):
 
     def command(self) -> list[str]:
         """The simple_switch_grpc command line (the pipeline is pushed over P4Runtime)."""
+        from emu.targets.bmv2_control import PRIORITY_QUEUES
+
         cmd = ["simple_switch_grpc", "--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port),
                "--notifications-addr", self.notifications_addr]
         for port, intf in sorted(self.port_map().items()):
             cmd += ["-i", f"{port}@{intf}"]
-        cmd += ["--no-p4", *self.options.extra_args, "--", "--grpc-server-addr", self.grpc_addr]
+        cmd += ["--priority-queues", str(PRIORITY_QUEUES), "--no-p4", *self.options.extra_args, "--",
+                "--grpc-server-addr", self.grpc_addr]
         return cmd
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -255,6 +258,7 @@ class Bmv2Switch(SwitchTarget):
         """
         from emu.control import ControlError
         from emu.targets.bmv2_control import (
+            PRIORITY_QUEUES,
             Bmv2Control,
             P4RuntimeTables,
             ProgramSchema,
@@ -288,7 +292,8 @@ class Bmv2Switch(SwitchTarget):
         thrift = Bmv2Control(ProgramSchema.from_p4info(info), P4RuntimeTables(client),
                              ThriftCli(self.thrift_port, binary=CLI_BINARY), on_shutdown=self.stop_process,
                              alive=self.running,
-                             usage=lambda: None if proc is None else process_usage(proc.pid, started))
+                             usage=lambda: None if proc is None else process_usage(proc.pid, started),
+                             priority_queues=PRIORITY_QUEUES)
         self._control = P4RuntimeControl(info, client, thrift, registers_over_p4runtime=False,
                                          on_close=self._close_p4rt)
 

@@ -20,8 +20,9 @@ is a one-line ``ControlError``.
 
 Differences from the embedded switch: bmv2 has no per-port propagation delay
 (``set_queue(delay_us=...)`` is logged and ignored), its queue rate is in packets per
-second (converted from bit/s with :data:`QUEUE_RATE_PACKET_BYTES`), and ``stats()`` has
-no per-port rx/tx counts (read the P4 counters instead).
+second (converted from bit/s with :data:`QUEUE_RATE_PACKET_BYTES` for DATA and, with
+priority queues, :data:`CONTROL_FRAME_BYTES` for the ACK/NACK/CNP queue), and ``stats()``
+has no per-port rx/tx counts (read the P4 counters instead).
 """
 
 from __future__ import annotations
@@ -63,6 +64,14 @@ log = logging.getLogger(__name__)
 #: Frame size (bytes, Ethernet header + 1500-byte MTU) used to turn a queue rate in bit/s
 #: into bmv2's packets per second (``set_queue_rate`` counts packets, not bits).
 QUEUE_RATE_PACKET_BYTES = 1514
+#: Egress queues per port that the bmv2 target runs (``--priority-queues``): p4/symphony.p4
+#: puts ACK/NACK/CNP in queue :data:`CONTROL_QUEUE` (standard_metadata.priority), DATA in 0.
+PRIORITY_QUEUES = 2
+CONTROL_QUEUE = 1
+#: Frame size (bytes) of an ACK/NACK/CNP: Ethernet 14 + IPv4 20 + UDP 8 + CTH 16. The control
+#: queue's packets/s come from the link's bit/s with it, so an ACK costs its own bits (as on
+#: the embedded switch, which paces in bits) and not a data frame's slot.
+CONTROL_FRAME_BYTES = 58
 #: CPU share (cores) at or above which a bmv2 process is taken as saturated: simple_switch
 #: forwards in one pipeline thread per direction, so near one busy core it falls behind
 #: (the issue's measurement: about 7 kpps per process on this machine, docs/bmv2.md).
@@ -586,8 +595,10 @@ class Bmv2Control(SwitchControl):
     def __init__(self, schema: ProgramSchema, tables: TableBackend, cli: CliRunner, *,
                  on_close: Callable[[], None] | None = None, on_shutdown: Callable[[], None] | None = None,
                  alive: Callable[[], bool] | None = None,
-                 usage: Callable[[], tuple[float, float] | None] | None = None) -> None:
+                 usage: Callable[[], tuple[float, float] | None] | None = None, priority_queues: int = 1) -> None:
         self.schema = schema
+        #: egress queues per port the switch was started with (--priority-queues)
+        self.priority_queues = priority_queues
         self.tables = tables
         self.cli = cli
         self._on_close = on_close
@@ -721,8 +732,13 @@ class Bmv2Control(SwitchControl):
         if rate_bps is not None:
             if rate_bps < 0:
                 raise ControlError(f"set_queue port {port}: rate_bps {rate_bps} < 0")
-            pps = 0 if rate_bps == 0 else max(1, round(rate_bps / (8 * QUEUE_RATE_PACKET_BYTES)))
-            cmds.append(f"set_queue_rate {pps} {port}")
+            if self.priority_queues > CONTROL_QUEUE:  # data and control queues, each at its frame size
+                for queue, frame in ((0, QUEUE_RATE_PACKET_BYTES), (CONTROL_QUEUE, CONTROL_FRAME_BYTES)):
+                    pps = 0 if rate_bps == 0 else max(1, round(rate_bps / (8 * frame)))
+                    cmds.append(f"set_queue_rate {pps} {port} {queue}")
+            else:
+                pps = 0 if rate_bps == 0 else max(1, round(rate_bps / (8 * QUEUE_RATE_PACKET_BYTES)))
+                cmds.append(f"set_queue_rate {pps} {port}")
         if depth_pkts is not None:
             if isinstance(depth_pkts, bool) or not isinstance(depth_pkts, int) or depth_pkts < 1:
                 raise ControlError(f"set_queue port {port}: depth_pkts must be an int >= 1, got {depth_pkts!r}")

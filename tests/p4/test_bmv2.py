@@ -426,6 +426,18 @@ def test_set_queue_commands(schema: ProgramSchema, caplog: pytest.LogCaptureFixt
         ctl.set_queue(2, depth_pkts=0)
 
 
+def test_set_queue_with_a_control_queue(schema: ProgramSchema) -> None:
+    """With --priority-queues 2 (the bmv2 target), DATA's queue 0 is paced at 1514-byte frames
+    and the ACK/NACK/CNP queue 1 at 58-byte ones: an ACK costs its own bits, not a data slot."""
+    cli = FakeCli()
+    ctl = Bmv2Control(schema, ThriftTables(cli), cli, priority_queues=2)
+    ctl.set_queue(2, rate_bps=10e6, depth_pkts=64)
+    ctl.set_queue(3, rate_bps=0)
+    # 10 Mbit/s: 825.6 frames/s of 1514 bytes, 21551.7 frames/s of 58 bytes
+    assert cli.batches == [["set_queue_rate 826 2 0", "set_queue_rate 21552 2 1", "set_queue_depth 64 2"],
+                           ["set_queue_rate 0 3 0", "set_queue_rate 0 3 1"]]
+
+
 def test_cli_output_splitting_and_errors() -> None:
     text = cli_text(["MyIngress.frontier[0]= 3", "Error: Invalid register name (MyIngress.nope)", ""])
     outs = split_cli_output(text, 3)
@@ -554,7 +566,7 @@ def test_compile_and_switch_command_lines(tmp_path: Path) -> None:
     assert thrift != grpc_port and min(thrift, grpc_port) > 1024  # free ports, picked once per switch
     assert sw.command() == ["simple_switch_grpc", "--device-id", "2", "--thrift-port", str(thrift),
                             "--notifications-addr", f"ipc://{sw.notifications_path}", "-i", "1@s2-eth1",
-                            "-i", "2@s2-eth2", "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
+                            "-i", "2@s2-eth2", "--priority-queues", "2", "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
     assert sw.command() == sw.command()  # stable
     other = bmv2.Bmv2Switch.__new__(bmv2.Bmv2Switch)
     other.name, other.seed_offset, other.options = "s3", 2, SwitchOptions(log_dir=tmp_path)
