@@ -205,7 +205,7 @@ def start_embedded(tmp: Path, program: Path) -> subprocess.Popen:
     with ControlClient(ctl, timeout=30.0, connect_timeout=60.0) as c:
         c.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.2/32"}, "MyIngress.ipv4_forward",
                     {"srcAddr": "02:00:00:00:aa:02", "dstAddr": "02:00:00:00:00:02", "port": 2})
-    if P4RUNTIME["on"]:  # a controller's P4Runtime session stays open during the run, as in emu.network
+    if P4RUNTIME["on"]:  # a controller's P4Runtime session stays open during the run, as in emu.controller
         addr = (tmp / "s1.p4runtime").read_text().strip()
         client = ("import sys, time; from p4runtime_sh.p4runtime import P4RuntimeClient; "
                   "c = P4RuntimeClient(1, sys.argv[1], (0, 1)); print('connected', flush=True); time.sleep(3600)")
@@ -224,7 +224,7 @@ def bmv2_missing() -> list[str]:
 
 def start_bmv2(tmp: Path) -> subprocess.Popen:
     """bmv2 simple_switch with p4/symphony.p4 (p4c-compiled) and the same route as the embedded switch."""
-    from emu.targets.bmv2 import compile_program
+    from emu.mininet.bmv2 import compile_program
 
     json_path, _p4info = compile_program(REPO / "p4" / "symphony.p4", tmp / "bmv2")
     thrift = 9190 + os.getpid() % 500
@@ -298,9 +298,9 @@ def main() -> int:
     ap.add_argument("--p4", choices=["v1model", "tofino"], default="v1model",
                     help="P4 build: p4/symphony.p4 or p4/tofino/symphony.p4 (T2NA; no bmv2 row)")
     args = ap.parse_args()
-    from emu.targets import P4_BUILDS
+    from emu.p4build import p4_build
 
-    program = P4_BUILDS[args.p4]
+    program = p4_build(args.p4).source
     P4RUNTIME["on"] = args.p4runtime
     CPUS.update(sender=args.sender_cpu, forwarder=args.forwarder_cpu)
     if args.sender_cpu == args.forwarder_cpu:

@@ -4,27 +4,34 @@ The experiment logic (schemes, register resets, workloads, metrics, reports) liv
 :mod:`emu.runner` and drives a :class:`Backend`. Two implementations (docs/DESIGN.md
 section 6):
 
-- ``mininet`` (:mod:`emu.mininet_backend`): real time; hosts are network namespaces,
+- ``mininet`` (:mod:`emu.mininet.backend`): real time; hosts are network namespaces,
   switches are processes, workers are ``python -m hostapps.worker`` processes;
 - ``sim`` (:mod:`emu.vtime.backend`): virtual time; the same switch core, controller code
   and host state machines in one discrete-event process.
 
-A back end builds its network, programs it through the switches' control interface with
-the controller code of :mod:`emu.network` (routes, queues, ECN, Symphony configuration,
-register resets, counters), runs one :class:`Workload` (the worker specs of
-docs/interfaces.md section 4 plus the background sources) and stops.
+:data:`BACKENDS` is the registry (``"module:Class"``, as :data:`emu.targets.TARGETS`): this
+module imports neither back end, so choosing ``sim`` never imports Mininet. A back end builds
+its network, programs it through the switches' control interface with the controller code of
+:mod:`emu.controller` (routes, queues, ECN, Symphony configuration, register resets,
+counters), runs one :class:`Workload` (the worker specs of docs/interfaces.md section 4 plus
+the background sources) and stops.
 """
 
 from __future__ import annotations
 
 import abc
+import importlib
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: Back-end names (``symphony-emu run --mode``).
-MODES = ("mininet", "sim")
+#: The back-end registry: ``symphony-emu run --mode`` name -> ``"module:Class"``; the first is the default.
+BACKENDS: dict[str, str] = {
+    "mininet": "emu.mininet.backend:MininetBackend",
+    "sim": "emu.vtime.backend:SimBackend",
+}
 
 
 class UsageError(Exception):
@@ -136,11 +143,11 @@ class Backend(abc.ABC):
         self.run_id = run_id
         self.seed = seed
         self.target = target
-        #: the P4 build the switches run (a key of emu.targets.P4_BUILDS)
+        #: the P4 build the switches run (a key of emu.p4build.P4_BUILDS)
         self.p4 = p4
         #: write one pcap per switch port to ``<out_dir>/pcap/`` (Mininet back end, embedded target)
         self.pcap = pcap
-        #: the programmed network (an :class:`emu.network.ProgrammedNetwork`); None before build
+        #: the programmed network (an :class:`emu.controller.ProgrammedNetwork`); None before build
         self.network: Any = None
 
     @classmethod
@@ -171,13 +178,32 @@ class Backend(abc.ABC):
 
 
 def backend_class(mode: str) -> type[Backend]:
-    """The Backend subclass of ``mode`` ("mininet" or "sim"); UsageError otherwise."""
-    if mode == "mininet":
-        from emu.mininet_backend import MininetBackend
+    """The Backend subclass of ``mode`` (a key of :data:`BACKENDS`).
 
-        return MininetBackend
-    if mode == "sim":
-        from emu.vtime.backend import SimBackend
+    Raises UsageError (one line) for an unknown mode, or when the back end's modules cannot be
+    imported here (``mininet`` without the mininet Python module).
+    """
+    if mode not in BACKENDS:
+        raise UsageError(f"unknown --mode {mode!r}: use {' or '.join(BACKENDS)}")
+    module_name, _, cls_name = BACKENDS[mode].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] in ("emu", "hostapps"):
+            raise
+        raise UsageError(f"--mode {mode} needs the {exc.name} Python module, which is missing: run sudo "
+                         "./scripts/setup.sh (apt-get install mininet; the venv needs --system-site-packages)"
+                         "; --mode sim needs neither root nor Mininet") from None
+    return getattr(module, cls_name)
 
-        return SimBackend
-    raise UsageError(f"unknown --mode {mode!r}: use mininet or sim")
+
+def exit_reason(code: int) -> str:
+    """A worker's exit status in words: a negative code is the signal that killed it."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (out of memory? see dmesg)" if -code == signal.SIGKILL else ""
+        return f"killed by {name}{hint}"
+    return f"exit code {code}"

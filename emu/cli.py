@@ -17,6 +17,9 @@ from typing import Any, NoReturn
 
 import click
 
+from emu import units
+from emu.data import data_dir
+from emu.interrupts import signals_as_interrupt
 from emu.targets.registry import target_names
 
 #: Exit code of user mistakes.
@@ -26,8 +29,9 @@ EXIT_FAILED = 1
 #: Exit code after Ctrl-C / SIGTERM.
 EXIT_INTERRUPTED = 130
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_TOPOLOGY = Path("topologies/default.yaml")
+#: The shipped scenarios (the checkout's topologies/, else the installed copy's).
+TOPOLOGIES = data_dir("topologies")
+DEFAULT_TOPOLOGY = TOPOLOGIES / "default.yaml"
 
 log = logging.getLogger("emu.cli")
 
@@ -53,17 +57,17 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 
 def resolve_topology(path: str | os.PathLike[str] | None) -> Path:
-    """A topology path as given, else relative to the repository (``topologies/x.yaml``).
+    """A topology path as given, else one of the shipped scenarios (``topologies/x.yaml``).
 
     A bare name such as ``dumbbell`` also finds ``topologies/dumbbell.yaml``.
     """
     if path is None:
-        return REPO_ROOT / DEFAULT_TOPOLOGY
+        return DEFAULT_TOPOLOGY
     given = Path(path)
     if given.exists():
         return given
-    for candidate in (REPO_ROOT / given, REPO_ROOT / "topologies" / given,
-                      REPO_ROOT / "topologies" / f"{given}.yaml"):
+    root = TOPOLOGIES.parent
+    for candidate in (root / given, TOPOLOGIES / given, TOPOLOGIES / f"{given}.yaml"):
         if not given.is_absolute() and candidate.exists():
             return candidate
     return given  # load_topology names the missing file
@@ -87,21 +91,11 @@ def scheme_list(text: str, mode: str = "sim") -> tuple[str, ...]:
 
 
 def parse_size(value: str | int | None) -> int | None:
-    """Bytes from ``262144``, ``256K``, ``256KiB``, ``1M``, ``1MB`` (K/M are powers of 1024)."""
-    if value is None or isinstance(value, int):
-        return value
-    text = value.strip().upper().removesuffix("B").removesuffix("I")
-    scale = 1
-    if text and text[-1] in "KMG":
-        scale = 1024 ** ("KMG".index(text[-1]) + 1)
-        text = text[:-1]
+    """:func:`emu.units.parse_size` for click: a bad size is a ``click.BadParameter``."""
     try:
-        size = int(float(text) * scale)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a size in bytes (e.g. 262144, 256K, 1M)") from None
-    if size <= 0:
-        raise click.BadParameter(f"{value!r}: the size must be positive")
-    return size
+        return units.parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _size_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:  # noqa: ARG001
@@ -112,7 +106,7 @@ def _size_option(ctx: click.Context, param: click.Parameter, value: str | None) 
     return size
 
 
-#: Usage of the Mininet CLI's ``allreduce`` command (emu.mncli).
+#: Usage of the Mininet CLI's ``allreduce`` command (emu.mininet.cli).
 ALLREDUCE_USAGE = "allreduce [SIZE] [ITERATIONS]"
 
 
@@ -175,7 +169,7 @@ def untangle_mininet_logging(mininet_logger: logging.Logger) -> None:
     """Undo what importing ``mininet.log`` does to every other logger.
 
     mininet.log calls ``logging.setLoggerClass(MininetLogger)``, so each logger created after
-    that import (``emu.runner``, ``emu.network``, ... when imported later) gets its own
+    that import (``emu.runner``, ``emu.controller``, ... when imported later) gets its own
     stderr handler that writes without a newline, plus its own level: their records would
     print twice, run together. Restore the standard class for loggers created from now on,
     and strip that handler and level from the ones created already, so that they propagate
@@ -291,10 +285,13 @@ def print_result(console: Any, result: Any) -> None:
 
 
 class LazyGroup(click.Group):
-    """The ``symphony-emu`` group: one-line usage errors; ``stf`` is imported only when used
-    (it loads the P4 front end)."""
+    """The ``symphony-emu`` group: one-line usage errors; the commands of other layers are
+    imported only when used: ``stf`` (it loads the P4 front end) and ``cli`` (Mininet's CLI,
+    :mod:`emu.mininet.cli`: it imports Mininet, which virtual time never needs)."""
 
-    lazy = {"stf": ("emu.embedded.stf", "stf_command")}
+    #: command name -> (module, attribute, what it is: the help of a command that cannot load here)
+    lazy = {"stf": ("emu.embedded.stf", "stf_command", "Run STF tests on the embedded switch"),
+            "cli": ("emu.mininet.cli", "cli_command", "Mininet CLI on a topology's programmed network")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Eager commands plus the lazy ones."""
@@ -303,7 +300,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """Import a lazy command on first use; a missing module gives a one-line error."""
         if cmd_name in self.lazy:
-            module_name, attr = self.lazy[cmd_name]
+            module_name, attr, what = self.lazy[cmd_name]
             try:
                 import importlib
 
@@ -312,7 +309,7 @@ class LazyGroup(click.Group):
                 reason = str(exc)
 
                 @click.command(name=cmd_name, context_settings={"ignore_unknown_options": True},
-                               help="Run STF tests on the embedded switch (not available in this install).")
+                               help=f"{what} (not available here: {reason}).")
                 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
                 def unavailable(args: tuple[str, ...]) -> None:  # noqa: ARG001
                     fail(f"{cmd_name} is not available: {reason}")
@@ -408,41 +405,6 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
         fail(result.failure or "some results were not verified", EXIT_FAILED)
 
 
-@cli.command(name="cli")
-@click.argument("topology", required=False)
-@click.option("--target", type=click.Choice(target_names()), default=target_names()[0], show_default=True,
-              help="Switch target.")
-@click.option("--scheme", type=click.Choice(["baseline", "symphony"]), default="symphony", show_default=True,
-              help="Mode the switches start in (the `mode` command changes it).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None)
-@click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--pcap", is_flag=True, help="Switches write one pcap per port to <out>/pcap/.")
-@click.option("--p4", "p4", type=click.Choice(["v1model", "tofino"]), default="v1model", show_default=True,
-              help="P4 build the switches run (tofino: T2NA on the embedded target).")
-def cli_command(topology: str | None, target: str, scheme: str, out: Path | None, seed: int, pcap: bool,
-                p4: str) -> None:
-    """Mininet CLI on TOPOLOGY's programmed network, with allreduce/switch/mode commands."""
-    from emu import runner
-
-    try:
-        with runner.Experiment.open(resolve_topology(topology), target=target, out=out, seed=seed,
-                                    pcap=pcap, p4=p4) as exp:
-            exp.set_mode(scheme)
-            from mininet.log import lg, setLogLevel
-
-            from emu.mncli import SymphonyCLI
-
-            if lg.getEffectiveLevel() > 25:  # show the CLI's output (Mininet's "output" level)
-                setLogLevel("output")
-            SymphonyCLI(exp)
-    except user_errors() as exc:
-        fail(str(exc))
-    except runner.RunError as exc:
-        fail(str(exc), EXIT_FAILED)
-    except KeyboardInterrupt as exc:
-        interrupted(exc, "the network was torn down")
-
-
 @cli.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def report(directory: Path) -> None:
@@ -483,7 +445,7 @@ def sweep(spec: Path, out: Path | None, workers: int, scheduler: str | None) -> 
         console.print(f"  {sweep_mod.config_label(task.config)} seed {task.seed}: {text}", highlight=False)
 
     try:
-        with runner.signals_as_interrupt():
+        with signals_as_interrupt():
             md, _ = sweep_mod.run_sweep(spec, out=out, workers=workers, scheduler=scheduler, on_result=progress)
     except sweep_mod.SweepError as exc:
         fail(str(exc))
@@ -513,7 +475,7 @@ def figure(number: int, quick: bool, out: Path | None, workers: int, scheduler: 
 
     console = make_console()
     try:
-        with runner.signals_as_interrupt():
+        with signals_as_interrupt():
             md = figures.make_figure(number, out=out, quick=quick, workers=workers, scheduler=scheduler)
     except (figures.FigureError, sweep_mod.SweepError) as exc:
         fail(str(exc))

@@ -1,6 +1,6 @@
 """The control interface of a switch, the same for every target (docs/DESIGN.md section 2).
 
-:class:`SwitchControl` is the one typed contract that the controller (``emu.network``),
+:class:`SwitchControl` is the one typed contract that the controller (``emu.controller``),
 the CLI, the STF runner and the tests use to program a running switch. Its
 implementations:
 

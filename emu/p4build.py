@@ -5,8 +5,9 @@ architecture counts queue depth (``standard_metadata.enq_qdepth`` in packets on 
 ``eg_intr_md.enq_qdepth`` in 176-byte buffer cells on Tofino2). The controller converts
 queue-depth thresholds with it (:func:`emu.routing.qdepth_unit`), the embedded T2NA build
 counts its queues with the same cell size (``emu.embedded.t2na.qdepth_cells``), the runner
-and the targets pick the source file from :data:`P4_BUILDS`. Imports nothing of the
-project, so every layer may use it.
+and the targets pick the source file from :data:`P4_BUILDS` (in the checkout's ``p4/`` or an
+installed copy's, :mod:`emu.data`). Imports nothing of the project but :mod:`emu.data`, so
+every layer may use it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .data import data_dir
+
 __all__ = ["DEFAULT_BUILD", "P4_BUILDS", "T2NA_CELL_BYTES", "P4Build", "p4_build"]
 
-_P4_DIR = Path(__file__).resolve().parent.parent / "p4"
+_P4_DIR = data_dir("p4")
 
 #: Bytes of a Tofino2 traffic-manager buffer cell (docs/tofino.md, "Queue depth in cells").
 T2NA_CELL_BYTES = 176

@@ -56,6 +56,23 @@ from emu.p4build import P4_BUILDS, p4_build
 from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS, STEP_WINDOW
 
 from . import ecmp
+from .p4names import (
+    ACTION_ECMP,
+    ACTION_ECN,
+    ACTION_FORWARD,
+    ACTION_MARKING,
+    ACTION_SYMPHONY,
+    MAX_QDEPTH,
+    PROB_ONE,
+    SCHEME_MODES,
+    TABLE_ECMP,
+    TABLE_LPM,
+    TABLE_MARKING,
+    TABLE_PATH_PIN,
+    TABLE_PLACEBO,
+    TABLE_QUEUE_ECN,
+    TABLE_SYMPHONY,
+)
 from .topology_plan import NetworkPlan, PortPlan
 from .topology_schema import Topology
 
@@ -63,15 +80,6 @@ log = logging.getLogger(__name__)
 
 Scheme = Literal["baseline", "symphony", "placebo"]
 
-#: ``mode`` parameter of ``set_symphony_config`` per scheme (p4/include/constants.p4):
-#: the placebo marks at random with a per-job probability (``MyEgress.placebo_marking``)
-#: where Symphony would look its lead up (docs/DESIGN.md section 11).
-MODES: dict[str, int] = {"baseline": 0, "symphony": 1, "placebo": 2}
-#: Marking threshold of probability 1: a 16-bit draw (0..65535) is always below it
-#: (``PROB_ONE`` in p4/include/constants.p4).
-PROB_ONE = 65536
-#: Largest ``enq_qdepth`` (bit<19>), the top of the last queue_ecn range.
-MAX_QDEPTH = 2**19 - 1
 #: At most this many ``queue_ecn`` ranges per port, the ``d >= kmax`` range included: the
 #: ramp below kmax is cut into at most ``MAX_RAMP_RANGES - 1`` equal ranges, each marked at
 #: its midpoint depth's probability, so the mean over the ramp's depths is unbiased (a
@@ -80,23 +88,6 @@ MAX_QDEPTH = 2**19 - 1
 MAX_RAMP_RANGES = 32
 #: Ethernet header ahead of every IP packet (bytes; untagged frames, as the hosts send).
 ETH_HEADER_BYTES = 14
-
-TABLE_LPM = "MyIngress.ipv4_lpm"
-TABLE_SYMPHONY = "MyIngress.symphony_config"
-TABLE_QUEUE_ECN = "MyEgress.queue_ecn"
-TABLE_MARKING = "MyEgress.symphony_marking"
-TABLE_PLACEBO = "MyEgress.placebo_marking"
-TABLE_ECMP = "MyIngress.ecmp_nhop"
-TABLE_PATH_PIN = "MyIngress.path_pin"
-ACTION_ECMP = "MyIngress.ipv4_ecmp"
-ACTION_FORWARD = "MyIngress.ipv4_forward"
-ACTION_SYMPHONY = "MyIngress.set_symphony_config"
-ACTION_ECN = "MyEgress.set_ecn_mark"
-ACTION_MARKING = "MyEgress.set_symphony_mark"
-#: Counters the runner reads (docs/interfaces.md section 2).
-COUNTER_SYMPHONY_MARKS = "MyEgress.symphony_marks"  # [job]
-COUNTER_QUEUE_MARKS = "MyEgress.queue_marks"  # [job]
-COUNTER_DROPS = "MyIngress.drops"  # [ingress port]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -536,7 +527,7 @@ def symphony_entry(topo: Topology, job_id: int, flows: int, scheme: Scheme,
         params={
             "flows": flows,
             "queue_gate": unit.convert(params.queue_gate),
-            "mode": MODES[scheme],
+            "mode": SCHEME_MODES[scheme],
         },
     )
 
@@ -578,8 +569,8 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
     ``p4`` is the build (a key of :data:`emu.p4build.P4_BUILDS`): queue depths are converted to
     its unit for the topology's MTU (:func:`qdepth_unit`).
     """
-    if scheme not in MODES:
-        raise ValueError(f"unknown scheme {scheme!r}; use one of {', '.join(MODES)}")
+    if scheme not in SCHEME_MODES:
+        raise ValueError(f"unknown scheme {scheme!r}; use one of {', '.join(SCHEME_MODES)}")
     unit = qdepth_unit(p4, topo)
     routes = routes or compute_routes(topo)
     plan = routes.plan

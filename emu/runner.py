@@ -1,7 +1,7 @@
 """The experiment runner: the same network, jobs and background traffic for each scheme.
 
 Written once over a network back end (:mod:`emu.backend`): ``mininet`` (real time,
-:mod:`emu.mininet_backend`) or ``sim`` (virtual time, :mod:`emu.vtime`). ``run()`` loads
+:mod:`emu.mininet.backend`) or ``sim`` (virtual time, :mod:`emu.vtime`). ``run()`` loads
 the topology once, builds and programs its network once (virtual time: a fresh network per
 scheme from the same seed, the schemes in parallel processes, :mod:`emu.vtime.parallel`),
 and then for each scheme (baseline, symphony) sets the switches' Symphony mode, zeroes the tracker registers, runs
@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from emu import cleanup as cleanup_mod
+from emu import metrics, report, routing
 from emu.backend import (
-    MODES,
+    BACKENDS,
     Backend,
     BackgroundSource,
     ProgressEvent,
@@ -42,10 +43,17 @@ from emu.backend import (
     WorkerResult,
     Workload,
     backend_class,
+    exit_reason,
     no_progress,
 )
-from emu.mininet_backend import exit_reason
-from emu.targets import TargetUnavailable
+from emu.controller import NetworkError
+from emu.dilation import dilate
+from emu.interrupts import SignalInterrupt, interrupts_deferred, signals_as_interrupt
+from emu.p4build import P4_BUILDS
+from emu.targets import TargetUnavailable, target_class
+from emu.topology import load_topology
+from emu.vtime import parallel as par
+from hostapps.wire import CTH_UDP_PORT
 
 log = logging.getLogger(__name__)
 
@@ -303,64 +311,6 @@ def make_out_dir(path: Path, *, given: bool = True, force: bool = False) -> Path
 RUN_FILE = "run.json"
 
 
-
-
-# --------------------------------------------------------------------------------------
-# Signals
-# --------------------------------------------------------------------------------------
-
-
-#: Signals that end a run like Ctrl-C: SIGTERM (kill, systemd) and SIGHUP (the terminal closed).
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-
-class SignalInterrupt(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived: the run stops and cleans up as after Ctrl-C.
-
-    ``signum`` is the signal; the CLI exits with 128 + signum. The Mininet CLI re-raises it
-    (it catches KeyboardInterrupt to keep its prompt, right for Ctrl-C, wrong for a hang-up).
-    """
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(f"signal {signal.Signals(signum).name}")
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
-    raise SignalInterrupt(signum)
-
-
-@contextlib.contextmanager
-def signals_as_interrupt() -> Iterator[None]:
-    """Within the block SIGTERM and SIGHUP raise :class:`SignalInterrupt`, a KeyboardInterrupt,
-    so they clean up like Ctrl-C (main thread only)."""
-    try:
-        old = {sig: signal.signal(sig, _raise_interrupt) for sig in STOP_SIGNALS}
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def interrupts_deferred() -> Iterator[None]:
-    """Ignore SIGINT, SIGTERM and SIGHUP within the block (teardown must finish)."""
-    try:
-        old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, *STOP_SIGNALS)}
-    except ValueError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
 # --------------------------------------------------------------------------------------
 # Worker specs and workloads
 # --------------------------------------------------------------------------------------
@@ -370,8 +320,6 @@ def collective_bound_s(topology: Any, job_id: int, size_bytes: int) -> float:
     """The bandwidth bound of one collective (s): ``2(N-1)/N * S / B`` for all-reduce
     (docs/DESIGN.md section 7), ``(N-1)/N * S / B`` for all-gather and reduce-scatter, where B
     is the job's lockstep fair share (emu.routing.JobBandwidth.fair_share_bps)."""
-    from emu import routing
-
     job = topology.job(job_id)
     n = len(job.ranks)
     bw = routing.compute_routes(topology).job_bandwidth(job_id).fair_share_bps
@@ -382,8 +330,6 @@ def collective_bound_s(topology: Any, job_id: int, size_bytes: int) -> float:
 def worker_specs(topology: Any, *, iterations: int | None, size: int | None, seed: int, start_at: float,
                  results_dir: Path) -> list[dict[str, Any]]:
     """One worker spec per rank of every job (docs/interfaces.md section 4)."""
-    from hostapps.wire import CTH_UDP_PORT
-
     plan = topology.plan
     specs = []
     for job in topology.jobs:
@@ -488,11 +434,7 @@ class Experiment:
             log.warning("run %s was killed before it could clean up%s%s", killed_id, where,
                         f"; removed its leftovers ({left})" if not left.empty() else "")
         if topology is None:
-            from emu.topology import load_topology
-
             topology = load_topology(topology_path)
-        from emu.targets import P4_BUILDS
-
         if p4 not in P4_BUILDS:
             raise UsageError(f"unknown --p4 {p4!r}: use {' or '.join(P4_BUILDS)}")
         if p4 != "v1model" and target != "embedded":
@@ -501,8 +443,6 @@ class Experiment:
         klass = backend_class(mode)
         klass.check(topology, target=target)
         if pcap:
-            from emu.targets import target_class
-
             if mode != "mininet" or not target_class(target).supports_pcap:
                 raise UsageError(f"--pcap: only the embedded target in Mininet mode writes captures "
                                  f"(here: target {target}, mode {mode})")
@@ -608,10 +548,8 @@ class Experiment:
             return {scheme: self.run_scheme(scheme, iterations=iterations, size=size, progress=progress,
                                             placebo=placebo)
                     for scheme in schemes}
-        from emu.vtime import parallel as par
-
         level = logging.getLogger().getEffectiveLevel()
-        tasks = [par.SchemeTask(scheme=scheme, topology=self.topology, topology_path=self.topology_path,
+        tasks = [par.SchemeTask(run=run_scheme_task, scheme=scheme, topology=self.topology, topology_path=self.topology_path,
                                      target=self.target, out_dir=self.out_dir, seed=self.seed, run_id=self.run_id,
                                      mode=self.mode, p4=self.p4, iterations=iterations, size=size, log_level=level,
                                      placebo=placebo)
@@ -634,8 +572,6 @@ class Experiment:
         A back end with ``network_per_scheme`` (virtual time) first builds and programs a
         fresh network from the run's seed, so every scheme starts from the same state.
         """
-        from emu.network import NetworkError
-
         emit = progress or no_progress
         if self.backend.network_per_scheme:
             self.backend.close()
@@ -685,6 +621,17 @@ def _monotonic() -> float:
     return time.monotonic()
 
 
+def run_scheme_task(task: par.SchemeTask, progress: ProgressFn) -> SchemeRun:
+    """Run one scheme of ``task`` on a network of its own (in a scheme process, emu.vtime.parallel)."""
+    exp = Experiment(task.topology, task.topology_path, target=task.target, out_dir=task.out_dir,
+                     seed=task.seed, run_id=task.run_id, mode=task.mode, p4=task.p4)
+    try:
+        return exp.run_scheme(task.scheme, iterations=task.iterations, size=task.size, progress=progress,
+                              placebo=task.placebo)
+    finally:
+        exp.close()
+
+
 # --------------------------------------------------------------------------------------
 # The main job
 # --------------------------------------------------------------------------------------
@@ -729,13 +676,11 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
                          f"(here --mode {mode}); use --mode sim or drop it")
     if len(set(schemes)) != len(schemes):
         raise UsageError(f"schemes {', '.join(schemes)}: each scheme once")
-    if mode not in MODES:
-        raise UsageError(f"unknown --mode {mode!r}: use {' or '.join(MODES)}")
+    if mode not in BACKENDS:
+        raise UsageError(f"unknown --mode {mode!r}: use {' or '.join(BACKENDS)}")
     if size is not None and (size <= 0 or size % 4):
         raise UsageError(f"--size {size}: give a positive multiple of 4 bytes (float32 elements)")
     topology_path = Path(topology_path)
-    from emu.topology import load_topology
-
     topology = load_topology(topology_path)
     if mtu is not None:
         if not 576 <= mtu <= 9000:
@@ -752,16 +697,12 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         raise UsageError(f"--parallel {parallel}: only --mode sim runs schemes in parallel (here --mode {mode}); "
                          "drop --parallel")
     if mode == "sim" and parallel is None:
-        from emu.vtime.parallel import default_parallel
-
         try:
-            parallel = default_parallel(len(schemes))
+            parallel = par.default_parallel(len(schemes))
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     parallel = max(1, min(parallel or 1, len(schemes)))
     d = (dilation if dilation is not None else topology.dilation) if mode == "mininet" else 1.0
-    from emu.dilation import dilate
-
     run_topology = dilate(topology, d) if d != 1 else topology
     check_memory(topology, size=size, per_process=mode == "mininet", copies=parallel, path=topology_path)
     with Experiment.open(topology_path, topology=run_topology, target=target, out=Path(out) if out else None,
@@ -773,8 +714,6 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     extra = {"placebo_calibration": placebo_volume(runs, exp.placebo)} if "placebo" in runs else None
     summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
                                title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode, extra=extra)
-    from emu import report
-
     exp.update_run_file(summary=report.SUMMARY_FILE,
                         overload={s: summary[s].get("overload") for s in runs if isinstance(summary.get(s), dict)})
     verified = all(summary.get(s, {}).get("verified", False) for s in runs)
@@ -862,8 +801,6 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
     """
     import dataclasses
 
-    from emu import metrics, report
-
     infos = {
         job_id: dataclasses.replace(info, size_bytes=size if size is not None else info.size_bytes,
                                     iterations=iterations if iterations is not None else info.iterations)
@@ -891,8 +828,6 @@ def report_table(directory: Path) -> Any:
 
     UsageError (one line) when the folder holds no complete run.
     """
-    from emu import report
-
     try:
         return report.render_report(directory)
     except report.ReportError as exc:

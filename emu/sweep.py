@@ -56,6 +56,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from emu.units import parse_size
+
 log = logging.getLogger(__name__)
 
 #: Key prefixes the baseline does not read: configurations that differ only there share its runs.
@@ -263,8 +265,6 @@ def plan_tasks(spec: SweepSpec, topologies: Sequence[Path], out: Path) -> tuple[
     [task out per seed]}}``). Baseline-like schemes run with :func:`base_config`, so they are
     shared by configurations that differ only in the ``symphony.*`` keys.
     """
-    from emu.cli import parse_size
-
     size = parse_size(spec.size) if spec.size is not None else None
     keys = list(spec.grid)
     combos = [list(zip(keys, values, strict=True)) for values in itertools.product(*spec.grid.values())]
@@ -590,7 +590,7 @@ def run_sweep(spec_path: str | Path, *, out: str | Path | None = None, workers: 
             raise SweepError(f"{Path(topo).name}: {exc}") from None
     try:
         tasks, configs = plan_tasks(spec, topologies, out_dir)
-    except Exception as exc:  # click.BadParameter from parse_size  # noqa: BLE001
+    except ValueError as exc:  # parse_size
         raise SweepError(f"{spec_path}: size: {getattr(exc, 'message', exc)}") from None
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "spec.yaml").write_text(Path(spec_path).read_text())

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .data import data_dir
 from .topology_checks import run_checks
 from .topology_plan import (
     HostPlan,
@@ -293,7 +294,7 @@ def load_topology(path: str | Path) -> Topology:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        shipped = sorted(f.stem for f in (Path(__file__).resolve().parent.parent / "topologies").glob("*.yaml"))
+        shipped = sorted(f.stem for f in data_dir("topologies").glob("*.yaml"))
         hint = f" or give a shipped name ({', '.join(shipped)})" if shipped else ""
         raise TopologyError(
             str(path), "(file)", f"cannot read: {exc.strerror or exc}", f"check the path{hint}"

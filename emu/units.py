@@ -184,3 +184,26 @@ Milliseconds = Annotated[float, _validator("ms", "duration")]
 Seconds = Annotated[float, _validator("s", "duration")]
 #: Size in bytes (bare integer) or with a unit (``"64KiB"``, ``"1MB"``); a whole number of bytes.
 Bytes = Annotated[int, _int_validator("B", "size")]
+
+
+def parse_size(value: str | int | None) -> int | None:
+    """Bytes from ``262144``, ``256K``, ``256KiB``, ``1M``, ``1MB`` (K/M/G are powers of 1024; None stays None).
+
+    The command line's and the sweeps' size syntax (``--size``). Raises ValueError, whose
+    ``str()`` is one line naming the value, when it is not a positive size.
+    """
+    if value is None or isinstance(value, int):
+        return value
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    scale = 1
+    if text and text[-1] in "KMG":
+        scale = 1024 ** ("KMG".index(text[-1]) + 1)
+        text = text[:-1]
+    try:
+        size = int(float(text) * scale)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a size in bytes (e.g. 262144, 256K, 1M)") from None
+    if size <= 0:
+        raise ValueError(f"{value!r}: the size must be positive")
+    return size
+

@@ -1,7 +1,7 @@
 """The controller's view of a switch over P4Runtime, the same client for every target.
 
 docs/DESIGN.md section 2. :class:`P4RuntimeControl` is the
-:class:`~emu.control.SwitchControl` that ``emu.network`` uses on both targets in Mininet
+:class:`~emu.control.SwitchControl` that ``emu.controller`` uses on both targets in Mininet
 runs: one p4runtime-shell ``P4RuntimeClient`` per switch writes the table entries
 (:class:`~emu.targets.bmv2_control.P4RuntimeTables`) and reads the counters; what
 P4Runtime does not carry goes through the target's side channel (``side``, a

@@ -1,13 +1,13 @@
 """The registry of switch targets: name -> ``"module:Class"`` (no imports, so the CLI's
 ``--target`` choices cost nothing). Adding a target is one line here and one
-:class:`emu.targets.SwitchTarget` subclass."""
+:class:`emu.mininet.switch.SwitchTarget` subclass."""
 
 from __future__ import annotations
 
 #: Target name -> "module:Class"; the first is the default.
 TARGETS: dict[str, str] = {
-    "embedded": "emu.targets.embedded:EmbeddedSwitch",
-    "bmv2": "emu.targets.bmv2:Bmv2Switch",
+    "embedded": "emu.mininet.embedded:EmbeddedSwitch",
+    "bmv2": "emu.mininet.bmv2:Bmv2Switch",
 }
 
 

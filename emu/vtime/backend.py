@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError, WorkerResult, Workload
+from emu.controller import NetworkError
+from emu.p4build import p4_build
 from emu.vtime.hosts import OnOffSource, SimHost, SimRank, Verifier
 from emu.vtime.network import NS_PER_S, SimNetwork, s_to_ns
 from hostapps.rank import DONE, FAILED
@@ -52,16 +54,12 @@ class SimBackend(Backend):
                              "use --target embedded or --mode mininet")
 
     def build(self, progress: ProgressFn) -> None:
-        from emu.network import NetworkError
-
         mtu = int(getattr(self.topology, "mtu", 1500) or 1500)
         progress(ProgressEvent("network", message=f"compiling the {self.p4} build for {len(self.topology.switches)} switches"))
         t0 = time.monotonic()
         self.hosts = {}
         try:
-            from emu.targets import P4_BUILDS
-
-            self.network = SimNetwork(self.topology, seed=self.seed, mtu=mtu, program=P4_BUILDS[self.p4])
+            self.network = SimNetwork(self.topology, seed=self.seed, mtu=mtu, program=p4_build(self.p4).source)
             self.network.p4 = self.p4
             progress(ProgressEvent("network", message="programming switches"))
             self.network.program("baseline")

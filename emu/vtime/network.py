@@ -6,7 +6,7 @@ Built from the topology's :class:`~emu.topology.NetworkPlan`, like the Mininet n
   ``p4/symphony.p4`` (the file the real-time switches load) plus its traffic manager, on a
   nanosecond clock (``ticks_per_us=1000``; the v1model timestamps stay in microseconds).
   It is programmed through :class:`emu.embedded.control.ControlAPI` by the controller code
-  of :class:`emu.network.ProgrammedNetwork` (routes, queues, ECN, Symphony configuration,
+  of :class:`emu.controller.ProgrammedNetwork` (routes, queues, ECN, Symphony configuration,
   register resets, counters): the same calls as a real-time switch gets over its socket;
 - a switch egress port is the link towards its peer: the traffic manager serialises each
   frame at the link rate (frame bytes plus the Ethernet wire overhead of
@@ -31,15 +31,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from emu.network import NetworkError, ProgrammedNetwork
+from emu.controller import NetworkError, ProgrammedNetwork
+from emu.p4build import DEFAULT_BUILD
 from emu.topology_plan import NetworkPlan
 from emu.topology_schema import Topology
 from emu.vtime.frames import FRAME_EXTRA_BYTES, WIRE_OVERHEAD_BYTES
 
 log = logging.getLogger(__name__)
 
-#: The P4 program every switch runs (the same file as the real-time switches).
-P4_PROGRAM = Path(__file__).resolve().parents[2] / "p4" / "symphony.p4"
 #: Clock ticks per microsecond of the switch cores (nanoseconds).
 TICKS_PER_US = 1000
 NS_PER_S = 1_000_000_000
@@ -215,7 +214,7 @@ class SimNetwork(ProgrammedNetwork):
     the P4 program does not load.
     """
 
-    def __init__(self, topology: Topology, *, seed: int = 1, mtu: int = 1500, program: Path = P4_PROGRAM) -> None:
+    def __init__(self, topology: Topology, *, seed: int = 1, mtu: int = 1500, program: Path = DEFAULT_BUILD.source) -> None:
         from emu.embedded.control import ControlAPI
         from emu.embedded.core import SwitchCore
         from emu.embedded.errors import P4FrontendError

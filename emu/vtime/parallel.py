@@ -5,7 +5,8 @@ In virtual time every scheme runs on a network of its own, built afresh from the
 simulations: :func:`run_schemes` runs each in a child process (``multiprocessing``'s spawn
 start method: a fresh interpreter, no state shared with the parent but what is passed) and
 returns the same :class:`emu.runner.SchemeRun` objects as running them one after the other
-in this process would. A scheme's results are a function of the scenario and seed alone, so
+in this process would. What a child runs is the task's ``run`` function (the runner's, passed
+in: this module does not import the runner). A scheme's results are a function of the scenario and seed alone, so
 ``summary.json`` is bit-for-bit the same, parallel or sequential.
 
 What the children report reaches this process over one pipe per child and is handled in its main
@@ -14,7 +15,7 @@ to this process's loggers (the library never prints).
 
 Failures and interrupts: the first child that fails (a RunError, an exception, or a process
 that dies) ends the run with a one-line RunError naming the scheme; Ctrl-C, SIGTERM or
-SIGHUP in this process (a KeyboardInterrupt, see emu.runner.signals_as_interrupt) ends it
+SIGHUP in this process (a KeyboardInterrupt, see emu.interrupts.signals_as_interrupt) ends it
 too. Either way every child still running is terminated (SIGTERM, then SIGKILL after
 :data:`TERMINATE_GRACE_S`) and reaped before the exception propagates. Children ignore
 SIGINT (Ctrl-C reaches the whole process group; the parent decides) and get SIGTERM when
@@ -28,12 +29,15 @@ import logging.handlers
 import multiprocessing
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
 from emu.backend import ProgressEvent, ProgressFn, RunError
 from emu.cleanup import parent_death_signal
+from emu.interrupts import interrupts_deferred
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +79,11 @@ def default_parallel(n_schemes: int) -> int:
 
 @dataclass(frozen=True)
 class SchemeTask:
-    """What a child needs to run one scheme (pickled to it): the Experiment's settings."""
+    """What a child needs to run one scheme (pickled to it): the Experiment's settings and
+    ``run(task, progress) -> SchemeRun``, the function that runs it there (a module-level
+    function, so it pickles by name: the child imports its module)."""
 
+    run: Callable[[SchemeTask, ProgressFn], Any]
     scheme: str
     topology: Any
     topology_path: Path
@@ -118,16 +125,7 @@ def _child_main(task: SchemeTask, conn: Any, parent: int) -> None:
         conn.send(("progress", task.scheme, event))
 
     try:
-        from emu.runner import Experiment
-
-        exp = Experiment(task.topology, task.topology_path, target=task.target, out_dir=task.out_dir,
-                         seed=task.seed, run_id=task.run_id, mode=task.mode, p4=task.p4)
-        try:
-            run = exp.run_scheme(task.scheme, iterations=task.iterations, size=task.size, progress=progress,
-                                 placebo=task.placebo)
-        finally:
-            exp.close()
-        conn.send(("result", task.scheme, run))
+        conn.send(("result", task.scheme, task.run(task, progress)))
     except RunError as exc:
         conn.send(("error", task.scheme, str(exc)))
     except BaseException as exc:  # noqa: BLE001 - a bug: one line to the parent, the traceback to the log
@@ -157,8 +155,6 @@ def run_schemes(tasks: list[SchemeTask], progress: ProgressFn, parallel: int) ->
     the parent waits on all of them, and a pipe that ends before its child sent a result
     means the child died.
     """
-    from multiprocessing.connection import wait
-
     ctx = multiprocessing.get_context("spawn")
     waiting = list(tasks)
     running: dict[str, tuple[Any, Any]] = {}  # scheme -> (process, reading end of its pipe)
@@ -216,8 +212,6 @@ def _handle(message: Any, running: dict[str, tuple[Any, Any]], progress: Progres
 
 def _stop(running: dict[str, Any]) -> None:
     """Terminate and reap every child still running (a second Ctrl-C does not cut it short)."""
-    from emu.runner import interrupts_deferred
-
     with interrupts_deferred():
         for proc, _ in running.values():
             if proc.is_alive():

@@ -525,7 +525,7 @@ def test_available_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> Non
     """Issue 9: the message names every missing piece, p4runtime-shell too, and where p4lang's
     packages exist (issue 10: not for Debian 12, so not for the Vagrant box either)."""
     pytest.importorskip("mininet", reason="mininet module not installed")
-    from emu.targets import bmv2
+    from emu.mininet import bmv2
 
     real_find_spec = bmv2.importlib.util.find_spec
     monkeypatch.setattr(bmv2.shutil, "which", lambda name: None)
@@ -554,7 +554,8 @@ def test_available_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_compile_and_switch_command_lines(tmp_path: Path) -> None:
     pytest.importorskip("mininet", reason="mininet module not installed")
-    from emu.targets import SwitchOptions, bmv2
+    from emu.mininet import bmv2
+    from emu.targets import SwitchOptions
 
     assert bmv2.compile_command(PROGRAM, tmp_path) == [
         "p4c", "--target", "bmv2", "--arch", "v1model", "--p4runtime-files", str(tmp_path / "symphony.p4info.txtpb"),
@@ -717,7 +718,7 @@ def bmv2_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     reason = bmv2_missing()
     if reason is not None:
         pytest.skip(reason)
-    from emu.targets.bmv2 import compile_program
+    from emu.mininet.bmv2 import compile_program
 
     json_path, _ = compile_program(PROGRAM, tmp_path_factory.mktemp("bmv2"))
     return json_path

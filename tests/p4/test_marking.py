@@ -15,10 +15,8 @@ from scapy.layers.l2 import Ether
 
 from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline
+from emu.p4names import TABLE_MARKING, TABLE_QUEUE_ECN, TABLE_SYMPHONY
 from emu.routing import (
-    TABLE_MARKING,
-    TABLE_QUEUE_ECN,
-    TABLE_SYMPHONY,
     marking_entries,
     switch_programs,
     symphony_entry,

@@ -80,7 +80,7 @@ def bmv2_target(tmp: Path) -> Iterator[Target]:
     missing = [b for b in ("simple_switch_grpc", "p4c") if shutil.which(b) is None]
     if missing:
         pytest.skip(f"bmv2 not installed: {' and '.join(missing)} missing (docs/bmv2.md)")
-    from emu.targets.bmv2 import compile_program
+    from emu.mininet.bmv2 import compile_program
 
     json_path, p4info = compile_program(PROGRAM, tmp)
     port = _free_port()
@@ -522,7 +522,7 @@ def test_p4info_matches_p4c(tmp_path: Path) -> None:
     from p4.config.v1 import p4info_pb2
 
     from emu.embedded.p4info import p4info_mismatch
-    from emu.targets.bmv2 import compile_program
+    from emu.mininet.bmv2 import compile_program
 
     _, p4info_path = compile_program(PROGRAM, tmp_path)
     theirs = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info(), allow_unknown_field=True)

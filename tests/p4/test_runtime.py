@@ -11,7 +11,8 @@ from scapy.layers.l2 import Ether
 from emu.embedded.errors import ControlError
 from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline, csum16
-from emu.routing import MAX_QDEPTH, PROB_ONE, symphony_threshold
+from emu.p4names import MAX_QDEPTH, PROB_ONE
+from emu.routing import symphony_threshold
 from hostapps.wire import CTH, ECN_CE, ECN_ECT0, ECN_NOT_ECT, STEP_WINDOW
 
 from .p4util import write_program

@@ -17,7 +17,8 @@ from emu.embedded.errors import P4FrontendError
 from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline
 from emu.embedded.t2na import CELL_BYTES, qdepth_cells
-from emu.routing import TABLE_QUEUE_ECN, TABLE_SYMPHONY, switch_programs
+from emu.p4names import TABLE_QUEUE_ECN, TABLE_SYMPHONY
+from emu.routing import switch_programs
 from emu.topology import load_topology
 from hostapps.wire import CTH
 

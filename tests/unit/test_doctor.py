@@ -35,7 +35,7 @@ def test_readme_lists_the_packages_setup_installs() -> None:
 
 def test_every_host_setup_command_is_checked() -> None:
     """Each command a Mininet host's set-up runs is one the doctor checks (and setup.sh installs)."""
-    from emu.network import host_setup_script
+    from emu.mininet.network import host_setup_script
     from emu.topology import load_topology
 
     plan = load_topology(REPO / "topologies" / "single.yaml").plan

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from emu import routing
+from emu import p4names, routing
 from emu.runner import SchemeRun, placebo_probabilities, placebo_volume
 from emu.topology import load_topology
 
@@ -38,15 +38,15 @@ def test_placebo_entries_only_in_placebo_mode() -> None:
     sym = routing.switch_programs(topo, "symphony", placebo={job: 0.5})
     pla = routing.switch_programs(topo, "placebo", placebo={job: 0.5})
     for sw in sym:
-        assert not [e for e in sym[sw].entries if e.table == routing.TABLE_PLACEBO]
-        config = [e for e in pla[sw].entries if e.table == routing.TABLE_SYMPHONY]
-        placebo = [e for e in pla[sw].entries if e.table == routing.TABLE_PLACEBO]
-        assert all(e.params["mode"] == routing.MODES["placebo"] for e in config)
+        assert not [e for e in sym[sw].entries if e.table == p4names.TABLE_PLACEBO]
+        config = [e for e in pla[sw].entries if e.table == p4names.TABLE_SYMPHONY]
+        placebo = [e for e in pla[sw].entries if e.table == p4names.TABLE_PLACEBO]
+        assert all(e.params["mode"] == p4names.SCHEME_MODES["placebo"] for e in config)
         assert [e.params["threshold"] for e in placebo] == [32768] * len(config)
 
 
 def test_placebo_entries_reject_bad_probabilities() -> None:
     assert routing.placebo_entries({0: 0.0}) == []  # rounds to 0: no entry, never marked
-    assert routing.placebo_entries({0: 1.0})[0].params["threshold"] == routing.PROB_ONE
+    assert routing.placebo_entries({0: 1.0})[0].params["threshold"] == p4names.PROB_ONE
     with pytest.raises(ValueError, match="placebo probability"):
         routing.placebo_entries({0: 1.5})

@@ -14,20 +14,23 @@ import pytest
 
 from emu import ecmp
 from emu.embedded.t2na import qdepth_cells
-from emu.routing import (
+from emu.p4build import P4_BUILDS
+from emu.p4names import (
     ACTION_ECMP,
     ACTION_ECN,
     ACTION_FORWARD,
     ACTION_MARKING,
     ACTION_SYMPHONY,
     MAX_QDEPTH,
-    MAX_RAMP_RANGES,
     PROB_ONE,
     TABLE_ECMP,
     TABLE_LPM,
     TABLE_MARKING,
     TABLE_QUEUE_ECN,
     TABLE_SYMPHONY,
+)
+from emu.routing import (
+    MAX_RAMP_RANGES,
     compute_routes,
     data_frame_bytes,
     ecn_ramp,
@@ -37,7 +40,6 @@ from emu.routing import (
     symphony_threshold,
     t2na_qdepth,
 )
-from emu.targets import P4_BUILDS
 from emu.topology import Topology, load_topology, parse_topology
 from hostapps.wire import CTH_UDP_PORT, MAX_RANKS, STEP_WINDOW
 
@@ -307,7 +309,7 @@ def test_shipped_topologies_fit_the_p4_tables(p4: str) -> None:
     from emu.embedded.frontend import load_program
     from emu.embedded.runtime import Pipeline
 
-    pipe = Pipeline(load_program(P4_BUILDS[p4]))
+    pipe = Pipeline(load_program(P4_BUILDS[p4].source))
     for path in sorted((REPO / "topologies").glob("*.yaml")):
         topo = load_topology(path)
         for scheme in ("baseline", "symphony"):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from emu import cleanup as cleanup_mod
-from emu import mininet_backend, runner
+from emu import runner
+from emu.mininet import backend as mininet_backend
 from emu.report import ReportError, render_report
 from emu.topology import load_topology
 
@@ -128,7 +129,7 @@ def test_bad_out_folder_fails_before_building(no_network: list[str]) -> None:
 def test_progress_counts_iterations_from_step_records(tmp_path: Path) -> None:
     """Workers that defer verification write "iteration" records only at the end: the
     progress must still advance as each collective's step records appear."""
-    from emu.mininet_backend import _Progress
+    from emu.mininet.backend import _Progress
 
     paths = [tmp_path / "job0-rank0.jsonl", tmp_path / "job0-rank1.jsonl"]
     tracker = _Progress(paths)

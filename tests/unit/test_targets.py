@@ -6,7 +6,9 @@ import click
 import pytest
 
 from emu import cli, doctor
-from emu.targets import TARGETS, SwitchTarget, TargetUnavailable, load_target, target_class, target_names
+from emu.mininet.cli import cli_command
+from emu.mininet.switch import SwitchTarget
+from emu.targets import TARGETS, TargetUnavailable, load_target, target_class, target_names
 
 
 def test_every_registered_target_is_a_switch_target() -> None:
@@ -31,7 +33,7 @@ def test_unknown_and_unavailable_targets_are_one_line(monkeypatch: pytest.Monkey
 
 
 def test_cli_choices_and_doctor_come_from_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    for command in (cli.run, cli.cli_command):
+    for command in (cli.run, cli_command):
         (opt,) = [p for p in command.params if p.name == "target"]
         assert isinstance(opt.type, click.Choice) and list(opt.type.choices) == list(TARGETS)
     rows = doctor.target_checks()

@@ -1,7 +1,7 @@
 """The Mininet back end: real time, hosts in network namespaces, one process per switch and worker.
 
-:class:`MininetBackend` builds the topology's Mininet network (:func:`emu.network.build_network`),
-programs it with the controller code of :class:`emu.network.ProgrammedNetwork`, and runs a
+:class:`MininetBackend` builds the topology's Mininet network (:func:`emu.mininet.network.build_network`),
+programs it with the controller code of :class:`emu.controller.ProgrammedNetwork`, and runs a
 workload by starting one ``python -m hostapps.worker`` per rank (spec in docs/interfaces.md
 section 4) and the background sources (``python -m hostapps.traffic``) inside the Mininet
 hosts, then waits for them. It needs root and Mininet.
@@ -25,15 +25,27 @@ from pathlib import Path
 from typing import Any
 
 from emu import cleanup as cleanup_mod
-from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError, WorkerResult, Workload
-from emu.targets import P4_BUILDS, SwitchOptions, SwitchStartError, target_class
+from emu.backend import (
+    Backend,
+    ProgressEvent,
+    ProgressFn,
+    RunError,
+    UsageError,
+    WorkerResult,
+    Workload,
+    exit_reason,
+)
+from emu.controller import NetworkError
+from emu.mininet.network import build_network
+from emu.p4build import p4_build
+from emu.targets import SwitchOptions, SwitchStartError, target_class
 
 log = logging.getLogger(__name__)
 
 #: Environment variable that tags every process of a run (cleanup finds escaped ones).
 RUN_ENV = cleanup_mod.RUN_ENV
 #: Repository root (worker processes get it on PYTHONPATH).
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 #: UDP port of the background traffic (docs/interfaces.md section 1).
 TRAFFIC_PORT = 5001
 #: Time from launching the workers to their common start (s): imports take ~1 s per process
@@ -62,18 +74,6 @@ def require_mininet() -> None:
     for binary in ("mnexec", "ip", "ethtool"):
         if shutil.which(binary) is None:
             raise UsageError(f"{binary} is not installed: run sudo ./scripts/setup.sh")
-
-
-def exit_reason(code: int) -> str:
-    """A worker's exit status in words: a negative code is the signal that killed it."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        hint = " (out of memory? see dmesg)" if -code == signal.SIGKILL else ""
-        return f"killed by {name}{hint}"
-    return f"exit code {code}"
 
 
 def _last_line(path: Path) -> str:
@@ -175,8 +175,6 @@ def _terminate(procs: Sequence[subprocess.Popen], timeout_s: float = 3.0) -> Non
             p.wait()
 
 
-
-
 class MininetBackend(Backend):
     """Real time: the topology's Mininet network with one switch process per switch."""
 
@@ -204,11 +202,9 @@ class MininetBackend(Backend):
                              "network, or a killed run): stop it or run sudo .venv/bin/symphony-emu clean")
 
     def build(self, progress: ProgressFn) -> None:
-        from emu.network import NetworkError, build_network
-
         target_cls = target_class(self.target)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        options = SwitchOptions(program=P4_BUILDS[self.p4], control_dir=self.run_dir, log_dir=self.out_dir / "logs",
+        options = SwitchOptions(program=p4_build(self.p4).source, control_dir=self.run_dir, log_dir=self.out_dir / "logs",
                                 seed=self.seed, pcap_dir=self.out_dir / "pcap" if self.pcap else None)
         progress(ProgressEvent("network", message=f"starting {len(self.topology.switches)} switches"))
         t0 = time.monotonic()
@@ -226,8 +222,6 @@ class MininetBackend(Backend):
         return time.time() + START_DELAY_BASE_S + START_DELAY_PER_WORKER_S * n_workers
 
     def run_workload(self, workload: Workload, progress: ProgressFn) -> list[WorkerResult]:
-        from emu.network import NetworkError
-
         scheme, results_dir, logs_dir = workload.scheme, workload.results_dir, workload.logs_dir
         total_iters = workload.total_iters
         timeout = workload.timeout_s

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from emu.cleanup import die_with_parent
 from emu.embedded.control import ControlClient
-from emu.targets import SwitchStartError, SwitchTarget, stop_process_group
+from emu.mininet.switch import SwitchTarget, stop_process_group
+from emu.targets import SwitchStartError
 
 if TYPE_CHECKING:
     from emu.targets.p4runtime_control import P4RuntimeControl

@@ -24,11 +24,33 @@ write (``mode``, ``allreduce``).
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import re
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
+import click
 from mininet.cli import CLI
-from mininet.log import error, output
+from mininet.log import error, lg, output, setLogLevel
+from mininet.util import quietRun, waitListening
+
+from emu import metrics, report, routing, runner
+from emu.cli import (
+    ALLREDUCE_USAGE,
+    EXIT_FAILED,
+    fail,
+    interrupted,
+    parse_allreduce_args,
+    resolve_topology,
+    user_errors,
+)
+from emu.interrupts import SignalInterrupt
+from emu.runner import RunError, counter_totals
+from emu.targets.p4runtime_control import controller_election_id
+from emu.targets.registry import target_names
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +74,9 @@ class SymphonyCLI(CLI):
 
     def run(self) -> None:
         """Mininet's command loop; Ctrl-C keeps the prompt, SIGTERM/SIGHUP end it (and the network)."""
-        from emu.runner import SignalInterrupt
-
         while True:
             try:
                 if self.isatty():
-                    from mininet.util import quietRun
-
                     quietRun("stty echo sane intr ^C")
                 self.cmdloop()
                 break
@@ -79,10 +97,6 @@ class SymphonyCLI(CLI):
     # -- allreduce ------------------------------------------------------------------------
     def do_allreduce(self, line: str) -> None:
         """allreduce [SIZE] [ITERATIONS]: run the topology's jobs once in the current mode."""
-        from emu import metrics
-        from emu.cli import ALLREDUCE_USAGE, parse_allreduce_args
-        from emu.runner import RunError, counter_totals
-
         try:
             size, iterations = parse_allreduce_args(line)
         except ValueError as exc:
@@ -99,8 +113,6 @@ class SymphonyCLI(CLI):
             output(f"*** failed: {exc}\n")
             return
         except KeyboardInterrupt as exc:
-            from emu.runner import SignalInterrupt
-
             if isinstance(exc, SignalInterrupt):
                 raise
             output("*** interrupted; workers stopped\n")
@@ -154,8 +166,6 @@ class SymphonyCLI(CLI):
         drops = stats.get("drops", {})
         if drops:
             output("drops: " + ", ".join(f"{k} {v}" for k, v in sorted(drops.items())) + "\n")
-        from emu import routing
-
         expected = routing.compute_routes(exp.topology).expected_flows().get(name, {})
         last = self.last_run[2].counter_delta().get(name, {}) if self.last_run else None
         if self.last_run:
@@ -254,11 +264,6 @@ def iperf(net: Any, hosts: list[Any] | None = None, *, l4_type: str = "TCP", udp
     Returns ``[server rate, client rate]`` (plus the UDP bandwidth first for UDP), like Mininet's.
     Raises :class:`IperfError` when the server never listens.
     """
-    import re
-    import time
-
-    from mininet.util import waitListening
-
     client, server = hosts or [net.hosts[0], net.hosts[-1]]
     output(f"*** Iperf: testing {l4_type} bandwidth between {client} and {server} ({seconds:g} s)\n")
     args = f"iperf -p {port} " + ("-u " if l4_type == "UDP" else "")
@@ -298,10 +303,6 @@ def _job_marks(counters: dict[str, Any], job: int) -> tuple[int, int]:
 def _write_cli_report(results: Any, m: Any, totals: dict[str, int]) -> None:
     """summary.json, CSVs and plots of one ``allreduce`` in its folder, so ``symphony-emu
     report`` works on it like on a ``run`` folder."""
-    import json
-
-    from emu import report
-
     report.write_report(results, {m.scheme: m}, {m.scheme: totals}, title=results.name)
     (results / report.RUN_FILE).write_text(json.dumps(
         {"status": "finished", "run_id": results.name, "topology_name": results.parent.name,
@@ -310,10 +311,6 @@ def _write_cli_report(results: Any, m: Any, totals: dict[str, int]) -> None:
 
 def p4runtime_help(endpoints: dict[str, tuple[str, int]]) -> str:
     """The lines that tell a student how to program each switch with p4runtime-shell."""
-    import sys
-
-    from emu.targets.p4runtime_control import controller_election_id
-
     high, low = controller_election_id()
     lines = ["*** P4Runtime: one p4runtime-shell per switch; the P4Info comes from the switch; its default "
              f"election id (1, 0) is above the controller's ({high}, {low}), so you are primary (if it says you "
@@ -335,3 +332,32 @@ def _get(stats: dict[str, Any], key: str, port: int) -> Any:
     if not isinstance(table, dict):
         return "-"
     return table.get(port, table.get(str(port), "-"))
+
+
+@click.command(name="cli")
+@click.argument("topology", required=False)
+@click.option("--target", type=click.Choice(target_names()), default=target_names()[0], show_default=True,
+              help="Switch target.")
+@click.option("--scheme", type=click.Choice(["baseline", "symphony"]), default="symphony", show_default=True,
+              help="Mode the switches start in (the `mode` command changes it).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--pcap", is_flag=True, help="Switches write one pcap per port to <out>/pcap/.")
+@click.option("--p4", "p4", type=click.Choice(["v1model", "tofino"]), default="v1model", show_default=True,
+              help="P4 build the switches run (tofino: T2NA on the embedded target).")
+def cli_command(topology: str | None, target: str, scheme: str, out: Path | None, seed: int, pcap: bool,
+                p4: str) -> None:
+    """Mininet CLI on TOPOLOGY's programmed network, with allreduce/switch/mode commands."""
+    try:
+        with runner.Experiment.open(resolve_topology(topology), target=target, out=out, seed=seed,
+                                    pcap=pcap, p4=p4) as exp:
+            exp.set_mode(scheme)
+            if lg.getEffectiveLevel() > 25:  # show the CLI's output (Mininet's "output" level)
+                setLogLevel("output")
+            SymphonyCLI(exp)
+    except user_errors() as exc:
+        fail(str(exc))
+    except runner.RunError as exc:
+        fail(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt as exc:
+        interrupted(exc, "the network was torn down")

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emu.cleanup import die_with_parent
-from emu.targets import Requirement, SwitchStartError, SwitchTarget, stop_process_group
+from emu.mininet.switch import SwitchTarget, stop_process_group
+from emu.targets import Requirement, SwitchStartError
 
 if TYPE_CHECKING:
     from emu.targets.p4runtime_control import P4RuntimeControl
@@ -230,7 +231,7 @@ class Bmv2Switch(SwitchTarget):
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, controllers: list) -> None:  # noqa: ARG002 - Mininet's signature
         """Compile the program (once per run folder) and start simple_switch_grpc (no wait)."""
-        from emu.targets.embedded import disable_ipv6, disable_offloads
+        from emu.mininet.embedded import disable_ipv6, disable_offloads
 
         compile_program(self.options.program, self.build_dir)
         for intf in self.port_map().values():
@@ -245,7 +246,7 @@ class Bmv2Switch(SwitchTarget):
         self._started = time.monotonic()
 
     def _fail(self, message: str) -> SwitchStartError:
-        from emu.targets.embedded import log_tail
+        from emu.mininet.embedded import log_tail
 
         tail = log_tail(self.log_path)
         return SwitchStartError(f"switch {self.name}: {message} (log {self.log_path}{': ' + tail if tail else ''})")

@@ -1,0 +1,26 @@
+"""Where the shipped data lives: the P4 sources (``p4/``) and the scenarios (``topologies/``).
+
+In a checkout (and an editable install) they are the repository's folders next to ``emu/``;
+an installed copy (``pip install .``) carries them as data files under
+``<prefix>/share/symphony-emu/`` (setup.cfg ``[options.data_files]``). :func:`data_dir`
+gives the first that exists, so code never computes these paths itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+#: The repository root when running from a checkout (the folder holding ``emu/``).
+CHECKOUT = Path(__file__).resolve().parent.parent
+#: Where ``pip install .`` puts the data files (setup.cfg ``[options.data_files]``).
+INSTALLED = Path(sys.prefix) / "share" / "symphony-emu"
+
+
+def data_dir(name: str) -> Path:
+    """The folder ``name`` (``"p4"`` or ``"topologies"``): the checkout's, else the installed
+    copy's; the checkout's path when neither exists (errors then name it)."""
+    for root in (CHECKOUT, INSTALLED):
+        if (root / name).is_dir():
+            return root / name
+    return CHECKOUT / name
