@@ -75,6 +75,10 @@ def dilate(topology: Any, d: float) -> Any:
         job.compute_ms *= d
         job.start_offset_ms *= d
         job.step_timeout_s *= d
+        if job.model is not None:
+            job.model.forward_ms *= d
+        for st in job.stragglers:
+            st.compute_delay_ms *= d
         if job.dcqcn:
             job.dcqcn = _scale_dcqcn(job.dcqcn, d)
     for flow in t.background:

@@ -12,7 +12,9 @@ A scheme's results folder holds ``job{J}-rank{R}.jsonl`` files with ``step``,
   across the job's ranks (the paper's "degree of step overlap"). Ordinals of the rank's
   distinct ``(iteration, step)`` pairs are used, so global and per-iteration step numbers
   work alike. Reported as the max and the time average over the job's span;
-- **JCT**: last iteration end minus first iteration start of the job (includes compute);
+- **JCT**: the end of the job's last collective minus its start (its first compute or
+  collective, whichever began first; includes compute); ``compute_s`` the most any rank
+  computed (``compute`` records of hostapps.rank) and ``exposed_comm_s = JCT - compute_s``;
 - transport totals (sums over ranks) and the verified flags;
 - **comparison of schemes** (:func:`compare_ccts`): per job, the ratio of mean CCTs
   (other / baseline) with a 95% bootstrap confidence interval over iterations and a
@@ -133,6 +135,14 @@ class JobMetrics:
     errors: list[str]
     verified: bool
     collective: str | None = None  #: allreduce | allgather | reducescatter, None when unknown
+    #: compute time of the job (s): the most any rank spent computing (``compute`` records,
+    #: hostapps.workload); 0 without compute records
+    compute_s: float = 0.0
+
+    @property
+    def exposed_comm_s(self) -> float | None:
+        """JCT minus compute: the communication the compute did not hide (s)."""
+        return None if self.jct_s is None else self.jct_s - self.compute_s
 
     def cct_summary(self) -> Summary:
         """CCT (s) over the job's complete iterations."""
@@ -214,7 +224,8 @@ def job_infos(topo: Topology, routes: Any = None) -> dict[int, JobInfo]:
     for job in topo.jobs:
         bw = routes.job_bandwidth(job.id)
         out[job.id] = JobInfo(
-            job.collective, len(job.ranks), job.size_bytes, bw.fair_share_bps, job.iterations
+            job.collective, len(job.ranks), job.size_bytes, bw.fair_share_bps,
+            job.iterations * job.collectives_per_iteration
         )
     return out
 
@@ -232,6 +243,8 @@ class RunRecords:
     iterations: list[IterationRecord] = dataclasses.field(default_factory=list)
     transport: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: ``compute`` records: (job, rank, training iteration, start, end) (hostapps.workload)
+    compute: list[tuple[int, int, int, float, float]] = dataclasses.field(default_factory=list)
     ranks: dict[int, set[int]] = dataclasses.field(default_factory=dict)  #: job -> ranks with a file
     bad_lines: int = 0
 
@@ -287,6 +300,9 @@ def _add_record(out: RunRecords, rec: dict[str, Any]) -> None:
         out.transport.append(rec)
     elif kind == "error":
         out.errors.append(rec)
+    elif kind == "compute":
+        out.compute.append((int(rec["job"]), int(rec["rank"]), int(rec["iteration"]), float(rec["start"]),
+                            float(rec["end"])))
     else:
         raise ValueError(f"unknown kind {kind!r}")
 
@@ -344,6 +360,7 @@ def compute_metrics(
         recs.steps = [dataclasses.replace(s, start=s.start * time_scale, end=s.end * time_scale) for s in recs.steps]
         recs.iterations = [dataclasses.replace(it, start=it.start * time_scale, end=it.end * time_scale)
                            for it in recs.iterations]
+        recs.compute = [(j, r, t, a * time_scale, b * time_scale) for j, r, t, a, b in recs.compute]
     jobs = dict(jobs or {})
     errors = [f"job {e.get('job')} rank {e.get('rank')}: {e.get('message', '')}" for e in recs.errors]
     if recs.bad_lines:
@@ -388,7 +405,15 @@ def compute_metrics(
             job_errors.append(msg)
             errors.append(msg)
         all_rows = [r for rows in iters.values() for r in rows]
-        jct = (max(r.end for r in all_rows) - min(r.start for r in all_rows)) if all_rows else None
+        comp = [c for c in recs.compute if c[0] == job_id]
+        jct = None
+        if all_rows:
+            first = min([r.start for r in all_rows] + [c[3] for c in comp])
+            jct = max(r.end for r in all_rows) - first
+        per_rank: dict[int, float] = {}
+        for _, rank, _, a, b in comp:
+            per_rank[rank] = per_rank.get(rank, 0.0) + (b - a)
+        compute_s = max(per_rank.values()) if per_rank else 0.0
         transport: dict[str, float] = {}
         for t in recs.transport:
             if t.get("job") != job_id:
@@ -403,7 +428,7 @@ def compute_metrics(
         times, lead = step_lead_series((s for s in recs.steps if s.job == job_id), lead_samples)
         verified = bool(ccts) and all(c.verified for c in ccts) and not job_errors
         out[job_id] = JobMetrics(job_id, nranks, ccts, times, lead, jct, transport, job_errors, verified,
-                                 collective=info.collective if info else None)
+                                 collective=info.collective if info else None, compute_s=compute_s)
     verified = bool(out) and all(j.verified for j in out.values()) and not errors
     log.info(
         "%s: %d iterations over %d job(s), verified=%s",

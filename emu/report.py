@@ -90,6 +90,8 @@ def _job_block(jm: JobMetrics) -> dict[str, Any]:
         "cct_over_bound": {"mean": jm.over_bound_summary().mean},
         "step_lead": {"max": jm.step_lead_max, "mean": jm.step_lead_mean},
         "jct_s": jm.jct_s,
+        "compute_s": jm.compute_s,
+        "exposed_comm_s": jm.exposed_comm_s,
     }
 
 
@@ -107,7 +109,8 @@ def summary_dict(
     ``drops`` (switch counters summed over the switches, missing -> null), and ``jobs``:
     job id (str) -> ``collective``, ``ranks``, ``iterations``, ``verified``, ``cct_s``
     {mean, p50, p99}, ``cct_over_bound`` {mean}, ``step_lead`` {max, mean}, ``jct_s`` (the
-    job's completion time, compute included, emu.metrics.JobMetrics). The
+    job's completion time, compute included), ``compute_s`` and ``exposed_comm_s`` (JCT minus
+    compute; emu.metrics.JobMetrics). The
     scheme-level ``cct_s``, ``cct_over_bound`` and ``step_lead`` repeat the job's when the
     run has one job and are null with several (jobs are never pooled, DESIGN.md 7).
 

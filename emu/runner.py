@@ -327,6 +327,40 @@ def collective_bound_s(topology: Any, job_id: int, size_bytes: int) -> float:
     return factor * size_bytes * 8 / bw
 
 
+def max_compute_s(job: Any) -> float:
+    """The longest compute of one training iteration of any rank of ``job`` (s, straggler included)."""
+    base = job.compute_ms / 1000.0
+    if job.model is not None:
+        base = job.model.forward_ms / 1000 / job.model.reduction * (1 + job.model.backward_ratio)
+    worst = base
+    for st in job.stragglers:
+        worst = max(worst, base * st.compute_factor + st.compute_delay_ms / 1000)
+    return worst
+
+
+def compute_schedule(job: Any, rank: int, iterations: int, seed: int) -> Any:
+    """Rank ``rank``'s :class:`hostapps.workload.ComputeSchedule` (None: the plain ``compute_ms``
+    with no straggler, which the worker runs as ``compute_s``). Times in scenario seconds; a
+    random straggler draws from (seed, job, rank), the same in both modes."""
+    from hostapps.workload import ComputeSchedule, straggler_pattern
+
+    st = next((s for s in job.stragglers if s.rank == rank), None)
+    slow = st is not None and (st.compute_factor > 1 or st.compute_delay_ms > 0)
+    if job.model is None and not slow:
+        return None
+    factors: tuple[float, ...] = ()
+    delays: tuple[float, ...] = ()
+    if slow:
+        factors, delays = straggler_pattern(iterations, factor=st.compute_factor, delay_s=st.compute_delay_ms / 1000,
+                                            every=st.every, probability=st.probability, seed=(seed, job.id, rank))
+    m = job.model
+    if m is None:
+        return ComputeSchedule(forward_s=job.compute_ms / 1000, overlap=False, factors=factors, delays=delays)
+    forward = m.forward_ms / 1000 / m.reduction
+    return ComputeSchedule(forward_s=forward, backward_s=forward * m.backward_ratio, buckets=m.buckets,
+                           factors=factors, delays=delays)
+
+
 def worker_specs(topology: Any, *, iterations: int | None, size: int | None, seed: int, start_at: float,
                  results_dir: Path) -> list[dict[str, Any]]:
     """One worker spec per rank of every job (docs/interfaces.md section 4)."""
@@ -334,13 +368,16 @@ def worker_specs(topology: Any, *, iterations: int | None, size: int | None, see
     specs = []
     for job in topology.jobs:
         ranks = [{"rank": r, "ip": plan.host(h).ip, "port": CTH_UDP_PORT} for r, h in enumerate(job.ranks)]
+        iters = iterations if iterations is not None else job.iterations
         for r, host in enumerate(job.ranks):
+            schedule = compute_schedule(job, r, iters, seed)
+            extra = {} if schedule is None else {"compute": schedule.as_dict()}
             specs.append({
                 "job_id": job.id, "rank": r, "host": host, "ranks": ranks,
                 "collective": job.collective,
                 "size_bytes": size if size is not None else job.size_bytes,
-                "iterations": iterations if iterations is not None else job.iterations,
-                "compute_s": job.compute_ms / 1000.0,
+                "iterations": iters * job.collectives_per_iteration,
+                "compute_s": job.compute_ms / 1000.0, **extra,
                 "start_at": start_at + job.start_offset_ms / 1000.0,
                 "line_rate_bps": plan.host(host).line_rate_bps,
                 "rate_control": {"name": "dcqcn", "params": topology.dcqcn_for(job.id)},
@@ -358,8 +395,9 @@ def scheme_timeout_s(topology: Any, *, iterations: int | None, size: int | None,
         iters = iterations if iterations is not None else job.iterations
         nbytes = size if size is not None else job.size_bytes
         steps = 2 * (len(job.ranks) - 1)
-        per_iter = (job.compute_ms / 1000.0 + TIMEOUT_BOUND_SLACK * collective_bound_s(topology, job.id, nbytes)
-                    + TIMEOUT_PER_STEP_S * steps)
+        k = job.collectives_per_iteration
+        per_iter = (max_compute_s(job) + k * (TIMEOUT_BOUND_SLACK * collective_bound_s(topology, job.id, nbytes)
+                                              + TIMEOUT_PER_STEP_S * steps))
         total = job.start_offset_ms / 1000.0 + iters * per_iter + 2 * job.step_timeout_s
         worst = max(worst, total)
     return start_delay + worst + TIMEOUT_EXTRA_S
@@ -803,7 +841,8 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
 
     infos = {
         job_id: dataclasses.replace(info, size_bytes=size if size is not None else info.size_bytes,
-                                    iterations=iterations if iterations is not None else info.iterations)
+                                    iterations=(iterations * topology.job(job_id).collectives_per_iteration
+                                                if iterations is not None else info.iterations))
         for job_id, info in metrics.job_infos(topology).items()
     }
     scheme_metrics = {scheme: metrics.compute_metrics(run.results_dir, scheme=scheme, jobs=infos,

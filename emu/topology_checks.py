@@ -321,6 +321,40 @@ def jobs_fit(topo: Topology, fail: Fail) -> None:
         check_dcqcn(topo.dcqcn, ("dcqcn",), fail)
 
 
+def workloads_fit(topo: Topology, fail: Fail) -> None:
+    """Stragglers name a rank of their job once; a straggler's ``nic_mbps`` becomes its host's
+    access-link bandwidth; a ``model`` has whole buckets of whole float32 elements, no
+    ``compute_ms`` beside it, and gives the job's ``size_bytes`` (bytes per bucket)."""
+    link_of = {name: i for i, link in enumerate(topo.links) for name in (link.a, link.b)}
+    for j, job in enumerate(topo.jobs):
+        seen: set[int] = set()
+        for s, st in enumerate(job.stragglers):
+            if st.rank >= len(job.ranks):
+                raise fail(("jobs", j, "stragglers", s, "rank"),
+                           f"job {job.id} has ranks 0..{len(job.ranks) - 1}, got {st.rank}", "name a rank of the job")
+            if st.rank in seen:
+                raise fail(("jobs", j, "stragglers", s, "rank"), f"rank {st.rank} is listed twice",
+                           "give each slow rank one entry")
+            seen.add(st.rank)
+            if st.nic_mbps is not None:
+                i = link_of[job.ranks[st.rank]]
+                topo.links[i] = topo.links[i].model_copy(update={"bandwidth_mbps": st.nic_mbps})
+        m = job.model
+        if m is None:
+            continue
+        if job.compute_ms:
+            raise fail(("jobs", j, "compute_ms"), "a job with a 'model' takes its compute from the model",
+                       "leave compute_ms out (the model's forward_ms and reduction set the compute)")
+        if m.layers % m.bucket_layers:
+            raise fail(("jobs", j, "model", "bucket_layers"),
+                       f"{m.layers} layers do not make whole buckets of {m.bucket_layers}",
+                       "use a bucket_layers that divides layers")
+        if m.layer_bytes % 4:
+            raise fail(("jobs", j, "model", "layer_bytes"), f"must be a multiple of 4, got {m.layer_bytes}",
+                       FIXES["size_bytes"])
+        topo.jobs[j] = job.model_copy(update={"size_bytes": m.layer_bytes * m.bucket_layers})
+
+
 def background_hosts(topo: Topology, fail: Fail) -> None:
     """A background flow runs between two different declared hosts."""
     hosts, _ = _node_names(topo)
@@ -494,6 +528,7 @@ CHECKS: tuple[Check, ...] = (
     assign_ips,
     resolve_ecn_ramp,
     jobs_fit,
+    workloads_fit,
     background_hosts,
     explicit_paths_valid,
     ecn_can_mark,

@@ -141,6 +141,52 @@ class EcnParams(_Model):
     pmax: Number = Field(1.0, gt=0, le=1)
 
 
+class StragglerSpec(_Model):
+    """One slow rank of a job: its NIC rate, or its compute, or both.
+
+    ``nic_mbps`` sets the access link of the rank's host (the host's line rate and the switch
+    port towards it). ``compute_factor`` multiplies and ``compute_delay_ms`` adds to the rank's
+    compute before each collective (a training iteration's with ``model``, else
+    ``compute_ms``); a delay makes a straggler even without compute. ``every`` n: only
+    iterations n-1, 2n-1, ... (1 = always); ``probability`` p < 1: each such iteration at
+    random with probability p, drawn from the run's seed (the same in both modes).
+    """
+
+    rank: int = Field(ge=0)
+    nic_mbps: Mbps | None = Field(None, gt=0)
+    compute_factor: float = Field(1.0, ge=1)
+    compute_delay_ms: Milliseconds = Field(0.0, ge=0)
+    every: int = Field(1, ge=1)
+    probability: float = Field(1.0, gt=0, le=1)
+
+
+class ModelSpec(_Model):
+    """A transformer-like training job (the paper's Figure 6): per iteration a forward pass,
+    then a backward pass that makes one gradient bucket every ``bucket_layers`` layers, last
+    layers first; each bucket's all-reduce starts when the bucket is ready and the previous
+    one is done (one communication stream, as NCCL's), overlapping the rest of the backward.
+
+    Compute per iteration: ``forward_ms * (1 + backward_ratio) / reduction`` (the paper's
+    computation-reduction ratio, 1x..64x: faster compute, more exposed communication). Each
+    bucket all-reduces ``layer_bytes * bucket_layers`` bytes per rank (the job's ``size_bytes``
+    is derived; ``iterations`` counts training iterations).
+    """
+
+    layers: int = Field(ge=1, le=4096)
+    #: Gradient bytes per layer per rank (float32, a multiple of 4; or with a unit).
+    layer_bytes: Bytes = Field(gt=0)
+    bucket_layers: int = Field(1, ge=1)
+    #: Forward pass of the whole model at reduction 1 (ms, or with a unit).
+    forward_ms: Milliseconds = Field(gt=0)
+    backward_ratio: float = Field(2.0, ge=0)
+    reduction: float = Field(1.0, ge=1, le=1024)
+
+    @property
+    def buckets(self) -> int:
+        """Gradient buckets (all-reduces) per iteration: ceil(layers / bucket_layers)."""
+        return -(-self.layers // self.bucket_layers)
+
+
 class JobSpec(_Model):
     """A ring collective: rank i runs on host ``ranks[i]``, sends to rank (i+1) % N."""
 
@@ -166,6 +212,15 @@ class JobSpec(_Model):
     #: DCQCN parameter overrides for this job (names of hostapps.ratecontrol.DcqcnParams;
     #: periods in s or with a unit, ``5ms``; converted to numbers when loaded).
     dcqcn: dict[str, float | int | bool | str] | None = None
+    #: Slow ranks (NIC rate, compute).
+    stragglers: list[StragglerSpec] = []
+    #: A transformer-like training workload (compute with gradient buckets); replaces compute_ms.
+    model: ModelSpec | None = None
+
+    @property
+    def collectives_per_iteration(self) -> int:
+        """Collectives of one (training) iteration: the model's gradient buckets, else 1."""
+        return self.model.buckets if self.model is not None else 1
 
 
 class PathSpec(_Model):

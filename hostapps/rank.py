@@ -15,7 +15,8 @@ the core never reads a clock or a socket; its four entry points are
 
 Lifecycle (``state``): ``WAITING`` until ``start_at``, then per iteration ``k``: ``RUNNING``
 one :class:`hostapps.collectives.RingCollective` (step base ``k * steps_per_collective``),
-``COMPUTING`` for :meth:`RankWorker.compute_gap` seconds between iterations, and after the
+``COMPUTING`` for :meth:`RankWorker.compute_gap` seconds between iterations (and before the
+first with a compute schedule, :mod:`hostapps.workload`), and after the
 last one ``DRAINING`` until every packet sent was acknowledged (at most ``step_timeout_s``:
 the right neighbour needs our last step's data), then ``DONE``, or ``FAILED`` with ``error``.
 Deliveries for a later collective (a faster left neighbour) wait in a backlog and are
@@ -47,7 +48,11 @@ Records (:data:`RECORD_FIELDS`, the same keys in both modes, docs/interfaces.md 
   virtual time (``measured=False``: every timer fires on its due time and nothing competes
   for a CPU), and ``cpu_*`` are null too where the kernel has no /proc/self/schedstat;
 - ``{"kind": "error", "job", "rank", "message"}`` when the rank fails (then the transport
-  record follows).
+  record follows);
+- ``{"kind": "compute", "job", "rank", "iteration", "start", "end"}`` per training iteration
+  that computes (hostapps.workload): ``iteration`` is the training iteration (collectives
+  ``iteration * buckets ...``), ``start``/``end`` its compute (a model's overlaps its buckets'
+  collectives; a straggler's factor and delay included).
 
 Inputs and verification: rank ``r``'s input of iteration ``k`` is
 ``default_rng([seed, job_id, r, k]).standard_normal(size_bytes // 4).astype(float32)``
@@ -96,6 +101,7 @@ RECORD_FIELDS: dict[str, tuple[str, ...]] = {
     "iteration": ("kind", "job", "rank", "iteration", "start", "end", "verified", "digest"),
     "transport": ("kind", "job", "rank", *TRANSPORT_COUNTERS, *TIMER_FIELDS, *CPU_FIELDS, "rate_samples"),
     "error": ("kind", "job", "rank", "message"),
+    "compute": ("kind", "job", "rank", "iteration", "start", "end"),
 }
 
 #: :attr:`RankWorker.state` values, in order (``state >= DONE``: ended).
@@ -271,12 +277,18 @@ class RankWorker:
         self.coll_start = 0.0
         self.backlog: list[Any] = []  # deliveries for later collectives
         self.phase_at: float | None = self.start_at  # next start / end of compute / drain limit
+        #: the compute schedule (hostapps.workload); None: plain ``compute_s`` between collectives
+        self.schedule = spec.compute
+        self.train_start = self.start_at  #: start of the current training iteration (driver's clock)
         self.error: str | None = None
         self.failures: list[str] = []
         self._kept: list[tuple[int, float, float, np.ndarray]] = []  # deferred checks
         self._records: list[dict[str, Any]] = []
         self._head = {"job": spec.job_id, "rank": spec.rank}
         self._sched0: tuple[float, float, float] | None = None
+        if self.schedule is not None:  # iteration 0 computes before its first collective
+            self._record_compute(0, self.start_at)
+            self.phase_at = self.start_at + self.schedule.ready_after_s(0)
 
     # -- entry points ----------------------------------------------------------------
     def on_datagram(self, src_rank: int, datagram: bytes | memoryview, ecn: int, now: float) -> None:
@@ -347,9 +359,34 @@ class RankWorker:
         return self.state >= DONE
 
     # -- workload: where features plug in ----------------------------------------------
-    def compute_gap(self, iteration: int) -> float:  # noqa: ARG002
-        """Compute time (s) after ``iteration`` ends and before the next starts (``compute_s``)."""
-        return self.spec.compute_s
+    def compute_gap(self, iteration: int, now: float) -> float:
+        """Wait (s) after collective ``iteration`` ended at ``now`` before the next one starts.
+
+        With a schedule (hostapps.workload): a new training iteration computes from ``now``
+        (its ``compute`` record) and its first bucket is ready after ``ready_after_s``; a later
+        bucket waits until it is ready (0 if the backward pass already made it). Without one:
+        ``compute_s``, recorded as that iteration's compute.
+        """
+        nxt = iteration + 1
+        sched = self.schedule
+        if sched is None:
+            if self.spec.compute_s > 0:
+                self._record_compute(nxt, now, self.spec.compute_s)
+            return self.spec.compute_s
+        t, b = divmod(nxt, sched.buckets)
+        if b == 0:
+            self.train_start = now
+            self._record_compute(t, now)
+        return max(0.0, self.train_start + sched.ready_after_s(nxt) - now)
+
+    def _record_compute(self, t: int, start: float, duration: float | None = None) -> None:
+        """A ``compute`` record: training iteration ``t`` computes from ``start`` for its compute time."""
+        if duration is None:
+            assert self.schedule is not None
+            duration = self.schedule.compute_s(t)
+        off = self.clock_offset
+        self._records.append({"kind": "compute", **self._head, "iteration": t, "start": start + off,
+                              "end": start + duration + off})
 
     def make_collective(self, iteration: int, data: np.ndarray) -> RingCollective:
         """The collective of ``iteration`` on ``data`` (steps from ``iteration * steps``)."""
@@ -416,7 +453,7 @@ class RankWorker:
         self.iterations_done = k + 1
         self.iteration = k + 1
         if self.iteration < spec.iterations:
-            gap = self.compute_gap(k)
+            gap = self.compute_gap(k, now)
             if gap > 0:
                 self.state = COMPUTING
                 self.phase_at = now + gap

@@ -20,6 +20,7 @@ from hostapps.collectives import COLLECTIVE_KINDS
 from hostapps.ratecontrol import RateControlError, make_rate_controller
 from hostapps.transport import TransportConfig
 from hostapps.wire import MAX_JOBS, MAX_RANKS
+from hostapps.workload import ComputeSchedule
 
 
 class SpecError(ValueError):
@@ -58,6 +59,9 @@ class WorkerSpec:
         results_dir: directory of the JSON lines file (created if missing).
         transport: :class:`hostapps.transport.TransportConfig` fields that differ from its
             defaults (times in s, e.g. ``cnp_interval``), besides ``line_rate_bps`` and ``mtu``.
+        compute: the rank's compute schedule (:class:`hostapps.workload.ComputeSchedule`:
+            model compute with gradient buckets, a straggler's factor/delay), or None for the
+            plain ``compute_s`` between collectives.
     """
 
     job_id: int
@@ -77,6 +81,7 @@ class WorkerSpec:
     seed: int = 1
     results_dir: str = "."
     transport: dict[str, Any] = field(default_factory=dict)
+    compute: ComputeSchedule | None = None
 
     @property
     def nranks(self) -> int:
@@ -100,7 +105,7 @@ _REQUIRED = (
 )
 _OPTIONAL_DEFAULTS: dict[str, Any] = {
     "compute_s": 0.0, "rate_control": {"name": "dcqcn", "params": {}}, "mtu": 1500,
-    "step_timeout_s": 10.0, "slices": 1, "seed": 1, "transport": {},
+    "step_timeout_s": 10.0, "slices": 1, "seed": 1, "transport": {}, "compute": None,
 }
 
 
@@ -195,12 +200,23 @@ def parse_spec(obj: Any, where: str = "spec") -> WorkerSpec:
         transport_config(line_rate_bps, mtu, transport)
     except (TypeError, ValueError) as exc:
         raise SpecError(f"{where}: field 'transport': {exc}") from None
+    compute = obj["compute"]
+    if compute is not None:
+        if not isinstance(compute, dict):
+            raise SpecError(f"{where}: field 'compute' must be an object (hostapps.workload.ComputeSchedule)")
+        try:
+            compute = ComputeSchedule.from_dict(compute)
+        except ValueError as exc:
+            raise SpecError(f"{where}: field 'compute': {exc}") from None
+        if iterations % compute.buckets:
+            raise SpecError(f"{where}: field 'iterations' ({iterations}) must be a multiple of compute.buckets"
+                            f" ({compute.buckets})")
     return WorkerSpec(
         job_id=job_id, rank=rank, ranks=tuple(addrs[r] for r in range(len(addrs))),
         collective=collective, size_bytes=size_bytes, iterations=iterations, compute_s=compute_s,
         start_at=start_at, line_rate_bps=line_rate_bps, rate_control=rc["name"],
         rate_params=dict(params), mtu=mtu, step_timeout_s=step_timeout_s, slices=slices, seed=seed,
-        results_dir=results_dir, transport=dict(transport),
+        results_dir=results_dir, transport=dict(transport), compute=compute,
     )
 
 

@@ -20,7 +20,7 @@ from test_metrics import make_run  # noqa: E402
 
 INFO = {0: JobInfo("allreduce", 3, 3_000_000, 8e6, iterations=2)}
 SCHEME_KEYS = {"iterations", "verified", "cct_s", "cct_over_bound", "step_lead", "marks", "drops", "jobs", "overload"}
-JOB_KEYS = {"collective", "ranks", "iterations", "verified", "cct_s", "cct_over_bound", "step_lead", "jct_s"}
+JOB_KEYS = {"collective", "ranks", "iterations", "verified", "cct_s", "cct_over_bound", "step_lead", "jct_s", "compute_s", "exposed_comm_s"}
 COUNTERS = {
     "baseline": {"symphony_marks": 0, "queue_marks": 40, "drops": 1},
     "symphony": {"symphony_marks": 25, "queue_marks": 30, "drops": 0},

@@ -240,7 +240,7 @@ def test_records_have_one_schema_in_both_modes(tmp_path: Path) -> None:
     real = sorted((tmp_path / "rt" / "results").glob("*.jsonl"))
     virtual = sorted((tmp_path / "sim" / "baseline").glob("*.jsonl"))
     assert len(real) == 3 and len(virtual) == 4
-    expected = {k: list(v) for k, v in RECORD_FIELDS.items() if k != "error"}
+    expected = {k: list(v) for k, v in RECORD_FIELDS.items() if k not in ("error", "compute")}  # no compute here
     assert _keys_by_kind(real) == _keys_by_kind(virtual) == expected
     for path, measured in [(real[0], True), (virtual[0], False)]:
         (transport,) = [r for r in map(json.loads, path.read_text().splitlines()) if r["kind"] == "transport"]
