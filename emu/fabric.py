@@ -193,3 +193,69 @@ No background, no straggler: the flows that do not share run ahead of the ones t
 
 
 SCENARIOS["dc-ecmp-16"] = _dc_ecmp_16
+
+
+def _dc_mix_stragglers() -> tuple[str, dict[str, Any]]:
+    comment = """Several jobs with stragglers share a link (the multi-job case of issue 15).
+
+Two switches s1 and s2 joined by one 100 Gbit/s link. Jobs 0 and 1 (8 ranks, 1 MiB) have
+7 ranks on s1 and rank 7 on s2, and each has a straggler: rank 3's NIC runs at 25 Gbit/s, so
+its ring runs at a quarter of the line rate and its other flows have slack ("ahead" flows that
+burst). Job 2 (2 ranks, 1 MiB, 20 iterations) has c0 on s1 and c1 on s2: its flow c0 -> c1
+shares the s1 -> s2 link with the ahead flows a6 -> a7 and b6 -> b7 (and c1 -> c0 the s2 -> s1
+link with a7 -> a0 and b7 -> b0). No background. The small job runs at about twice its
+bound in the baseline; docs/results.md has what Symphony does to it."""
+    hosts = [f"a{i}" for i in range(8)] + [f"b{i}" for i in range(8)] + ["c0", "c1"]
+    on_s2 = {"a7", "b7", "c1"}
+    job = {"collective": "allreduce", "size_bytes": "1MiB", "step_timeout_s": 1}
+    doc: dict[str, Any] = {
+        "name": "dc-mix-stragglers",
+        "description": "Two 8-rank jobs, each with a 25 Gbit/s straggler, and a 2-rank job whose flows share "
+                       "the inter-switch link with their ahead flows; 100 Gbit/s, HPCC's DCQCN, Symphony T = 2, "
+                       "slope 0.02.",
+        "defaults": {"bandwidth_mbps": "100Gbit/s", "delay_ms": "1us", "queue_packets": 1024},
+        "mtu": 4096,
+        "dilation": 5000,
+        "dcqcn_preset": "hpcc-dcqcn-100g",
+        "dcqcn": dict(DC_DCQCN),
+        "hosts": [{"name": h} for h in hosts],
+        "switches": [{"name": "s1"}, {"name": "s2"}],
+        "links": [{"a": h, "b": "s2" if h in on_s2 else "s1"} for h in hosts] + [{"a": "s1", "b": "s2"}],
+        "jobs": [
+            {"id": 0, "ranks": [f"a{i}" for i in range(8)], **job, "iterations": 5,
+             "stragglers": [{"rank": 3, "nic_mbps": "25Gbit/s"}]},
+            {"id": 1, "ranks": [f"b{i}" for i in range(8)], **job, "iterations": 5,
+             "stragglers": [{"rank": 3, "nic_mbps": "25Gbit/s"}]},
+            {"id": 2, "ranks": ["c0", "c1"], **job, "iterations": 20},
+        ],
+        "symphony": dict(DC_SYMPHONY),
+    }
+    return comment, doc
+
+
+def _dc_train_8() -> tuple[str, dict[str, Any]]:
+    comment = """A training job with compute (the paper's Figure 6), on an ECMP leaf-spine.
+
+4 leaves x 2 hosts, 2 spines, 100 Gbit/s, routing: ecmp (seed 3: 4 links carry two ring flows),
+one 8-rank data-parallel job
+of a transformer-like model: 8 layers of 128 KiB of gradients, a bucket every 2 layers (4
+all-reduces of 256 KiB per iteration), forward 0.2 ms and backward 0.4 ms at reduction 1. Each
+bucket's all-reduce starts when the backward pass has made it and the previous one is done, so
+at reduction 1 the communication hides behind the backward pass; the paper's computation-
+reduction ratio (model.reduction, 1x..64x) shrinks the compute until the communication is
+exposed: sweep it with symphony-emu sweep or dc_sweep --set jobs.0.model.reduction=1,8,64.
+JCT, compute and exposed communication per job are in the report and summary.json."""
+    doc = leaf_spine(
+        name="dc-train-8",
+        description="4x2 leaf-spine, ECMP, an 8-rank training job (4 gradient buckets of 256 KiB per iteration, "
+                    "compute/communication overlap, reduction 1); JCT beside CCT.",
+        leaves=4, hosts_per_leaf=2, spines=2, placement="by-job", ecmp_seed=3,
+        jobs=[{"ranks": 8, "collective": "allreduce", "iterations": 3, "step_timeout_s": 1,
+               "model": {"layers": 8, "layer_bytes": "128KiB", "bucket_layers": 2, "forward_ms": "0.2ms",
+                         "backward_ratio": 2, "reduction": 1}}],
+        extra={"dilation": 5000, "dcqcn": dict(DC_DCQCN), "symphony": dict(DC_SYMPHONY)})
+    return comment, doc
+
+
+SCENARIOS["dc-mix-stragglers"] = _dc_mix_stragglers
+SCENARIOS["dc-train-8"] = _dc_train_8
