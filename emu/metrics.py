@@ -196,13 +196,6 @@ class SchemeMetrics:
         vals = [j.step_lead_mean for j in self.jobs.values() if j.step_lead_mean is not None]
         return float(np.mean(vals)) if vals else None
 
-    def transport_totals(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for j in self.jobs.values():
-            for k, v in j.transport.items():
-                out[k] = out.get(k, 0) + v
-        return out
-
 
 def bandwidth_bound_s(collective: str, nranks: int, size_bytes: int, bandwidth_bps: float) -> float:
     """Bandwidth bound of one ring collective (s).

@@ -165,12 +165,6 @@ def summary_dict(
     return out
 
 
-def cct_mean_ratio(summary: Mapping[str, Any]) -> float | None:
-    """symphony / baseline mean CCT of a one-job run's summary, None unless known."""
-    ratio = summary.get("cct_mean_ratio")
-    return float(ratio) if isinstance(ratio, int | float) else None
-
-
 def write_report(
     results_dir: str | Path,
     metrics: Mapping[str, SchemeMetrics],

@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 from emu.control import TableEntry
 from emu.p4build import P4_BUILDS, p4_build
-from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS, STEP_WINDOW
+from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS
 
 from . import ecmp
 from .p4names import (
@@ -610,11 +610,3 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
         log.debug("switch %s: %d entries, %d queues", sw.name, len(entries), len(queues))
     return out
 
-
-def job_register_resets(job_id: int) -> Mapping[str, range]:
-    """Register name -> indices to zero before job ``job_id`` starts (docs/DESIGN.md 4)."""
-    return {
-        "MyIngress.flow_step": range(job_id * MAX_RANKS, (job_id + 1) * MAX_RANKS),
-        "MyIngress.step_count": range(job_id * STEP_WINDOW, (job_id + 1) * STEP_WINDOW),
-        "MyIngress.frontier": range(job_id, job_id + 1),
-    }

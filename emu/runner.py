@@ -317,14 +317,11 @@ RUN_FILE = "run.json"
 
 
 def collective_bound_s(topology: Any, job_id: int, size_bytes: int) -> float:
-    """The bandwidth bound of one collective (s): ``2(N-1)/N * S / B`` for all-reduce
-    (docs/DESIGN.md section 7), ``(N-1)/N * S / B`` for all-gather and reduce-scatter, where B
-    is the job's lockstep fair share (emu.routing.JobBandwidth.fair_share_bps)."""
+    """The bandwidth bound of one collective of job ``job_id`` (s): :func:`emu.metrics.bandwidth_bound_s`
+    at the job's lockstep fair share (emu.routing.JobBandwidth.fair_share_bps)."""
     job = topology.job(job_id)
-    n = len(job.ranks)
     bw = routing.compute_routes(topology).job_bandwidth(job_id).fair_share_bps
-    factor = 2 * (n - 1) / n if job.collective == "allreduce" else (n - 1) / n
-    return factor * size_bytes * 8 / bw
+    return metrics.bandwidth_bound_s(job.collective, len(job.ranks), size_bytes, bw)
 
 
 def max_compute_s(job: Any) -> float:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(scheme: str, marks: list[list[int]], eligible: list[list[int]]) -> SchemeRun:
-    after = {f"s{i}": {"symphony_marks": m, "symphony_eligible": e} for i, (m, e) in enumerate(zip(marks, eligible))}
+    after = {f"s{i}": {"symphony_marks": m, "symphony_eligible": e} for i, (m, e) in enumerate(zip(marks, eligible, strict=True))}
     return SchemeRun(scheme, Path("."), [], {}, after, 0.0, 0.0)
 
 

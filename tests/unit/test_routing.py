@@ -34,14 +34,13 @@ from emu.routing import (
     compute_routes,
     data_frame_bytes,
     ecn_ramp,
-    job_register_resets,
     qdepth_unit,
     switch_programs,
     symphony_threshold,
     t2na_qdepth,
 )
 from emu.topology import Topology, load_topology, parse_topology
-from hostapps.wire import CTH_UDP_PORT, MAX_RANKS, STEP_WINDOW
+from hostapps.wire import CTH_UDP_PORT, MAX_RANKS
 
 REPO = Path(__file__).resolve().parents[2]
 TOPOLOGIES = sorted((REPO / "topologies").glob("*.yaml"))
@@ -353,13 +352,6 @@ ecn: {enabled: false}
 def test_unknown_scheme() -> None:
     with pytest.raises(ValueError, match="unknown scheme"):
         switch_programs(_load("single"), "fast")  # type: ignore[arg-type]
-
-
-def test_register_resets() -> None:
-    resets = job_register_resets(2)
-    assert resets["MyIngress.flow_step"] == range(2 * MAX_RANKS, 3 * MAX_RANKS)
-    assert resets["MyIngress.step_count"] == range(2 * STEP_WINDOW, 3 * STEP_WINDOW)
-    assert resets["MyIngress.frontier"] == range(2, 3)
 
 
 def _ramp_mean_error(kmin: int, kmax: int, pmax: float) -> tuple[float, float]:
