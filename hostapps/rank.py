@@ -289,10 +289,15 @@ class RankWorker:
         if self.schedule is not None:  # iteration 0 computes before its first collective
             self._record_compute(0, self.start_at)
             self.phase_at = self.start_at + self.schedule.ready_after_s(0)
+        # on_datagram only feeds the transport: bind it straight through (one call less per packet)
+        self.on_datagram = self.transport.on_datagram
 
     # -- entry points ----------------------------------------------------------------
     def on_datagram(self, src_rank: int, datagram: bytes | memoryview, ecn: int, now: float) -> None:
-        """A CTH datagram from ``src_rank`` (-1 if unknown) with IP ECN ``ecn`` arrived at ``now``."""
+        """A CTH datagram from ``src_rank`` (-1 if unknown) with IP ECN ``ecn`` arrived at ``now``.
+
+        (Each instance binds this name to its transport's ``on_datagram``, which it calls.)
+        """
         self.transport.on_datagram(src_rank, datagram, ecn, now)
 
     def poll(self, now: float) -> list[Outgoing]:
@@ -316,8 +321,13 @@ class RankWorker:
             released = self.barrier.take(self.spec.rank)
             if released:
                 self._transmit(released, now)
-        if self.state == RUNNING:
-            self._run_collective(now)
+        if self.state == RUNNING:  # _run_collective, inlined (per-packet path)
+            coll = self.coll
+            requests = coll.poll(now)  # type: ignore[union-attr]
+            if requests:
+                self._send(requests, now)
+            if coll.done:  # type: ignore[union-attr]
+                self._end_iteration(now)
         if self.state == DRAINING and (tr.idle() or (self.phase_at is not None and now >= self.phase_at)):
             self._finish()
         if self.state >= DONE:

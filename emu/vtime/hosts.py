@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -166,6 +167,8 @@ class SimRank:
         self.port = spec.ranks[spec.rank].port
         self.port_of = {a.rank: a.port for a in spec.ranks}
         self.ended = False
+        # the core's entry points, bound once (per-packet path)
+        self._feed, self._poll, self._next_timer = self.core.on_datagram, self.core.poll, self.core.next_timer
         first = s_to_ns(self.core.start_at)
         self.wake_at: int | None = first
         self.loop.at(first, self._wake, first)
@@ -191,40 +194,43 @@ class SimRank:
         src = self.rank_of.get(src_ip)
         if src is None:
             return
-        self.core.on_datagram(src, datagram, ecn, self.loop.now * 1e-9)
-        self._service()
+        now = self.loop.now * 1e-9
+        self._feed(src, datagram, ecn, now)
+        self._service(now)
 
     def _poll_soon(self) -> None:
         self.loop.at(self.loop.now + 1, self._barrier_wake, None)
 
     def _barrier_wake(self, _: Any) -> None:
         if not self.ended:
-            self._service()
+            self._service(self.loop.now * 1e-9)
 
     def _wake(self, t: int) -> None:
         if t != self.wake_at:
             return
         self.wake_at = None
-        self._service()
+        self._service(self.loop.now * 1e-9)
 
-    def _service(self) -> None:
-        core = self.core
-        out = core.poll(self.loop.now * 1e-9)
+    def _service(self, now: float) -> None:
+        """Poll the core at ``now`` (s, the loop's time), send what it returns, arm its timer."""
+        out = self._poll(now)
         if out:
             send = self.host.send
             ip_of, port, port_of = self.ip_of, self.port, self.port_of
             for o in out:
                 dst = o.dst_rank
                 send(ip_of[dst], port, port_of[dst], o.datagram, o.ecn)
-        if core.state >= DONE:
+        if self.core.state >= DONE:
             if not self.ended:
                 self._close()
                 self.on_end(self)
             return
-        t = core.next_timer()
+        t = self._next_timer()
         if t is None:
             return
-        ns = s_to_ns(t)
+        ns = math.ceil(t * 1e9)  # s_to_ns(t), inlined (per-packet path)
+        if ns * 1e-9 < t:
+            ns += 1
         now = self.loop.now
         if ns <= now:
             ns = now + 1
