@@ -370,9 +370,10 @@ def cli(verbose: int) -> None:
 @click.option("--p4", "p4", type=click.Choice(["v1model", "tofino"]), default="v1model", show_default=True,
               help="P4 build the switches run: p4/symphony.p4 (v1model) or p4/tofino/symphony.p4 (T2NA, "
                    "embedded target; docs/tofino.md).")
-@click.option("--dilation", type=float, default=None,
+@click.option("--dilation", default=None,
               help="Mininet mode: time dilation D (rates / D, delays and host timers * D; CCTs reported in "
-                   "scenario time). Default: the scenario's `dilation` (1 if unset); docs/virtual-time.md.")
+                   "scenario time), or auto: the smallest of 1, 2, 4 at which this machine keeps up (a short "
+                   "probe each). Default: the scenario's `dilation` (1 if unset); docs/virtual-time.md.")
 @click.option("--mtu", type=int, default=None,
               help="Override the scenario's IP MTU (bytes), e.g. --mtu 1500 to run a 4096-byte scenario "
                    "in Mininet.")
@@ -380,9 +381,13 @@ def cli(verbose: int) -> None:
               help="--mode sim: schemes run at once, each in a process of its own (default: "
                    "$SYMPHONY_EMU_PARALLEL, else one per scheme up to the CPUs the run may use; 1 = one after "
                    "the other in one process). Results are the same bit for bit.")
+@click.option("--order", type=click.Choice(["abba", "random", "sequential"]), default=None,
+              help="Mininet mode: order of the schemes' blocks on the one network, each block after the jobs' "
+                   "`warmup` iterations (left out of the statistics): abba (default: A B B A, cancels a drift), "
+                   "random (seeded rounds) or sequential (each scheme once).")
 def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
-        out: Path | None, force: bool, seed: int, mode: str, pcap: bool, p4: str, dilation: float | None,
-        mtu: int | None, parallel: int | None) -> None:
+        out: Path | None, force: bool, seed: int, mode: str, pcap: bool, p4: str, dilation: str | None,
+        mtu: int | None, parallel: int | None, order: str | None) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
 
@@ -393,7 +398,8 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
         with RichProgress(console) as progress:
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
                                 size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode,
-                                pcap=pcap, p4=p4, dilation=dilation, mtu=mtu, parallel=parallel, force=force)
+                                pcap=pcap, p4=p4, dilation=dilation, mtu=mtu, parallel=parallel, force=force,
+                                order=order)
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:

@@ -15,6 +15,9 @@ A scheme's results folder holds ``job{J}-rank{R}.jsonl`` files with ``step``,
 - **JCT**: the end of the job's last collective minus its start (its first compute or
   collective, whichever began first; includes compute); ``compute_s`` the most any rank
   computed (``compute`` records of hostapps.rank) and ``exposed_comm_s = JCT - compute_s``;
+  for a scheme run in blocks (emu.runner.plan_blocks) the sum over its blocks of that span
+  of their measured iterations. Warm-up iterations (``"warmup": true``) are recorded and
+  left out of the CCTs, the step lead and the JCT;
 - transport totals (sums over ranks) and the verified flags;
 - **comparison of schemes** (:func:`compare_ccts`): per job, the ratio of mean CCTs
   (other / baseline) with a 95% bootstrap confidence interval over iterations and a
@@ -78,6 +81,7 @@ class IterationRecord:
     start: float
     end: float
     verified: bool
+    warmup: bool = False  #: a warm-up iteration of its block: recorded, left out of the statistics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +139,8 @@ class JobMetrics:
     errors: list[str]
     verified: bool
     collective: str | None = None  #: allreduce | allgather | reducescatter, None when unknown
+    #: the warm-up iterations (complete ones), left out of ``ccts`` and of the step lead
+    warmup_ccts: list[IterationCct] = dataclasses.field(default_factory=list)
     #: compute time of the job (s): the most any rank spent computing (``compute`` records,
     #: hostapps.workload); 0 without compute records
     compute_s: float = 0.0
@@ -287,6 +293,7 @@ def _add_record(out: RunRecords, rec: dict[str, Any]) -> None:
                 float(rec["start"]),
                 float(rec["end"]),
                 bool(rec.get("verified", False)),
+                bool(rec.get("warmup", False)),
             )
         )
     elif kind == "transport":
@@ -306,12 +313,15 @@ def _add_record(out: RunRecords, rec: dict[str, Any]) -> None:
 
 
 def step_lead_series(
-    steps: Iterable[StepRecord], samples: int = LEAD_SAMPLES
+    steps: Iterable[StepRecord], samples: int = LEAD_SAMPLES,
+    windows: Iterable[tuple[float, float]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(instants, lead) of one job's step records; see the module docstring.
 
     Instants are ``samples`` evenly spaced points from the first step start to the last
-    step end of the job (absolute seconds). Empty arrays when fewer than 2 ranks logged.
+    step end of the job (absolute seconds); with ``windows`` ((start, end) s) only those
+    inside one (a scheme's blocks: not the time between them, when other schemes ran).
+    Empty arrays when fewer than 2 ranks logged.
     """
     by_rank: dict[int, dict[tuple[int, int], float]] = {}
     t0, t1 = math.inf, -math.inf
@@ -324,6 +334,13 @@ def step_lead_series(
     if len(by_rank) < 2 or not t1 > t0:
         return np.zeros(0), np.zeros(0)
     times = np.linspace(t0, t1, samples)
+    if windows is not None:
+        inside = np.zeros(times.shape, dtype=bool)
+        for lo, hi in windows:
+            inside |= (times >= lo) & (times <= hi)
+        times = times[inside]
+        if times.size == 0:
+            return np.zeros(0), np.zeros(0)
     progress = []
     for starts in by_rank.values():
         ordered = np.maximum.accumulate(np.array([starts[k] for k in sorted(starts)], dtype=float))
@@ -368,12 +385,15 @@ def compute_metrics(
             job_errors.append(f"job {job_id}: no results in {scheme_dir}")
             errors.append(job_errors[-1])
         iters: dict[int, list[IterationRecord]] = {}
+        warm_iters: dict[int, list[IterationRecord]] = {}
         for it in recs.iterations:
             if it.job == job_id:
-                iters.setdefault(it.iteration, []).append(it)
+                (warm_iters if it.warmup else iters).setdefault(it.iteration, []).append(it)
         ccts = []
-        for k in sorted(iters):
-            rows = iters[k]
+        warmup_ccts = []
+        for k in sorted(set(iters) | set(warm_iters)):
+            warm = k in warm_iters
+            rows = warm_iters[k] if warm else iters[k]
             ranks = {r.rank for r in rows}
             complete = len(ranks) >= nranks
             if not complete:
@@ -381,7 +401,7 @@ def compute_metrics(
                 job_errors.append(msg)
                 errors.append(msg)
                 continue
-            ccts.append(
+            (warmup_ccts if warm else ccts).append(
                 IterationCct(
                     job=job_id,
                     iteration=k,
@@ -407,6 +427,8 @@ def compute_metrics(
         for _, rank, _, a, b in comp:
             per_rank[rank] = per_rank.get(rank, 0.0) + (b - a)
         compute_s = max(per_rank.values()) if per_rank else 0.0
+        if warm_iters and ccts:  # in blocks, other schemes between them: the measured spans summed
+            jct = sum(seg[-1].end - seg[0].start for seg in _segments(ccts))
         transport: dict[str, float] = {}
         for t in recs.transport:
             if t.get("job") != job_id:
@@ -415,13 +437,23 @@ def compute_metrics(
                 if key in ("job", "rank", "kind") or isinstance(val, bool):
                     continue
                 if isinstance(val, int | float):
-                    # Maxima (timer_lag_max_s) combine by max over ranks, counts by sum.
-                    transport[key] = max(transport.get(key, 0), val) if key.endswith("_max_s") \
-                        else transport.get(key, 0) + val
-        times, lead = step_lead_series((s for s in recs.steps if s.job == job_id), lead_samples)
-        verified = bool(ccts) and all(c.verified for c in ccts) and not job_errors
+                    # Maxima (timer_lag_max_s, a rank's start lateness: in the metrics' clock, so
+                    # scenario time in a dilated run, like the CCTs) combine by max over ranks
+                    # and blocks, counts by sum.
+                    if key == "start_lateness_s":
+                        transport[key] = max(transport.get(key, 0), val * time_scale)
+                    elif key.endswith("_max_s"):
+                        transport[key] = max(transport.get(key, 0), val)
+                    else:
+                        transport[key] = transport.get(key, 0) + val
+        measured_steps = (s for s in recs.steps if s.job == job_id and s.iteration not in warm_iters)
+        windows = [(seg[0].start, seg[-1].end) for seg in _segments(ccts)] if warm_iters else None
+        times, lead = step_lead_series(measured_steps, lead_samples, windows)
+        verified = (bool(ccts) and all(c.verified for c in ccts) and all(c.verified for c in warmup_ccts)
+                    and not job_errors)
         out[job_id] = JobMetrics(job_id, nranks, ccts, times, lead, jct, transport, job_errors, verified,
-                                 collective=info.collective if info else None, compute_s=compute_s)
+                                 collective=info.collective if info else None, compute_s=compute_s,
+                                 warmup_ccts=warmup_ccts)
     verified = bool(out) and all(j.verified for j in out.values()) and not errors
     log.info(
         "%s: %d iterations over %d job(s), verified=%s",
@@ -431,6 +463,17 @@ def compute_metrics(
         verified,
     )
     return SchemeMetrics(scheme, out, sorted(recs.steps, key=_step_key), errors, verified)
+
+
+def _segments(ccts: list[IterationCct]) -> list[list[IterationCct]]:
+    """Runs of consecutively numbered iterations: a scheme's blocks (warm-ups between them)."""
+    out: list[list[IterationCct]] = []
+    for c in sorted(ccts, key=lambda c: c.iteration):
+        if out and c.iteration == out[-1][-1].iteration + 1:
+            out[-1].append(c)
+        else:
+            out.append([c])
+    return out
 
 
 def _step_key(s: StepRecord) -> tuple[int, int, int, int]:
@@ -565,12 +608,32 @@ LATE_WAKEUP_FRACTION = 0.05
 CPU_WAIT_FRACTION = 0.10
 
 
+def _start_lateness(m: SchemeMetrics) -> tuple[float, float] | None:
+    """(latest start of any rank after the common start, the mean step time of that job) in s,
+    over the jobs and blocks of one scheme; None when no rank recorded its lateness."""
+    from hostapps.collectives import steps_per_collective  # noqa: PLC0415
+
+    worst: tuple[float, float] | None = None
+    for jm in m.jobs.values():
+        late = jm.transport.get("start_lateness_s")
+        mean = jm.cct_summary().mean
+        if late is None or mean is None or jm.nranks < 2:
+            continue
+        step = mean / steps_per_collective(jm.collective or "allreduce", jm.nranks)
+        if worst is None or late - step > worst[0] - worst[1]:
+            worst = (float(late), step)
+    return worst
+
+
 def overload(m: SchemeMetrics, counters: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """How much the machine disturbed one scheme's real-time run, with the figures.
 
     From the workers' transport records (timer wake-up lateness, time waiting for a CPU)
     and the switch totals of ``emu.runner.counter_totals`` (departure-timer lateness).
-    ``{"disturbed": bool, "reasons": [words], "worker_late_wakeups", "worker_lag_max_ms",
+    A rank that began its first iteration more than a step (the job's mean CCT over its
+    steps) after the common start disturbs it too (``start_lateness_max_ms``, ``step_ms``).
+    ``{"disturbed": bool, "reasons": [words], "start_lateness_max_ms", "step_ms",
+    "worker_late_wakeups", "worker_lag_max_ms",
     "worker_cpu_wait", "switch_late_wakeups", "switch_lag_max_ms"}`` (fractions 0..1; null
     when not measured, e.g. in virtual time, where nothing can disturb the run).
     """
@@ -585,7 +648,10 @@ def overload(m: SchemeMetrics, counters: Mapping[str, Any] | None = None) -> dic
     def frac(a: float, b: float) -> float | None:
         return round(a / b, 4) if b > 0 else None
 
+    late = _start_lateness(m)
     out: dict[str, Any] = {
+        "start_lateness_max_ms": round(late[0] * 1000, 2) if late else None,
+        "step_ms": round(late[1] * 1000, 2) if late else None,
         "worker_late_wakeups": frac(tot.get("timer_late_wakeups", 0), tot.get("timer_wakeups", 0)),
         "worker_lag_max_ms": round(lag_max * 1000, 2) if tot.get("timer_wakeups") else None,
         "worker_cpu_wait": frac(tot.get("cpu_wait_s", 0), tot.get("cpu_wall_s", 0)),
@@ -593,6 +659,9 @@ def overload(m: SchemeMetrics, counters: Mapping[str, Any] | None = None) -> dic
         "switch_lag_max_ms": round(float(c["io_lag_max_us"]) / 1000, 2) if c.get("io_wakeups") else None,
     }
     reasons = []
+    if late and late[0] > late[1]:
+        reasons.append(f"a rank began {late[0] * 1000:.0f} ms after the common start, more than a step "
+                       f"({late[1] * 1000:.0f} ms)")
     if (out["worker_late_wakeups"] or 0) > LATE_WAKEUP_FRACTION:
         reasons.append(f"{out['worker_late_wakeups']:.0%} of worker wake-ups over 2 ms late "
                        f"(max {out['worker_lag_max_ms']:.0f} ms)")

@@ -174,11 +174,16 @@ def write_report(
     dilation: float = 1.0,
     mode: str = "mininet",
     paths: Mapping[str, Any] | None = None,
+    order: Mapping[str, Any] | None = None,
 ) -> RenderableType:
     """Write summary.json, cct.csv, steps.csv, flows.csv and both PNGs; return the terminal table.
 
     ``paths``: :meth:`emu.routing.Routes.flow_report` (where each ring flow went, flows per
     link), kept in summary.json as ``paths`` and in flows.csv (job, rank, dst_rank, path).
+
+    ``order``: how the schemes' blocks ran (emu.runner.plan_blocks): ``scheme_order``
+    (abba, random, sequential), ``blocks`` (scheme, measured and warm-up iterations per job,
+    in run order) and ``order_words``; copied into summary.json and said in the caption.
 
     ``mode``: the back end; a virtual-time run (``"sim"``) gets ``"mode": "sim"`` in
     summary.json and says so in the table's caption.
@@ -196,6 +201,8 @@ def write_report(
         summary["paths"] = dict(paths)
         _write_csv(out / FLOWS_FILE, FLOW_COLUMNS,
                    [(f["job"], f["rank"], f["dst_rank"], " ".join(f["path"])) for f in paths.get("flows", [])])
+    if order:
+        summary.update({k: order[k] for k in ("scheme_order", "blocks", "order_words") if k in order})
     if dilation != 1.0:
         summary["dilation"] = dilation
         for scheme in _ordered(metrics):
@@ -581,6 +588,9 @@ def _machine(load: Mapping[str, Any] | None) -> str:
     if not load.get("disturbed"):
         return "[green]quiet[/]"
     figures = []
+    late, step = load.get("start_lateness_max_ms"), load.get("step_ms")
+    if late is not None and step is not None and late > step:
+        figures.append(f"late start {late:.0f} ms")
     if load.get("worker_late_wakeups") is not None:
         figures.append(f"{load['worker_late_wakeups']:.0%} late")
     if load.get("worker_cpu_wait") is not None:
@@ -630,6 +640,14 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
                 if isinstance(summary.get("dilation"), int | float) else "")
     if summary.get("mode") == "sim":
         dilation += "; virtual time: every time is simulated (docs/virtual-time.md)"
+    probes = summary.get("dilation_auto")
+    if isinstance(probes, list) and probes:
+        chosen = summary.get("dilation", 1)
+        words = ", ".join(f"D = {p.get('dilation', 0):g} {'busy' if p.get('disturbed') else 'kept up'}"
+                          for p in probes if isinstance(p, Mapping))
+        dilation += f"; --dilation auto chose D = {chosen:g} ({words})"
+    if isinstance(summary.get("order_words"), str):
+        dilation += f"; order {summary['order_words']}"
     timing = Table(title="symphony-emu results", header_style="bold", caption_justify="left",
                    caption="CCT/bound: mean CCT over the bandwidth bound; JCT: the job's completion time; vs baseline: mean CCT ratio "
                            f"[95% CI] and {_LEGEND}{dilation}")

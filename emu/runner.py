@@ -72,15 +72,125 @@ CALIBRATED_FROM = {"placebo": "symphony"}
 SWITCH_MODE = {"ideal": "baseline"}
 #: Schemes only virtual time can run (the barrier needs every rank's progress in one process).
 SIM_ONLY = ("ideal",)
+#: Orders of the schemes' blocks on one network (``symphony-emu run --order``, see :func:`plan_blocks`).
+ORDERS = ("abba", "random", "sequential")
+#: Default order in real time: ABBA cancels a linear drift of the machine or the network.
+DEFAULT_ORDER = "abba"
+#: Rounds of a ``random`` order: each round runs every scheme once, in a seeded random order.
+RANDOM_ROUNDS = 2
 #: Per-scheme time limit = START + iterations * (compute + SLACK * bound + PER_STEP * steps) + EXTRA.
 TIMEOUT_BOUND_SLACK = 25.0
 TIMEOUT_PER_STEP_S = 0.5
 TIMEOUT_EXTRA_S = 30.0
 
 
+@dataclass(frozen=True)
+class Block:
+    """One run of every job with one scheme, a part of a run's scheme order (:func:`plan_blocks`).
+
+    ``index``: position in the run's order (0 first); per job id: ``iterations`` measured,
+    ``warmup`` iterations run before them (recorded, left out of the statistics) and
+    ``first_iteration``, the number the block's first (warm-up) iteration gets, so a
+    scheme's blocks number their iterations on from one another.
+    """
+
+    index: int
+    scheme: str
+    iterations: dict[int, int]
+    warmup: dict[int, int]
+    first_iteration: dict[int, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        """summary.json's ``blocks`` entry: scheme, measured iterations and warm-ups per job."""
+        return {"scheme": self.scheme, "iterations": {str(j): n for j, n in self.iterations.items()},
+                "warmup": {str(j): n for j, n in self.warmup.items()}}
+
+
+def _slots(schemes: Sequence[str], order: str, seed: int) -> list[str]:
+    """The order of scheme slots before merging: every scheme once (sequential), forward then
+    backward (abba: A B B A, A B C C B A), or RANDOM_ROUNDS seeded random permutations."""
+    import random
+
+    if order == "sequential":
+        return list(schemes)
+    if order == "abba":
+        return [*schemes, *reversed(schemes)]
+    if order == "random":
+        rng = random.Random(seed)
+        out: list[str] = []
+        for _ in range(RANDOM_ROUNDS):
+            perm = list(schemes)
+            rng.shuffle(perm)
+            out += perm
+        return out
+    raise UsageError(f"unknown --order {order!r}: use {', '.join(ORDERS)}")
+
+
+def _split(n: int, parts: int) -> list[int]:
+    """``n`` iterations in ``parts`` parts that differ by at most one, larger ones first."""
+    return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
+
+
+def plan_blocks(schemes: Sequence[str], iterations: dict[int, int], warmup: dict[int, int], *,
+                order: str = DEFAULT_ORDER, seed: int = 1) -> list[Block]:
+    """The blocks a run executes, in order, for any list of schemes.
+
+    ``iterations``/``warmup``: per job id, measured iterations per scheme and warm-up
+    iterations per block. The order's slots (:func:`_slots`) are merged where a scheme
+    follows itself (ABBA is A, BB, A: three blocks, three starts), each scheme's iterations
+    are split evenly over its slots, and every block starts with its warm-up iterations:
+    each start of the workers (process start, ARP-free but cold caches, the first timers)
+    costs every scheme alike and is left out. ABBA puts the mean time of every scheme's
+    measured iterations at the same instant of the run, so a linear drift of the machine
+    or the network adds the same to every scheme's mean (exactly when the iterations take
+    equally long); ``random`` makes any drift a zero-mean error. A calibrated scheme
+    (:data:`CALIBRATED_FROM`) gets its first block after one of its source's. A block left
+    with no measured iteration (fewer iterations than slots) is dropped.
+    """
+    if not schemes:
+        return []
+    slots = _slots(schemes, order, seed)
+    for later, source in CALIBRATED_FROM.items():  # the placebo's first block after a symphony block
+        if later in slots and source in slots and slots.index(later) < slots.index(source):
+            i, j = slots.index(later), slots.index(source)
+            slots[i], slots[j] = slots[j], slots[i]
+    merged: list[tuple[str, int]] = []  # (scheme, slots merged)
+    for scheme in slots:
+        if merged and merged[-1][0] == scheme:
+            merged[-1] = (scheme, merged[-1][1] + 1)
+        else:
+            merged.append((scheme, 1))
+    parts = {scheme: {job: _split(n, slots.count(scheme)) for job, n in iterations.items()} for scheme in schemes}
+    used = {scheme: 0 for scheme in schemes}
+    next_label = {scheme: dict.fromkeys(iterations, 0) for scheme in schemes}
+    blocks: list[Block] = []
+    for scheme, count in merged:
+        lo, used[scheme] = used[scheme], used[scheme] + count
+        measured = {job: sum(parts[scheme][job][lo:lo + count]) for job in iterations}
+        if not any(measured.values()):
+            continue
+        first = dict(next_label[scheme])
+        for job in iterations:
+            next_label[scheme][job] += measured[job] + warmup.get(job, 0)
+        blocks.append(Block(len(blocks), scheme, measured, {job: warmup.get(job, 0) for job in iterations}, first))
+    return blocks
+
+
+def order_words(blocks: Sequence[Block], order: str) -> str:
+    """The order in a few words for the table, e.g. ``abba: baseline, symphony, baseline; 1 warm-up per block``."""
+    names = ", ".join(b.scheme for b in blocks)
+    warm = sorted({w for b in blocks for w in b.warmup.values()})
+    if warm == [0]:
+        warm_words = "no warm-up"
+    else:
+        n = "/".join(str(w) for w in warm)
+        warm_words = f"{n} warm-up iteration{'s' if warm != [1] else ''} per block left out"
+    return f"{order}: {names}; {warm_words}"
+
+
 @dataclass
 class SchemeRun:
-    """What one scheme's run produced."""
+    """What one scheme's run produced (one block, or every block of the scheme merged)."""
 
     scheme: str
     results_dir: Path
@@ -90,25 +200,37 @@ class SchemeRun:
     start_at: float
     wall_s: float
     traffic: list[dict[str, Any]] = field(default_factory=list)
+    #: (before, after) counters of the scheme's later blocks (its first block's are above)
+    more_counters: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         """Every worker exited 0."""
         return all(w.returncode == 0 for w in self.workers)
 
+    def merge(self, later: SchemeRun) -> None:
+        """Add a later block of the same scheme: its workers, counters and wall time."""
+        self.workers += later.workers
+        self.more_counters.append((later.counters_before, later.counters_after))
+        self.more_counters += later.more_counters
+        self.wall_s += later.wall_s
+
     def counter_delta(self) -> dict[str, dict[str, Any]]:
-        """Per switch: counters during this scheme (after - before) and the final core stats."""
+        """Per switch: counters during this scheme (after - before, summed over its blocks)
+        and the final core stats (maxima as read after its last block)."""
         out: dict[str, dict[str, Any]] = {}
-        for sw, after in self.counters_after.items():
-            before = self.counters_before.get(sw, {})
-            entry: dict[str, Any] = {}
-            for key, values in after.items():
-                if key == "stats":
-                    entry["stats"] = _stats_delta(before.get("stats", {}), values)
-                    continue
-                prev = before.get(key, [0] * len(values))
-                entry[key] = [a - b for a, b in zip(values, prev, strict=False)]
-            out[sw] = entry
+        for before_all, after_all in [(self.counters_before, self.counters_after), *self.more_counters]:
+            for sw, after in after_all.items():
+                before = before_all.get(sw, {})
+                entry = out.setdefault(sw, {})
+                for key, values in after.items():
+                    if key == "stats":
+                        delta = _stats_delta(before.get("stats", {}), values)
+                        entry["stats"] = _stats_add(entry["stats"], delta) if "stats" in entry else delta
+                        continue
+                    prev = before.get(key, [0] * len(values))
+                    diff = [a - b for a, b in zip(values, prev, strict=False)]
+                    entry[key] = [a + b for a, b in zip(entry[key], diff, strict=False)] if key in entry else diff
         return out
 
 
@@ -128,6 +250,20 @@ def _stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
         return a
 
     return {key: sub(value, before.get(key)) if key in COUNTING_STATS else value for key, value in after.items()}
+
+
+def _stats_add(total: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """Two blocks' switch stats: counting keys added, the rest (maxima) from ``more`` (the later)."""
+
+    def add(a: Any, b: Any) -> Any:
+        if isinstance(b, dict):
+            a = a if isinstance(a, dict) else {}
+            return {k: add(a.get(k), v) for k, v in b.items()}
+        if isinstance(a, int | float) and isinstance(b, int | float):
+            return a + b
+        return b
+
+    return {key: add(total.get(key), value) if key in COUNTING_STATS else value for key, value in more.items()}
 
 
 def counter_totals(delta: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -228,7 +364,7 @@ def default_out_dir(run_id: str) -> Path:
 
 #: What a run writes at the top of its results folder (besides one folder per scheme).
 RUN_OUTPUTS = ("run.json", "run.lock", "summary.json", "cct.csv", "steps.csv", "cct_cdf.png", "step_lead.png",
-               "topology.yaml", "logs", "pcap")
+               "topology.yaml", "logs", "pcap", "calibration")
 #: Held by the runner while it writes the folder (emu.cleanup.hold_run_lock).
 RUN_LOCK = cleanup_mod.RUN_LOCK
 
@@ -359,13 +495,26 @@ def compute_schedule(job: Any, rank: int, iterations: int, seed: int) -> Any:
 
 
 def worker_specs(topology: Any, *, iterations: int | None, size: int | None, seed: int, start_at: float,
-                 results_dir: Path) -> list[dict[str, Any]]:
-    """One worker spec per rank of every job (docs/interfaces.md section 4)."""
+                 results_dir: Path, block: Block | None = None) -> list[dict[str, Any]]:
+    """One worker spec per rank of every job (docs/interfaces.md section 4).
+
+    With ``block`` the workers run the block's warm-up plus measured iterations of each job
+    (``iterations`` counts both, ``warmup`` the first ones, ``first_iteration`` numbers
+    the first) and append to the scheme's JSON lines; without, ``iterations`` (or the
+    job's) from iteration 0 with no warm-up.
+    """
+
     plan = topology.plan
     specs = []
     for job in topology.jobs:
         ranks = [{"rank": r, "ip": plan.host(h).ip, "port": CTH_UDP_PORT} for r, h in enumerate(job.ranks)]
-        iters = iterations if iterations is not None else job.iterations
+        cpi = job.collectives_per_iteration
+        if block is not None:  # warm-ups and numbers count the worker's collectives
+            iters = block.iterations[job.id] + block.warmup[job.id]
+            in_block = {"warmup": block.warmup[job.id] * cpi, "first_iteration": block.first_iteration[job.id] * cpi}
+        else:
+            iters = iterations if iterations is not None else job.iterations
+            in_block = {}
         for r, host in enumerate(job.ranks):
             schedule = compute_schedule(job, r, iters, seed)
             extra = {} if schedule is None else {"compute": schedule.as_dict()}
@@ -373,7 +522,7 @@ def worker_specs(topology: Any, *, iterations: int | None, size: int | None, see
                 "job_id": job.id, "rank": r, "host": host, "ranks": ranks,
                 "collective": job.collective,
                 "size_bytes": size if size is not None else job.size_bytes,
-                "iterations": iters * job.collectives_per_iteration,
+                "iterations": iters * job.collectives_per_iteration, **in_block,
                 "compute_s": job.compute_ms / 1000.0, **extra,
                 "start_at": start_at + job.start_offset_ms / 1000.0,
                 "line_rate_bps": plan.host(host).line_rate_bps,
@@ -554,42 +703,109 @@ class Experiment:
         """Stop everything the back end started."""
         self.backend.close()
 
+    def plan(self, schemes: Sequence[str], *, iterations: int | None = None,
+             order: str = DEFAULT_ORDER) -> list[Block]:
+        """The blocks :meth:`run_schemes` runs (:func:`plan_blocks`). A back end with a fresh
+        network per scheme (virtual time: no drift, nothing shared, a start that costs
+        nothing) runs each scheme as one block without warm-up."""
+        measured = {job.id: iterations if iterations is not None else job.iterations for job in self.topology.jobs}
+        warmup = {job.id: job_warmup(job) for job in self.topology.jobs}
+        if self.backend.network_per_scheme:
+            order = "sequential"
+            warmup = dict.fromkeys(warmup, 0)
+        return plan_blocks(schemes, measured, warmup, order=order, seed=self.seed)
+
     def run_schemes(self, schemes: Sequence[str], *, iterations: int | None = None, size: int | None = None,
-                    progress: ProgressFn | None = None, parallel: int = 1) -> dict[str, SchemeRun]:
-        """Run every job once per scheme; scheme -> SchemeRun in the order of ``schemes``.
+                    progress: ProgressFn | None = None, parallel: int = 1, order: str = DEFAULT_ORDER,
+                    blocks: Sequence[Block] | None = None) -> dict[str, SchemeRun]:
+        """Run every job per scheme in the blocks of ``order`` (:meth:`plan`, or ``blocks``);
+        scheme -> SchemeRun (its blocks merged) in the order of ``schemes``.
 
-        ``parallel``: how many schemes run at the same time. 1 runs them one after the other in
-        this process; more (back ends with ``network_per_scheme`` only: virtual time) runs
-        each scheme in a process of its own (emu.vtime.parallel), with the same results bit
-        for bit. A calibrated scheme (:data:`CALIBRATED_FROM`: the placebo) runs after the
-        others, with what the scheme it is calibrated from measured; ``self.placebo`` then
-        holds the placebo's probabilities. Raises as :meth:`run_scheme`.
+        ``parallel``: how many schemes run at the same time. 1 runs the blocks one after the
+        other in this process; more (back ends with ``network_per_scheme`` only: virtual
+        time, one block per scheme) runs each scheme in a process of its own
+        (emu.vtime.parallel), with the same results bit for bit. A calibrated scheme
+        (:data:`CALIBRATED_FROM`: the placebo) is calibrated from what the blocks of the
+        scheme it follows measured before its first block (:func:`plan_blocks` puts that
+        one first; in parallel: after the others); ``self.placebo`` then holds the placebo's
+        probabilities. Raises as :meth:`run_scheme`.
         """
-        first = [s for s in schemes if s not in CALIBRATED_FROM]
-        later = [s for s in schemes if s in CALIBRATED_FROM]
-        runs = self._run_schemes(first, iterations=iterations, size=size, progress=progress, parallel=parallel)
-        if later:
-            self.placebo = placebo_probabilities(runs["symphony"], [job.id for job in self.topology.jobs])
-            log.info("placebo marking probabilities per job (from the symphony run): %s",
-                     {j: round(p, 6) for j, p in self.placebo.items()})
-            runs.update(self._run_schemes(later, iterations=iterations, size=size, progress=progress,
-                                          parallel=parallel, placebo=self.placebo))
-        return {scheme: runs[scheme] for scheme in schemes}
+        blocks = list(blocks) if blocks is not None else self.plan(schemes, iterations=iterations, order=order)
+        if parallel > 1 and len(blocks) > 1 and self.backend.network_per_scheme:
+            runs = self._run_parallel([b for b in blocks if b.scheme not in CALIBRATED_FROM], iterations=iterations,
+                                      size=size, progress=progress, parallel=parallel)
+            later = [b for b in blocks if b.scheme in CALIBRATED_FROM]
+            if later:
+                self._calibrate(runs)
+                runs.update(self._run_parallel(later, iterations=iterations, size=size, progress=progress,
+                                               parallel=parallel, placebo=self.placebo))
+            return {scheme: runs[scheme] for scheme in schemes if scheme in runs}
+        runs = {}
+        for block in blocks:
+            placebo = None
+            if block.scheme in CALIBRATED_FROM:
+                if not self.placebo:
+                    self._calibrate(runs)
+                placebo = self.placebo
+            run = self.run_scheme(block.scheme, size=size, progress=progress, block=block, placebo=placebo)
+            if block.scheme in runs:
+                runs[block.scheme].merge(run)
+            else:
+                runs[block.scheme] = run
+        for run in runs.values():
+            (run.results_dir / "counters.json").write_text(json.dumps(run.counter_delta(), indent=1, default=str))
+        return {scheme: runs[scheme] for scheme in schemes if scheme in runs}
 
-    def _run_schemes(self, schemes: Sequence[str], *, iterations: int | None, size: int | None,
-                     progress: ProgressFn | None, parallel: int,
-                     placebo: dict[int, float] | None = None) -> dict[str, SchemeRun]:
-        if parallel <= 1 or len(schemes) < 2 or not self.backend.network_per_scheme:
-            return {scheme: self.run_scheme(scheme, iterations=iterations, size=size, progress=progress,
-                                            placebo=placebo)
-                    for scheme in schemes}
+    def _calibrate(self, runs: dict[str, SchemeRun]) -> None:
+        """The placebo's probabilities from the symphony blocks run so far (:func:`placebo_probabilities`)."""
+        source = CALIBRATED_FROM["placebo"]
+        if source not in runs:
+            raise RunError(f"placebo: calibrated from the {source} scheme, which must run before it "
+                           f"(run both: --scheme ... {source} placebo)")
+        self.placebo = placebo_probabilities(runs[source], [job.id for job in self.topology.jobs])
+        log.info("placebo marking probabilities per job (from the %s blocks so far): %s", source,
+                 {j: round(p, 6) for j, p in self.placebo.items()})
+
+    def _run_parallel(self, blocks: Sequence[Block], *, iterations: int | None, size: int | None,
+                      progress: ProgressFn | None, parallel: int,
+                      placebo: dict[int, float] | None = None) -> dict[str, SchemeRun]:
+        """Virtual time: one block per scheme, each in a process of its own (emu.vtime.parallel)."""
+        if len(blocks) < 2:
+            return {b.scheme: self.run_scheme(b.scheme, size=size, progress=progress, block=b, placebo=placebo)
+                    for b in blocks}
         level = logging.getLogger().getEffectiveLevel()
-        tasks = [par.SchemeTask(run=run_scheme_task, scheme=scheme, topology=self.topology, topology_path=self.topology_path,
-                                     target=self.target, out_dir=self.out_dir, seed=self.seed, run_id=self.run_id,
-                                     mode=self.mode, p4=self.p4, iterations=iterations, size=size, log_level=level,
-                                     placebo=placebo)
-                 for scheme in schemes]
+        tasks = [par.SchemeTask(run=run_scheme_task, scheme=b.scheme, topology=self.topology, topology_path=self.topology_path,
+                                target=self.target, out_dir=self.out_dir, seed=self.seed, run_id=self.run_id,
+                                mode=self.mode, p4=self.p4, iterations=iterations, size=size, log_level=level,
+                                placebo=placebo, block=b)
+                 for b in blocks]
         return par.run_schemes(tasks, progress or no_progress, parallel)
+
+    def rebuild(self, topology: Any, progress: ProgressFn | None = None) -> None:
+        """Stop the network and build and program it again for ``topology`` (another dilation)."""
+        self.backend.close()
+        self.topology = topology
+        self.backend.topology = topology
+        self.backend.network = None
+        self.backend.build(progress or no_progress)
+
+    def probe(self, scheme: str, *, dilation: float, topology: Any, size: int | None = None,
+              progress: ProgressFn | None = None) -> dict[str, Any]:
+        """A calibration block of ``scheme`` (warm-up plus :data:`CALIBRATION_ITERATIONS`) in
+        ``<out>/calibration/D<dilation>/``; returns its emu.metrics.overload figures.
+        ``topology``: the scenario as written (its bounds are in scenario time)."""
+        import dataclasses
+
+        jobs = [job.id for job in self.topology.jobs]
+        block = Block(-1, scheme, dict.fromkeys(jobs, CALIBRATION_ITERATIONS),
+                      {job.id: job_warmup(job) for job in self.topology.jobs}, dict.fromkeys(jobs, 0))
+        folder = self.out_dir / "calibration" / f"D{dilation:g}"
+        run = self.run_scheme(scheme, size=size, progress=progress, block=block, results_dir=folder)
+        infos = {j: dataclasses.replace(info, iterations=CALIBRATION_ITERATIONS * topology.job(j).collectives_per_iteration,
+                                        size_bytes=size if size is not None else info.size_bytes)
+                 for j, info in metrics.job_infos(topology).items()}
+        m = metrics.compute_metrics(folder, scheme=scheme, jobs=infos, time_scale=1.0 / dilation)
+        return metrics.overload(m, counter_totals(run.counter_delta()))
 
     def set_mode(self, scheme: str) -> None:
         """Put every switch in ``scheme``'s mode."""
@@ -598,12 +814,13 @@ class Experiment:
     # -- one run of the jobs --------------------------------------------------------------
     def run_scheme(self, scheme: str, *, iterations: int | None = None, size: int | None = None,
                    progress: ProgressFn | None = None, results_dir: Path | None = None,
-                   placebo: dict[int, float] | None = None) -> SchemeRun:
+                   placebo: dict[int, float] | None = None, block: Block | None = None) -> SchemeRun:
         """Run every job once with ``scheme``'s marking; RunError if a worker fails.
 
         ``placebo``: job id -> marking probability, for scheme "placebo" (see
-        :func:`placebo_probabilities`).
-
+        :func:`placebo_probabilities`). ``block``: one block of the run's order (its
+        iterations, warm-ups and iteration numbers; :func:`plan_blocks`), else
+        ``iterations`` (or the jobs') with no warm-up.
         A back end with ``network_per_scheme`` (virtual time) first builds and programs a
         fresh network from the run's seed, so every scheme starts from the same state.
         """
@@ -625,10 +842,11 @@ class Experiment:
         n_workers = sum(len(job.ranks) for job in self.topology.jobs)
         start_at = self.backend.start_time(n_workers)
         specs = worker_specs(self.topology, iterations=iterations, size=size, seed=self.seed, start_at=start_at,
-                             results_dir=results_dir)
+                             results_dir=results_dir, block=block)
         (results_dir / "specs").mkdir(exist_ok=True)
         for spec in specs:
-            name = f"job{spec['job_id']}-rank{spec['rank']}.json"
+            later = f".block{block.index}" if block is not None and any(block.first_iteration.values()) else ""
+            name = f"job{spec['job_id']}-rank{spec['rank']}{later}.json"
             (results_dir / "specs" / name).write_text(json.dumps({k: v for k, v in spec.items() if k != "host"},
                                                                  indent=1))
         start_delay = max(0.0, start_at - self.backend.start_time(0)) if self.backend.wall_clock else 0.0
@@ -662,7 +880,7 @@ def run_scheme_task(task: par.SchemeTask, progress: ProgressFn) -> SchemeRun:
                      seed=task.seed, run_id=task.run_id, mode=task.mode, p4=task.p4)
     try:
         return exp.run_scheme(task.scheme, iterations=task.iterations, size=task.size, progress=progress,
-                              placebo=task.placebo)
+                              placebo=task.placebo, block=task.block)
     finally:
         exp.close()
 
@@ -675,8 +893,8 @@ def run_scheme_task(task: par.SchemeTask, progress: ProgressFn) -> SchemeRun:
 def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_SCHEMES, iterations: int | None = None,
         size: int | None = None, target: str = "embedded", out: str | os.PathLike[str] | None = None, seed: int = 1,
         progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False,
-        p4: str = "v1model", dilation: float | None = None, mtu: int | None = None,
-        parallel: int | None = None, force: bool = False) -> RunResult:
+        p4: str = "v1model", dilation: float | str | None = None, mtu: int | None = None,
+        parallel: int | None = None, force: bool = False, order: str | None = None) -> RunResult:
     """Run the topology's jobs once per scheme; write the results folder.
 
     Mininet runs the schemes one after the other on one network. Virtual time gives every
@@ -688,10 +906,18 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     ``dilation``: Mininet mode only, time dilation D (emu.dilation.dilate: rates / D, delays
     and host timers * D); None uses the scenario's ``dilation`` field (default 1). The
     report's times are the scenario's (wall-clock times / D); summary.json gives ``dilation``
-    and each job's ``cct_wall_s``. ``mtu``: override of the scenario's MTU (bytes).
+    and each job's ``cct_wall_s``. ``"auto"`` (or the scenario's ``dilation: auto``): the
+    smallest D of :data:`AUTO_DILATIONS` at which the machine keeps up (:func:`choose_dilation`;
+    summary.json's ``dilation`` and ``dilation_auto``, the probes). ``mtu``: override of the
+    scenario's MTU (bytes).
 
     ``out``: the results folder; one holding an earlier run is refused unless ``force``
     (which empties it first; Experiment.open).
+    ``order``: Mininet mode, the order of the schemes' blocks on the one network
+    (:data:`ORDERS`, :func:`plan_blocks`; None: ``abba``). Every block starts with the
+    jobs' ``warmup`` iterations, recorded and left out of the statistics. Virtual time runs
+    each scheme as one block on a fresh network, without warm-up (nothing drifts, and a
+    simulated start costs nothing: the results stay those of earlier versions, bit for bit).
     ``p4``: the P4 build, "v1model" or "tofino" (T2NA on the embedded target; see Experiment.open).
     ``mode``: the back end, "mininet" (real time, root) or "sim" (virtual time).
     ``pcap``: the switches write one capture per port to ``<out>/pcap/`` (see Experiment.open).
@@ -713,6 +939,12 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         raise UsageError(f"schemes {', '.join(schemes)}: each scheme once")
     if mode not in BACKENDS:
         raise UsageError(f"unknown --mode {mode!r}: use {' or '.join(BACKENDS)}")
+    if order is not None and order not in ORDERS:
+        raise UsageError(f"unknown --order {order!r}: use {', '.join(ORDERS)}")
+    if order is not None and mode != "mininet":
+        raise UsageError(f"--order: virtual time runs each scheme once on a fresh network from the seed (nothing "
+                         f"drifts; here --mode {mode}); drop --order")
+    order = order or (DEFAULT_ORDER if mode == "mininet" else "sequential")
     if size is not None and (size <= 0 or size % 4):
         raise UsageError(f"--size {size}: give a positive multiple of 4 bytes (float32 elements)")
     topology_path = Path(topology_path)
@@ -724,8 +956,13 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         topology.__dict__.pop("plan", None)
     if dilation is not None and mode != "mininet":
         raise UsageError(f"--dilation: only --mode mininet dilates time (here --mode {mode}); drop --dilation")
-    if dilation is not None and not (math.isfinite(dilation) and dilation >= 1):
-        raise UsageError(f"--dilation {dilation}: give D >= 1 (1 = the scenario's own rates)")
+    if isinstance(dilation, str) and dilation != "auto":
+        try:
+            dilation = float(dilation)
+        except ValueError:
+            raise UsageError(f"--dilation {dilation}: give D >= 1 (1 = the scenario's own rates) or auto") from None
+    if dilation is not None and dilation != "auto" and not (math.isfinite(dilation) and dilation >= 1):
+        raise UsageError(f"--dilation {dilation}: give D >= 1 (1 = the scenario's own rates) or auto")
     if parallel is not None and parallel < 1:
         raise UsageError(f"--parallel {parallel}: give 1 or more (1 = the schemes one after the other)")
     if parallel is not None and parallel > 1 and mode != "sim":
@@ -737,24 +974,85 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     parallel = max(1, min(parallel or 1, len(schemes)))
-    d = (dilation if dilation is not None else topology.dilation) if mode == "mininet" else 1.0
+    wanted = (dilation if dilation is not None else topology.dilation) if mode == "mininet" else 1.0
+    auto = wanted == "auto"
+    d = AUTO_DILATIONS[0] if auto else float(wanted)
+
     run_topology = dilate(topology, d) if d != 1 else topology
     check_memory(topology, size=size, per_process=mode == "mininet", copies=parallel, path=topology_path)
+    tried: list[dict[str, Any]] = []
     with Experiment.open(topology_path, topology=run_topology, target=target, out=Path(out) if out else None,
                          seed=seed, progress=progress, mode=mode, pcap=pcap, p4=p4, force=force) as exp:
-        exp.update_run_file(schemes=list(schemes), dilation=d, mtu=topology.mtu,
+        if auto:
+            d, tried = choose_dilation(exp, topology, schemes[0], size=size, progress=progress)
+            exp.update_run_file(dilation_auto=tried)
+        blocks = exp.plan(schemes, iterations=iterations, order=order)
+        if exp.backend.network_per_scheme:
+            order = "sequential"
+        exp.update_run_file(schemes=list(schemes), dilation=d, mtu=topology.mtu, order=order,
+                            blocks=[b.as_dict() for b in blocks],
                             **resolved_workload(exp.topology, iterations=iterations, size=size))
-        runs = exp.run_schemes(schemes, iterations=iterations, size=size, progress=progress, parallel=parallel)
+        runs = exp.run_schemes(schemes, iterations=iterations, size=size, progress=progress, parallel=parallel,
+                               blocks=blocks)
         out_dir = exp.out_dir
-    extra = {"placebo_calibration": placebo_volume(runs, exp.placebo)} if "placebo" in runs else None
+    extra: dict[str, Any] | None = {"placebo_calibration": placebo_volume(runs, exp.placebo)} \
+        if "placebo" in runs else None
+    if auto:
+        extra = {**(extra or {}), "dilation": d, "dilation_auto": tried}
     summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
-                               title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode, extra=extra)
+                               title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode, extra=extra,
+                               order=(order, blocks))
+    from emu import report
+
     exp.update_run_file(summary=report.SUMMARY_FILE,
                         overload={s: summary[s].get("overload") for s in runs if isinstance(summary.get(s), dict)})
     verified = all(summary.get(s, {}).get("verified", False) for s in runs)
     ok = verified and all(r.ok for r in runs.values())
     failure = None if ok else f"not every result was verified; see the logs in {out_dir}"
     return RunResult(out_dir, topology_path, runs, summary, ok, failure, table)
+
+
+#: ``--dilation auto``: the dilations tried, smallest first (the largest is used when none keeps up).
+AUTO_DILATIONS = (1.0, 2.0, 4.0)
+#: Measured iterations of each calibration probe (after the jobs' warm-up).
+CALIBRATION_ITERATIONS = 2
+
+
+def choose_dilation(exp: Experiment, topology: Any, scheme: str, *, size: int | None = None,
+                    progress: ProgressFn | None = None,
+                    candidates: Sequence[float] = AUTO_DILATIONS) -> tuple[float, list[dict[str, Any]]]:
+    """``--dilation auto``: the smallest D of ``candidates`` at which the machine keeps up.
+
+    ``exp`` holds the network built at ``candidates[0]``. At each D a short probe runs the
+    whole workload of ``scheme`` (warm-up plus :data:`CALIBRATION_ITERATIONS`, background
+    traffic included; results in ``<out>/calibration/D<D>/``, never in the statistics) and
+    reads the run's own machine figures (emu.metrics.overload: workers' late wake-ups and
+    CPU wait, switches' late departures, ranks' start lateness). The first D whose probe is
+    not disturbed is kept, on the network the probe ran on; otherwise the network is
+    rebuilt at the next D (``topology`` is the scenario as written). When none keeps up the
+    largest is used and the run's table says the machine was busy. Returns (D, the probes:
+    ``[{"dilation", "disturbed", "reasons"}, ...]``).
+    """
+
+    tried: list[dict[str, Any]] = []
+    emit = progress or no_progress
+    for i, d in enumerate(candidates):
+        if i:
+            emit(ProgressEvent("network", message=f"--dilation auto: rebuilding the network at D = {d:g}"))
+            exp.rebuild(dilate(topology, d) if d != 1 else topology, emit)
+        emit(ProgressEvent("network", message=f"--dilation auto: probing D = {d:g}"))
+        load = exp.probe(scheme, dilation=d, topology=topology, size=size, progress=progress)
+        tried.append({"dilation": d, "disturbed": bool(load.get("disturbed")), "reasons": load.get("reasons", [])})
+        log.info("--dilation auto: D = %g %s", d, "keeps up" if not load.get("disturbed")
+                 else f"disturbed ({'; '.join(load.get('reasons', []))})")
+        if not load.get("disturbed"):
+            return float(d), tried
+    return float(candidates[-1]), tried
+
+
+def job_warmup(job: Any) -> int:
+    """Warm-up iterations of ``job`` per block: the topology's ``warmup`` (default 1)."""
+    return int(job.warmup)
 
 
 #: Bytes a worker holds per byte of its collective: input, result, receive buffers and the
@@ -825,14 +1123,17 @@ def resolved_workload(topology: Any, *, iterations: int | None, size: int | None
 
 def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, iterations: int | None = None,
               size: int | None = None, title: str | None = None, dilation: float = 1.0,
-              mode: str = "mininet", extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], Any]:
+              mode: str = "mininet", extra: dict[str, Any] | None = None,
+              order: tuple[str, Sequence[Block]] | None = None) -> tuple[dict[str, Any], Any]:
     """Compute the metrics and write summary.json, cct.csv, steps.csv and the PNGs into ``out_dir``.
 
     Returns (summary dict, rich table). Per-switch counters of each scheme are in
     ``<scheme>/counters.json``. ``topology``: the scenario as written (its bounds are in
     scenario time); ``dilation``: D of a dilated run, whose logged wall-clock times are
     divided by D (emu.dilation). ``extra``: top-level keys merged into summary.json (the
-    placebo's calibration and achieved volume, :func:`placebo_volume`).
+    placebo's calibration and achieved volume, :func:`placebo_volume`). ``order``: (name,
+    blocks) of the scheme order, written to summary.json (``scheme_order``, ``blocks``) and
+    the table's caption.
     """
     import dataclasses
 
@@ -848,8 +1149,14 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
     counters = {scheme: counter_totals(run.counter_delta()) for scheme, run in runs.items()}
     from emu.routing import compute_routes
 
+    order_info = None
+    if order is not None:
+        name, blocks = order
+        order_info = {"scheme_order": name, "blocks": [b.as_dict() for b in blocks],
+                      "order_words": order_words(blocks, name)}
     table = report.write_report(out_dir, scheme_metrics, counters, title=title, dilation=dilation, mode=mode,
-                                paths=compute_routes(topology).flow_report() if topology.jobs else None)
+                                paths=compute_routes(topology).flow_report() if topology.jobs else None,
+                                order=order_info)
     summary = json.loads((out_dir / report.SUMMARY_FILE).read_text())
     if extra:
         summary.update(extra)

@@ -12,10 +12,12 @@ depth, each host its IP (docs/DESIGN.md section 6).
 from __future__ import annotations
 
 import ipaddress
+import math
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, Strict
+from pydantic_core import PydanticCustomError
 
 from hostapps.ratecontrol import DCQCN_PRESETS, DcqcnPreset
 from hostapps.wire import MAX_JOBS
@@ -31,6 +33,22 @@ MAX_RATE_MBPS = 1e7
 MAX_DELAY_MS = 10_000.0
 MAX_TIME_MS = 3_600_000.0
 MAX_ITERATIONS = 100_000
+
+def _dilation(value: Any) -> Any:
+    """``auto`` or a finite number 1..1e6 (one error naming the field, not one per union member)."""
+    if value == "auto":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("unit", f"expected a number >= 1 or 'auto', got {value!r}",
+                                  {"fix": "give D >= 1 (1 = the scenario's own rates) or auto"})
+    if not (math.isfinite(value) and 1 <= value <= 1e6):
+        raise PydanticCustomError("unit", f"must be a number 1..1e6 or auto, got {value!r}",
+                                  {"fix": "give D >= 1 (1 = the scenario's own rates) or auto"})
+    return float(value)
+
+
+#: Time dilation D: a number 1..1e6, or ``auto`` (emu.runner.choose_dilation).
+Dilation = Annotated[float | Literal["auto"], BeforeValidator(_dilation)]
 
 #: A count: a whole number, never a bool or a float (lax pydantic reads ``true`` as 1, ``2.0`` as 2).
 Count = Annotated[int, Strict()]
@@ -286,8 +304,9 @@ class Topology(_Model):
     #: ``--mtu 1500`` runs such a scenario in Mininet).
     mtu: Count = Field(1500, ge=576, le=9000)
     #: Time dilation D that ``--mode mininet`` uses for this scenario when ``--dilation`` is
-    #: not given: link rates / D, delays and host timers * D (emu.dilation, docs/virtual-time.md).
-    dilation: Number = Field(1.0, ge=1, le=1e6, allow_inf_nan=False)
+    #: not given: link rates / D, delays and host timers * D (emu.dilation, docs/virtual-time.md);
+    #: ``auto``: the smallest D at which this machine keeps up (emu.runner.choose_dilation).
+    dilation: Dilation = 1.0
 
     #: TransportConfig overrides applied over the preset's (set by emu.dilation.dilate).
     _transport: dict[str, Any] = PrivateAttr(default_factory=dict)

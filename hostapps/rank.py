@@ -33,17 +33,23 @@ Records (:data:`RECORD_FIELDS`, the same keys in both modes, docs/interfaces.md 
 - ``{"kind": "step", "job", "rank", "iteration", "step", "start", "end"}`` per ring step
   (step-log definitions in :mod:`hostapps.collectives`);
 - ``{"kind": "iteration", "job", "rank", "iteration", "start", "end", "verified",
-  "digest"}`` per collective: ``start`` when this rank started it, ``end`` when it had all its
-  data, ``digest`` the SHA-256 hex digest of the result's float32 bytes (``""`` when the
-  driver asked for no digests);
+  "digest", "warmup"}`` per collective: ``start`` when this rank started it, ``end`` when it
+  had all its data, ``digest`` the SHA-256 hex digest of the result's float32 bytes (``""``
+  when the driver asked for no digests), ``warmup`` true for the spec's first ``warmup``
+  iterations (left out of the statistics, emu.metrics). Iterations are numbered from the
+  spec's ``first_iteration`` (a scheme's blocks number theirs on, emu.runner.plan_blocks);
+  the inputs follow those numbers;
 - ``{"kind": "transport", "job", "rank", "packets_sent", "retransmissions", "timeouts",
   "nacks_received", "duplicates", "cnps_sent", "cnps_received", "timer_wakeups",
   "timer_late_wakeups", "timer_lag_total_s", "timer_lag_max_s", "cpu_s", "cpu_wait_s",
-  "cpu_wall_s", "rate_samples"}`` once at the end: the transport's counters (packets,
+  "cpu_wall_s", "start_lateness_s", "rate_samples"}`` once at the end: the transport's counters (packets,
   :meth:`hostapps.transport.Transport.stats`); ``timer_*`` how late the driver woke the
   transport (``Transport.lag``: wake-ups, those over 2 ms late, total and largest lateness in
   s); ``cpu_s``, ``cpu_wait_s`` (runnable but waiting for a CPU) and ``cpu_wall_s`` of the
-  iterations (:func:`schedstat`); ``rate_samples`` ``[[t, bit/s], ...]`` in the run's clock.
+  iterations (:func:`schedstat`); ``start_lateness_s`` how much later than the common
+  start ``spec.start_at`` this rank began its first iteration (s; null when it never began
+  or had no start time; 0 in virtual time, where every rank starts on time);
+  ``rate_samples`` ``[[t, bit/s], ...]`` in the run's clock.
   ``timer_*`` and ``cpu_*`` measure the machine a real-time run shares: they are null in
   virtual time (``measured=False``: every timer fires on its due time and nothing competes
   for a CPU), and ``cpu_*`` are null too where the kernel has no /proc/self/schedstat;
@@ -98,8 +104,9 @@ CPU_FIELDS = ("cpu_s", "cpu_wait_s", "cpu_wall_s")
 #: Every record kind and its keys in order, the same in both modes.
 RECORD_FIELDS: dict[str, tuple[str, ...]] = {
     "step": ("kind", "job", "rank", "iteration", "step", "start", "end"),
-    "iteration": ("kind", "job", "rank", "iteration", "start", "end", "verified", "digest"),
-    "transport": ("kind", "job", "rank", *TRANSPORT_COUNTERS, *TIMER_FIELDS, *CPU_FIELDS, "rate_samples"),
+    "iteration": ("kind", "job", "rank", "iteration", "start", "end", "verified", "digest", "warmup"),
+    "transport": ("kind", "job", "rank", *TRANSPORT_COUNTERS, *TIMER_FIELDS, *CPU_FIELDS, "start_lateness_s",
+                  "rate_samples"),
     "error": ("kind", "job", "rank", "message"),
     "compute": ("kind", "job", "rank", "iteration", "start", "end"),
 }
@@ -286,6 +293,8 @@ class RankWorker:
         self._records: list[dict[str, Any]] = []
         self._head = {"job": spec.job_id, "rank": spec.rank}
         self._sched0: tuple[float, float, float] | None = None
+        #: how late this rank began its first iteration after ``start_at`` (s), once it has
+        self.start_lateness: float | None = None
         if self.schedule is not None:  # iteration 0 computes before its first collective
             self._record_compute(0, self.start_at)
             self.phase_at = self.start_at + self.schedule.ready_after_s(0)
@@ -427,11 +436,16 @@ class RankWorker:
 
     def _start_iteration(self, now: float) -> None:
         spec, k = self.spec, self.iteration
-        if k == 0 and self.measured:
-            self._sched0 = schedstat()
-        data = self.inputs(k)
-        self.verifier.add_input(k, spec.rank, data)
-        coll = self.make_collective(k, data)
+        if k == 0:
+            if self.measured:
+                self._sched0 = schedstat()
+            if spec.start_at is not None:  # against its scheduled start (after a compute schedule's first compute)
+                due = self.phase_at if self.phase_at is not None else self.start_at
+                self.start_lateness = round(max(0.0, now - due), 6)
+        label = spec.first_iteration + k
+        data = self.inputs(label)
+        self.verifier.add_input(label, spec.rank, data)
+        coll = self.make_collective(k, data)  # steps from k: the switches' trackers restart with each block
         del data
         self.coll = coll
         self.coll_start = now
@@ -449,16 +463,18 @@ class RankWorker:
         off = self.clock_offset
         end = max(e for _, _, e in coll.step_log) if coll.step_log else now
         rec, head = self._records.append, self._head
+        label = spec.first_iteration + k
         for step, s_start, s_end in coll.step_log:
-            rec({"kind": "step", **head, "iteration": k, "step": step, "start": s_start + off, "end": s_end + off})
+            rec({"kind": "step", **head, "iteration": label, "step": step, "start": s_start + off,
+                 "end": s_end + off})
         if coll.error is not None:
             self._fail(coll.error)
             return
         assert coll.result is not None
         if self.verifier.defer:
-            self._kept.append((k, self.coll_start, end, coll.result))
+            self._kept.append((label, self.coll_start, end, coll.result))
         else:
-            self._check(k, self.coll_start, end, coll.result)
+            self._check(label, self.coll_start, end, coll.result)
         self.coll = None
         self.iterations_done = k + 1
         self.iteration = k + 1
@@ -481,7 +497,8 @@ class RankWorker:
             logger.error("job %d rank %d: %s", self.spec.job_id, self.spec.rank, problem)
         off = self.clock_offset
         self._records.append({"kind": "iteration", **self._head, "iteration": k, "start": start + off,
-                              "end": end + off, "verified": problem is None, "digest": text})
+                              "end": end + off, "verified": problem is None, "digest": text,
+                              "warmup": k - self.spec.first_iteration < self.spec.warmup})
 
     def _finish(self) -> None:
         if not self.transport.idle():
@@ -518,4 +535,4 @@ class RankWorker:
                 cpu = {"cpu_s": round(end[0] - start[0], 6), "cpu_wait_s": round(end[1] - start[1], 6),
                        "cpu_wall_s": round(end[2] - start[2], 6)}
         self._records.append({"kind": "transport", **self._head, **{k: stats.get(k, 0) for k in TRANSPORT_COUNTERS},
-                              **timer, **cpu, "rate_samples": samples})
+                              **timer, **cpu, "start_lateness_s": self.start_lateness, "rate_samples": samples})

@@ -62,6 +62,10 @@ class WorkerSpec:
         compute: the rank's compute schedule (:class:`hostapps.workload.ComputeSchedule`:
             model compute with gradient buckets, a straggler's factor/delay), or None for the
             plain ``compute_s`` between collectives.
+        warmup: how many of the first ``iterations`` are warm-ups (recorded with
+            ``"warmup": true``, left out of the statistics; ``0 <= warmup < iterations``).
+        first_iteration: the number of this worker's first iteration in its records and
+            inputs (>= 0): a scheme run in blocks numbers its iterations on (emu.runner.Block).
     """
 
     job_id: int
@@ -82,6 +86,8 @@ class WorkerSpec:
     results_dir: str = "."
     transport: dict[str, Any] = field(default_factory=dict)
     compute: ComputeSchedule | None = None
+    warmup: int = 0
+    first_iteration: int = 0
 
     @property
     def nranks(self) -> int:
@@ -105,7 +111,7 @@ _REQUIRED = (
 )
 _OPTIONAL_DEFAULTS: dict[str, Any] = {
     "compute_s": 0.0, "rate_control": {"name": "dcqcn", "params": {}}, "mtu": 1500,
-    "step_timeout_s": 10.0, "slices": 1, "seed": 1, "transport": {}, "compute": None,
+    "step_timeout_s": 10.0, "slices": 1, "seed": 1, "transport": {}, "compute": None, "warmup": 0, "first_iteration": 0,
 }
 
 
@@ -211,12 +217,15 @@ def parse_spec(obj: Any, where: str = "spec") -> WorkerSpec:
         if iterations % compute.buckets:
             raise SpecError(f"{where}: field 'iterations' ({iterations}) must be a multiple of compute.buckets"
                             f" ({compute.buckets})")
+    warmup = _int(obj, "warmup", where, 0, iterations - 1)
+    first_iteration = _int(obj, "first_iteration", where, 0)
     return WorkerSpec(
         job_id=job_id, rank=rank, ranks=tuple(addrs[r] for r in range(len(addrs))),
         collective=collective, size_bytes=size_bytes, iterations=iterations, compute_s=compute_s,
         start_at=start_at, line_rate_bps=line_rate_bps, rate_control=rc["name"],
         rate_params=dict(params), mtu=mtu, step_timeout_s=step_timeout_s, slices=slices, seed=seed,
         results_dir=results_dir, transport=dict(transport), compute=compute,
+        warmup=warmup, first_iteration=first_iteration,
     )
 
 

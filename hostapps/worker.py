@@ -71,14 +71,16 @@ async def run_worker(spec: WorkerSpec) -> None:
     peers = {a.rank: (a.ip, a.port) for a in spec.ranks if a.rank != spec.rank}
     overrides = {"pacing_slack_s": aio.PACING_SLACK_S, **(spec.transport or {})}  # the event loop's wake-ups
     verifier = LocalVerifier(spec)
-    pre = [make_input(spec, spec.rank, k) for k in range(spec.iterations)] if verifier.defer else None
+    first = spec.first_iteration
+    pre = [make_input(spec, spec.rank, first + k) for k in range(spec.iterations)] if verifier.defer else None
     worker = RankWorker(
         spec, verifier=verifier, config=transport_config(spec.line_rate_bps, spec.mtu, overrides),
-        inputs=pre.__getitem__ if pre is not None else None,
+        inputs=(lambda label: pre[label - first]) if pre is not None else None,
         clock_offset=time.time() - loop.time(), measured=True,
     )
     spec.output_path.parent.mkdir(parents=True, exist_ok=True)
-    with spec.output_path.open("w", encoding="utf-8") as out:
+    # a scheme's later block appends to its JSON lines (emu.runner.plan_blocks)
+    with spec.output_path.open("a" if first else "w", encoding="utf-8") as out:
         try:
             sock = aio.bind_udp((me.ip, me.port))
         except OSError as exc:

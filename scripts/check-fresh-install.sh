@@ -41,6 +41,7 @@ mounted=()
 mnt() { mkdir -p "$root$2"; mount "${@:3}" "$1" "$root$2"; mounted=("$root$2" "${mounted[@]}"); }
 cleanup() { for m in "${mounted[@]}"; do umount -l "$m" 2>/dev/null || true; done; }
 trap cleanup EXIT
+mnt "$root" / --bind  # the root a mount point of its own: `ip netns` remounts / inside the chroot
 mnt proc /proc -t proc
 mnt sysfs /sys -t sysfs
 mnt /dev /dev --bind

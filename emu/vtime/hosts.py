@@ -244,7 +244,9 @@ class SimRank:
         self.wake_at = None
         path = self.spec.output_path
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r) + "\n" for r in self.core.take_records()), encoding="utf-8")
+        text = "".join(json.dumps(r) + "\n" for r in self.core.take_records())
+        with path.open("a" if self.spec.first_iteration else "w", encoding="utf-8") as fh:  # later blocks append
+            fh.write(text)
 
     def interrupt(self, message: str) -> None:
         """End this rank from outside (time limit, another rank failed): error record, file closed."""

@@ -97,6 +97,7 @@ class SchemeTask:
     size: int | None
     log_level: int
     placebo: dict[int, float] | None = None  #: job id -> probability, scheme "placebo" only
+    block: Any = None  #: the scheme's emu.runner.Block (warm-up, iterations), None: iterations, no warm-up
 
 
 class _PipeQueue:

@@ -197,18 +197,39 @@ def test_four_workers_allreduce_on_loopback(tmp_path: Path) -> None:
                 assert ln["step"] // (2 * (n - 1)) == ln["iteration"]
                 assert ln["start"] <= ln["end"] or ln["step"] % (2 * (n - 1)) > 0
             elif ln["kind"] == "iteration":
-                assert set(ln) == {"kind", "job", "rank", "iteration", "start", "end", "verified", "digest"}
+                assert set(ln) == {"kind", "job", "rank", "iteration", "start", "end", "verified", "digest", "warmup"}
                 assert ln["verified"] is True and ln["start"] < ln["end"]
                 digests.setdefault(ln["iteration"], set()).add(ln["digest"])
             elif ln["kind"] == "transport":
                 assert set(ln) == {"kind", "job", "rank", "packets_sent", "retransmissions", "timeouts",
                                    "nacks_received", "duplicates", "cnps_sent", "cnps_received",
                                    "timer_wakeups", "timer_late_wakeups", "timer_lag_total_s",
-                                   "timer_lag_max_s", "cpu_s", "cpu_wait_s", "cpu_wall_s", "rate_samples"}
+                                   "timer_lag_max_s", "cpu_s", "cpu_wait_s", "cpu_wall_s", "start_lateness_s",
+                                   "rate_samples"}
+                assert ln["start_lateness_s"] >= 0
                 assert ln["cpu_s"] > 0 and ln["cpu_wait_s"] >= 0 and ln["cpu_wall_s"] > 0
                 assert ln["timer_wakeups"] > 0 and ln["timer_lag_max_s"] >= 0
                 assert ln["packets_sent"] > 0
     assert all(len(d) == 1 for d in digests.values())  # every rank has the same bits
+
+
+def test_a_later_block_appends_numbers_on_and_flags_its_warmup(tmp_path: Path) -> None:
+    """Issue 19: a scheme's second block (first_iteration 4, one warm-up) appends iterations
+    4..6 to the first block's records, the first flagged a warm-up; a rank that began 1.5 s
+    after the common start says so (start_lateness_s)."""
+    paths = write_specs(tmp_path, 2, iterations=3, warmup=1, first_iteration=4, start_at=time.time() - 1.5)
+    earlier = '{"kind": "iteration", "job": 0, "rank": 0, "iteration": 3, "start": 1.0, "end": 2.0, "verified": true}'
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "job0-rank0.jsonl").write_text(earlier + "\n")
+    assert all(rc == 0 for rc, _ in finish([start_worker(p) for p in paths]))
+    lines = read_lines(tmp_path, 0)
+    assert json.dumps(lines[0]) == json.dumps(json.loads(earlier))  # the first block's records stay
+    its = [ln for ln in lines[1:] if ln["kind"] == "iteration"]
+    assert [(ln["iteration"], ln["warmup"]) for ln in its] == [(4, True), (5, False), (6, False)]
+    assert all(ln["verified"] for ln in its)
+    assert {ln["iteration"] for ln in lines if ln["kind"] == "step"} == {4, 5, 6}
+    (transport,) = [ln for ln in lines if ln["kind"] == "transport"]
+    assert transport["start_lateness_s"] >= 1.5
 
 
 def _keys_by_kind(paths: list[Path]) -> dict[str, list[str]]:
