@@ -205,7 +205,8 @@ burst a step's 512 KiB chunk at line rate). Job 2 (2 ranks, 1 MiB, 20 iterations
 and c1 on s2: its flow c0 -> c1 shares the s1 -> s2 link with the ahead flows a6 -> a7 and
 b6 -> b7 (and c1 -> c0 the s2 -> s1 link with a7 -> a0 and b7 -> b0). No background. The small
 job runs at about 3x its bound in the baseline; Symphony (T = 1, slope 0.25: marks from a lead
-of 2 steps) slows the ahead flows and the small job's mean CCT falls by about 13% (docs/results.md)."""
+of 2 steps) slows the ahead flows and the small job's mean CCT falls by 16% (0.84 [0.80, 0.88] over
+seeds 1-3, docs/results.md); the big jobs' mean CCTs stay within the noise."""
     hosts = [f"a{i}" for i in range(8)] + [f"b{i}" for i in range(8)] + ["c0", "c1"]
     on_s2 = {"a7", "b7", "c1"}
     job = {"collective": "allreduce", "step_timeout_s": 1}
