@@ -11,7 +11,8 @@
 # 3. in a chroot of ROOT (proc, sys, dev and a fresh /run mounted): ./scripts/setup.sh, then
 #    `symphony-emu doctor` (every required item ok), every system command a host or test
 #    runs on PATH (emu.doctor.SYSTEM_COMMANDS), and one host set-up script run in a network
-#    namespace that must end in "__done__:0" with IPv6 off (emu.network.host_setup_script);
+#    namespace that must pass emu.mininet.network.check_host_setup (every command succeeds)
+#    and leave IPv6 off;
 # 4. with --tests: the port I/O tests (tests/p4/test_portio.py: namespaces, veths, sysctl),
 #    which take the Mininet lock like every network test here.
 #
@@ -63,10 +64,13 @@ in_root ".venv/bin/python -c 'from emu.doctor import SYSTEM_COMMANDS; print(\" \
 say "a host's set-up script in a network namespace"
 in_root "ip netns add fresh-check && trap 'ip netns del fresh-check' EXIT
     ip -n fresh-check link add h1-eth0 type veth peer name h1-peer
-    script=\$(.venv/bin/python -c 'from emu.topology import load_topology; from emu.network import host_setup_script; \
+    script=\$(.venv/bin/python -c 'from emu.topology import load_topology; from emu.mininet.network import host_setup_script; \
         p = load_topology(\"topologies/single.yaml\").plan; print(host_setup_script(p, \"h1\"))')
-    out=\$(ip netns exec fresh-check sh -c \"\$script\")
-    echo \"\$out\"; [[ \$out == *__done__:0* ]]
+    out=\$(ip netns exec fresh-check sh -c \"\$script\" 2>&1)
+    echo \"\$out\"
+    printf '%s' \"\$out\" | .venv/bin/python -c 'import sys; from emu.topology import load_topology; \
+        from emu.mininet.network import check_host_setup; \
+        check_host_setup(load_topology(\"topologies/single.yaml\").plan, \"h1\", sys.stdin.read())' 
     [[ \$(ip netns exec fresh-check cat /proc/sys/net/ipv6/conf/all/disable_ipv6) == 1 ]]"
 if ((tests)); then
     say "tests/p4/test_portio.py in the minimal root (Mininet lock)"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -52,6 +53,10 @@ TRAFFIC_PORT = 5001
 #: on a loaded 2-core machine; the workers start together at ``start_at`` regardless.
 START_DELAY_BASE_S = 2.0
 START_DELAY_PER_WORKER_S = 0.25
+#: Fastest link (Mbit/s, after dilation) a real-time run accepts: a Python switch forwards tens
+#: of thousands of packets a second, so links beyond this measure the machine, not the network
+#: (a 1 Tbit/s link ran at 42,006 times its bound).
+MAX_LINK_MBPS = 1000.0
 #: Longest wait between progress updates while workers run (s); worker exits wake it at once.
 POLL_INTERVAL_S = 0.5
 
@@ -88,8 +93,10 @@ class _Progress:
     """Counts finished iterations from the workers' growing JSON lines files."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
-        self.offsets = {p: 0 for p in paths}
+        # a scheme's later block appends to its files: count only what this block writes
+        self.offsets = {p: p.stat().st_size if p.exists() else 0 for p in paths}
         self.counts = {p: 0 for p in paths}
+        self.iterations: dict[Path, set[int]] = {p: set() for p in paths}
         #: iterations whose step records a rank wrote (it writes them when the collective ends;
         #: its "iteration" records may come only after the last one, see hostapps.worker).
         self.stepped: dict[Path, set[int]] = {p: set() for p in paths}
@@ -118,8 +125,9 @@ class _Progress:
                 if kind == "step" and isinstance(rec.get("iteration"), int):
                     self.stepped[path].add(rec["iteration"])
                     self.counts[path] = max(self.counts[path], len(self.stepped[path]))
-                elif kind == "iteration":
-                    self.counts[path] = max(self.counts[path], rec.get("iteration", -1) + 1)
+                elif kind == "iteration" and isinstance(rec.get("iteration"), int):
+                    self.iterations[path].add(rec["iteration"])
+                    self.counts[path] = max(self.counts[path], len(self.iterations[path]))
                 elif kind == "error":
                     self.errors.setdefault(path, str(rec.get("message", "")))
 
@@ -193,6 +201,12 @@ class MininetBackend(Backend):
             raise UsageError(f"mtu {topology.mtu}: the Mininet hosts and switches run a 1500-byte MTU; run this "
                              "scenario with --mode sim, or in Mininet with --mtu 1500 (the ECN ramp stays in "
                              "the scenario's packets)")
+        fastest = max(((i, link.bandwidth_mbps) for i, link in enumerate(topology.links)), key=lambda x: x[1] or 0)
+        if fastest[1] and fastest[1] > MAX_LINK_MBPS:
+            d = math.ceil(fastest[1] * topology.dilated_by / MAX_LINK_MBPS)
+            raise UsageError(f"links[{fastest[0]}]: {fastest[1]:g} Mbit/s in real time is more than the embedded "
+                             f"switch forwards (up to about {MAX_LINK_MBPS:g} Mbit/s a link; the run would measure "
+                             f"the CPU, not the network); run it dilated, --dilation {d} or more, or --mode sim")
         require_root()
         require_mininet()
         names = [h.name for h in topology.hosts] + [s.name for s in topology.switches]
@@ -293,7 +307,7 @@ class MininetBackend(Backend):
     def _popen(self, host: str, cmd: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen:
         """Start ``cmd`` in Mininet host ``host``'s namespace, output to ``log_path``."""
         node = self.network.host(host)
-        with open(log_path, "wb") as logf:
+        with open(log_path, "ab") as logf:  # a scheme's later blocks append to its logs
             # Mininet's popen passes keyword arguments on to subprocess.Popen; mnexec execs in place,
             # so the parent-death signal reaches the worker itself.
             proc = node.popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, env=env,

@@ -64,19 +64,52 @@ def make_topo(plan: NetworkPlan) -> Any:
     return topo
 
 
-def host_setup_script(plan: NetworkPlan, host: str) -> str:
-    """Shell commands that prepare ``host``'s namespace (IPv6, offloads, MTU, static ARP)."""
+def host_setup_commands(plan: NetworkPlan, host: str) -> list[str]:
+    """The shell commands that prepare ``host``'s namespace (IPv6 off, checksum offloads off,
+    MTU, static ARP); each must succeed (docs/DESIGN.md section 6)."""
     me = plan.host(host)
     cmds = [
         "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1",
         f"sysctl -qw net.ipv6.conf.{me.intf}.disable_ipv6=1",
-        f"ethtool -K {me.intf} tx off rx off >/dev/null 2>&1",
+        f"ethtool -K {me.intf} tx off rx off >/dev/null",
         f"ip link set dev {me.intf} mtu {HOST_MTU}",
     ]
     for other in plan.hosts:
         if other.name != host:
             cmds.append(f"ip neigh replace {other.ip} lladdr {other.mac} dev {me.intf} nud permanent")
-    return "; ".join(cmds) + "; echo __done__:$?"
+    return cmds
+
+
+#: Marks in a host set-up script's output: a command that failed (with its index), the end.
+SETUP_FAILED, SETUP_DONE = "__failed__:", "__done__"
+
+
+def host_setup_script(plan: NetworkPlan, host: str) -> str:
+    """:func:`host_setup_commands` as one shell line: every command runs, each failure prints
+    ``__failed__:<index>`` after the command's own error output (a Mininet shell sends stderr
+    to its output), and ``__done__`` ends it."""
+    cmds = host_setup_commands(plan, host)
+    return " ; ".join(f"{cmd} || echo {SETUP_FAILED}{i}" for i, cmd in enumerate(cmds)) + f" ; echo {SETUP_DONE}"
+
+
+def check_host_setup(plan: NetworkPlan, host: str, output: str) -> None:
+    """NetworkError naming the first command of ``host``'s set-up that failed, and why.
+
+    A command that fails inside a host is an error, never silence: without ``sysctl``
+    (procps, missing from a minimal Debian) IPv6 stayed on and its frames were counted as
+    drops; every other command is checked the same way.
+    """
+    cmds = host_setup_commands(plan, host)
+    lines = output.splitlines()
+    for n, line in enumerate(lines):
+        if line.strip().startswith(SETUP_FAILED):
+            i = int(line.strip()[len(SETUP_FAILED):])
+            said = [ln.strip() for ln in lines[:n] if ln.strip() and not ln.strip().startswith(SETUP_FAILED)]
+            why = said[-1] if said else "no output"
+            raise NetworkError(f"preparing host {host} failed: `{cmds[i]}`: {why} "
+                               "(run sudo ./scripts/setup.sh; symphony-emu doctor says what is missing)")
+    if SETUP_DONE not in output:
+        raise NetworkError(f"preparing host {host} failed: its shell ended early ({lines[-1:] or 'no output'})")
 
 
 @dataclass
@@ -181,9 +214,7 @@ def build_network(topology: Topology, *, target_cls: type, options: SwitchOption
     try:
         net.build()
         for host in plan.hosts:
-            out = net.get(host.name).cmd(host_setup_script(plan, host.name))
-            if "__done__:0" not in out:
-                raise NetworkError(f"preparing host {host.name} failed: {out.strip().splitlines()[-1:]}")
+            check_host_setup(plan, host.name, net.get(host.name).cmd(host_setup_script(plan, host.name)))
         net.start()  # starts every switch process; they come up in parallel
         timeout = options.ready_timeout_s if ready_timeout_s is None else ready_timeout_s
         deadline = time.monotonic() + timeout
@@ -198,4 +229,5 @@ def build_network(topology: Topology, *, target_cls: type, options: SwitchOption
         raise
 
 
-__all__ = ["HOST_MTU", "EmuNetwork", "NetworkError", "build_network", "host_setup_script", "make_topo"]
+__all__ = ["HOST_MTU", "SETUP_DONE", "SETUP_FAILED", "EmuNetwork", "NetworkError", "build_network", "check_host_setup",
+           "host_setup_commands", "host_setup_script", "make_topo"]

@@ -68,3 +68,56 @@ def test_topology_format_doc_gives_the_rank_limit() -> None:
     text = " ".join((REPO / "docs" / "topology-format.md").read_text().split())
     assert f"2..{MAX_RANKS} ranks" in text
     assert f"fewer than 2 or more than {MAX_RANKS} ranks" in text
+
+
+def _run_setup(tmp_path: Path, tools: tuple[str, ...]) -> str:
+    """A host's set-up script in a shell whose PATH has only ``tools`` (each succeeds)."""
+    import subprocess
+
+    from emu.mininet.network import host_setup_script
+    from emu.topology import load_topology
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in tools:
+        (bin_dir / tool).write_text("#!/bin/sh\nexit 0\n")
+        (bin_dir / tool).chmod(0o755)
+    plan = load_topology(REPO / "topologies" / "single.yaml").plan
+    proc = subprocess.run(["/bin/sh", "-c", host_setup_script(plan, "h1")], env={"PATH": str(bin_dir)},
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30, check=False)
+    return proc.stdout
+
+
+def test_a_failing_host_setup_command_is_an_error(tmp_path: Path) -> None:
+    """Issue 19: without procps `sysctl` failed in every Mininet host, silently (only the
+    last command's status was checked), and IPv6 stayed on. Now the first failing command is
+    named with its error, before anything runs."""
+    from emu.mininet.network import NetworkError, check_host_setup
+    from emu.topology import load_topology
+
+    plan = load_topology(REPO / "topologies" / "single.yaml").plan
+    out = _run_setup(tmp_path, ("ip", "ethtool"))  # a minimal Debian: no sysctl
+    with pytest.raises(NetworkError) as err:
+        check_host_setup(plan, "h1", out)
+    msg = str(err.value)
+    assert msg.startswith("preparing host h1 failed: `sysctl -qw net.ipv6.conf.all.disable_ipv6=1"), msg
+    assert "not found" in msg and "setup.sh" in msg and "\n" not in msg
+    check_host_setup(plan, "h1", _run_setup(tmp_path, ("ip", "ethtool", "sysctl")))  # all there: no error
+    with pytest.raises(NetworkError, match="ended early"):
+        check_host_setup(plan, "h1", "bash: killed")
+
+
+def test_links_too_fast_for_real_time_are_refused_before_anything_starts() -> None:
+    """Issue 19: 1 Tbit/s links ran in Mininet (CCT/bound 42,006) with only the busy note as a
+    hint; a link faster than the embedded switch forwards is one line naming it and the fix."""
+    from emu.backend import UsageError
+    from emu.mininet.backend import MininetBackend
+    from emu.topology import parse_topology
+
+    text = (REPO / "topologies" / "single.yaml").read_text()
+    topo = parse_topology(text.replace("bandwidth_mbps: 10", "bandwidth_mbps: 1Tbit/s"), "t.yaml")
+    with pytest.raises(UsageError) as err:
+        MininetBackend.check(topo, target="embedded")
+    msg = str(err.value)
+    assert msg.startswith("links[0]: 1e+06 Mbit/s in real time") and "--dilation 1000" in msg, msg
+    assert "--mode sim" in msg and "\n" not in msg

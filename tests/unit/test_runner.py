@@ -249,3 +249,21 @@ def test_results_folder_under_sudo_belongs_to_the_user(tmp_path: Path, monkeypat
     assert out.parent == tmp_path / "results"
     st = out.parent.stat()
     assert (st.st_uid, st.st_gid) == (65534, 65534)
+
+
+def test_progress_counts_only_this_blocks_iterations(tmp_path: Path) -> None:
+    """A scheme's later block appends to its files (iterations numbered on from 11): the
+    progress counts what this block wrote, 0..n, not the earlier block's lines or numbers."""
+    from emu.mininet.backend import _Progress
+
+    path = tmp_path / "job0-rank0.jsonl"
+    path.write_text("".join(json.dumps({"kind": "iteration", "iteration": k, "verified": True}) + "\n"
+                            for k in range(11)))
+    tracker = _Progress([path])
+    tracker.update()
+    assert tracker.done() == 0
+    with path.open("a") as fh:
+        for k in (11, 12):
+            fh.write(json.dumps({"kind": "iteration", "iteration": k, "verified": True}) + "\n")
+    tracker.update()
+    assert tracker.done() == 2
