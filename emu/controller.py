@@ -104,8 +104,8 @@ class ProgrammedNetwork:
         """
         if scheme not in p4names.SCHEME_MODES:
             raise NetworkError(f"unknown scheme {scheme!r}: use one of {', '.join(p4names.SCHEME_MODES)}")
-        if scheme == self.mode and scheme != "placebo":
-            return
+        if scheme != "placebo" and set(self.read_modes().values()) == {scheme}:
+            return  # what the switches hold (a p4runtime-shell write may have changed it), not self.mode
         programs = routing.switch_programs(self.topology, scheme, p4=self.p4,  # type: ignore[arg-type]
                                            placebo=placebo)
         for sw in self.plan.switches:
@@ -119,6 +119,33 @@ class ProgrammedNetwork:
             except Exception as exc:
                 raise NetworkError(f"configuring Symphony on switch {sw.name} failed: {exc}") from None
         self.mode = scheme
+
+    def read_modes(self) -> dict[str, str]:
+        """Per switch, the mode its ``symphony_config`` entries hold, read from the switch
+        (``SwitchControl.table_read``): a scheme name, ``"mixed"`` when its jobs differ,
+        ``"none"`` without an entry, ``"mode N"`` for a value no scheme uses."""
+        names = {v: k for k, v in p4names.SCHEME_MODES.items()}
+        out = {}
+        for name in self.switch_names:
+            modes = {e.params.get("mode") for e in self.control(name).table_read(p4names.TABLE_SYMPHONY)}
+            if not modes:
+                out[name] = "none"
+            elif len(modes) > 1:
+                out[name] = "mixed"
+            else:
+                (m,) = modes
+                out[name] = names.get(m, f"mode {m}")
+        return out
+
+    def mode_summary(self) -> str:
+        """One word when every switch (with Symphony entries) holds the same mode, else each
+        switch's: ``symphony`` / ``mixed: s1 symphony, s2 baseline``; read from the switches."""
+        modes = {k: v for k, v in self.read_modes().items() if v != "none"}
+        if not modes:
+            return "none"
+        if len(set(modes.values())) == 1:
+            return next(iter(modes.values()))
+        return "mixed: " + ", ".join(f"{k} {v}" for k, v in sorted(modes.items()))
 
     def reset_jobs(self) -> None:
         """Zero the Symphony tracker registers on every switch (before each run of the jobs)."""

@@ -361,3 +361,29 @@ def test_verifier_checks_every_result_that_differs_and_digests_as_the_worker() -
     assert problem is not None and problem.startswith("iteration 0: allreduce result differs from the float64 sum at "
                                                       "element 5"), problem
     assert digest == rank.digest(wrong)
+
+
+def test_mode_is_read_from_the_switches() -> None:
+    """The controller's mode is what the switches hold (SwitchControl.table_read), so a write
+    by another client (a student's p4runtime-shell) shows, and set_mode puts it right."""
+    from emu.topology import parse_topology
+    from emu.vtime.network import SimNetwork
+
+    topo = parse_topology("""
+name: t
+defaults: {bandwidth_mbps: 10, delay_ms: 0.1, queue_packets: 64}
+hosts: [{name: a}, {name: b}]
+switches: [{name: sw1}, {name: sw2}]
+links: [{a: a, b: sw1}, {a: sw1, b: sw2}, {a: b, b: sw2}]
+jobs: [{id: 0, ranks: [a, b]}]
+""")
+    net = SimNetwork(topo, seed=1)
+    net.program("symphony")
+    assert net.read_modes() == {"sw1": "symphony", "sw2": "symphony"} and net.mode_summary() == "symphony"
+    ctl = net.control("sw2")
+    (e,) = ctl.table_read("MyIngress.symphony_config")
+    ctl.table_modify(e.table, e.match, e.action, {**e.params, "mode": 0})  # as another client would
+    assert net.mode == "symphony"  # the controller's memory is stale...
+    assert net.mode_summary() == "mixed: sw1 symphony, sw2 baseline"  # ...the switches are read
+    net.set_mode("symphony")  # not skipped: sw2 does not hold it
+    assert net.mode_summary() == "symphony"
