@@ -514,8 +514,14 @@ def test_arbitration_notifications() -> None:
         hello(c, 10)
 
 
-def test_p4info_matches_p4c(tmp_path: Path) -> None:
-    """Where p4c is installed: its P4Info for symphony.p4 has our tables, actions, fields, widths and ids."""
+#: Every v1model program the embedded switch loads: the project's and the test programs.
+V1MODEL_PROGRAMS = [PROGRAM, *sorted((REPO / "tests" / "p4" / "programs").glob("*.p4"))]
+
+
+@pytest.mark.parametrize("program", V1MODEL_PROGRAMS, ids=[p.stem for p in V1MODEL_PROGRAMS])
+def test_p4info_matches_p4c(program: Path, tmp_path: Path) -> None:
+    """Where p4c is installed: its P4Info for each program has our tables, actions (directly
+    called ones too), fields, widths, sizes, counters, meters, registers and ids."""
     if shutil.which("p4c") is None:
         pytest.skip("p4c not installed (docs/bmv2.md): cannot compare with its P4Info")
     from google.protobuf import text_format
@@ -524,9 +530,27 @@ def test_p4info_matches_p4c(tmp_path: Path) -> None:
     from emu.embedded.p4info import p4info_mismatch
     from emu.mininet.bmv2 import compile_program
 
-    _, p4info_path = compile_program(PROGRAM, tmp_path)
+    _, p4info_path = compile_program(program, tmp_path)
     theirs = text_format.Parse(p4info_path.read_text(), p4info_pb2.P4Info(), allow_unknown_field=True)
-    assert p4info_mismatch(build_p4info(Pipeline(load_program(PROGRAM))), theirs) is None
+    assert p4info_mismatch(build_p4info(Pipeline(load_program(program))), theirs) is None
+
+
+@pytest.mark.parametrize("program", V1MODEL_PROGRAMS, ids=[p.stem for p in V1MODEL_PROGRAMS])
+def test_every_program_has_a_consistent_p4info(program: Path) -> None:
+    """Without p4c: every program's P4Info has unique ids, every action ref and direct
+    resource resolves (a crash or a dangling id in the P4Info builder shows here)."""
+    from emu.embedded.p4info import p4info_mismatch
+
+    info = build_p4info(Pipeline(load_program(program)))
+    entities = [*info.tables, *info.actions, *info.counters, *info.direct_counters, *info.meters,
+                *info.direct_meters, *info.registers]
+    ids = [e.preamble.id for e in entities]
+    assert len(ids) == len(set(ids))
+    actions = {a.preamble.id for a in info.actions}
+    direct = {d.preamble.id for d in (*info.direct_counters, *info.direct_meters)}
+    for t in info.tables:
+        assert {r.id for r in t.action_refs} <= actions and set(t.direct_resource_ids) <= direct, t.preamble.name
+    assert p4info_mismatch(info, info) is None
 
 
 def test_ids_are_p4cs() -> None:
