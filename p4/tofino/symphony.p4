@@ -97,7 +97,26 @@ parser MyIngressParser(packet_in pkt,
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
+        /* every field of the out parameter written here (p4test: "meta may be uninitialized") */
+        meta.tracked = 0;
+        meta.mode = 0;
+        meta.expected_flows = 0;
+        meta.queue_gate = 0;
+        meta.lead = 0;
         meta.checksum_err = false;
+        meta.flow_index = 0;
+        meta.slot_index = 0;
+        meta.job = 0;
+        meta.entered = 0;
+        meta.count = 0;
+        meta.reached = 0;
+        meta.front = 0;
+        meta.ecmp = 0;
+        meta.ecmp_group = 0;
+        meta.ecmp_seed = 0;
+        meta.l4_src = 0;
+        meta.l4_dst = 0;
+        meta.ecmp_bucket = 0;
         transition parse_ethernet;
     }
 
@@ -325,6 +344,10 @@ parser MyEgressParser(packet_in pkt,
         meta.mode = hdr.bridge.mode;
         meta.lead = hdr.bridge.lead;
         meta.queue_gate = hdr.bridge.queue_gate;
+        meta.egress_port = 0;      /* set in MyEgress; written here so no field of the out */
+        meta.enq_qdepth = 0;       /* parameter is left uninitialized (p4test) */
+        meta.ecn_threshold = 0;
+        meta.symphony_threshold = 0;
         transition parse_ethernet;
     }
 
