@@ -1161,6 +1161,7 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
     if extra:
         summary.update(extra)
         (out_dir / report.SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        table = report.report_table(summary)  # the extra keys (--dilation auto's probes) are in the caption too
     return summary, table
 
 

@@ -113,7 +113,7 @@ class FakeNetwork:
 
 
 def _modelled_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Model, *, order: str,
-                  warmup: int, iterations: int = 20) -> dict:
+                  warmup: int, iterations: int = 20, dilation: str | None = None) -> dict:
     monkeypatch.setattr(mininet_backend, "target_class", lambda name: object)
     monkeypatch.setattr(mininet_backend, "require_root", lambda: None)
     monkeypatch.setattr(mininet_backend, "require_mininet", lambda: None)
@@ -146,9 +146,13 @@ def _modelled_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Model,
     monkeypatch.setattr(mininet_backend.MininetBackend, "run_workload", run_workload)
     monkeypatch.setattr(mininet_backend.MininetBackend, "start_time", lambda self, n: model.clock)
     monkeypatch.setattr(mininet_backend.MininetBackend, "close", lambda self: None)
-    result = runner.run(SINGLE, out=tmp_path, iterations=iterations, order=order)
+    result = runner.run(SINGLE, out=tmp_path, iterations=iterations, order=order, dilation=dilation)
     assert result.ok, result.failure
-    return result.summary
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(result.table)
+    return {**result.summary, "_table": " ".join(console.export_text().split())}
 
 
 def _ratio(summary: dict) -> tuple[float, list[float]]:
@@ -264,3 +268,14 @@ def test_dilation_auto_is_said_in_the_table() -> None:
     console.print(report.report_table(summary))
     text = " ".join(console.export_text().split())
     assert "--dilation auto chose D = 2 (D = 1 busy, D = 2 kept up)" in text
+
+
+def test_dilation_auto_through_the_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--dilation auto probes on the run's own network (a calibration block, kept out of the
+    statistics) and the live table says what it chose."""
+    summary = _modelled_run(tmp_path, monkeypatch, Model({"baseline": 1.0, "symphony": 1.0}), order="abba",
+                            warmup=1, iterations=6, dilation="auto")
+    assert summary["dilation_auto"] == [{"dilation": 1.0, "disturbed": False, "reasons": []}]
+    assert summary["dilation"] == 1.0 and summary["baseline"]["iterations"] == 6
+    assert (tmp_path / "calibration" / "D1" / "job0-rank0.jsonl").is_file()
+    assert "--dilation auto chose D = 1 (D = 1 kept up)" in summary["_table"]
