@@ -17,7 +17,7 @@ ACKs/NACKs/CNPs come back the same way, uncongested. Senders are always backlogg
 tops the transport up), start at a random offset in [0, 20 ms] drawn from the seed (the
 links have no randomness, so the seed only moves the start times), and the first
 ``--warmup`` seconds are not measured. (Before the virtual-time network existed, this
-benchmark ran on hostapps/sim.py's own link and marker models, with one hop less; the
+benchmark ran on hostapps/lossychannel.py's own link and marker models, with one hop less; the
 figures in docs/host-runtime.md come from that model.)
 
 Scenarios (each at K = 3 and K = 10 packets; ``--scale`` multiplies every rate):

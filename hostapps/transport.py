@@ -4,7 +4,7 @@ One :class:`Transport` per (job, rank). A flow is (job, src_rank -> dst_rank); e
 flow has PSNs starting at 0 (docs/DESIGN.md section 5). Every entry point takes ``now``
 (seconds) and the core returns what to send (:meth:`Transport.poll`) and when it wants
 to be called again (:meth:`Transport.next_timer`); :mod:`hostapps.aio` and
-:mod:`hostapps.sim` drive it. Call :meth:`Transport.poll` after :meth:`Transport.send`
+:mod:`hostapps.lossychannel` (tests) and :mod:`emu.vtime` drive it. Call :meth:`Transport.poll` after :meth:`Transport.send`
 and after :meth:`Transport.on_datagram`.
 
 Protocol (docs/interfaces.md section 4):

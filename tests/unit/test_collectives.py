@@ -1,4 +1,4 @@
-"""Ring collectives over an in-memory channel and over the virtual-time network (hostapps.sim)."""
+"""Ring collectives over an in-memory channel and over the lossy test channel (hostapps.lossychannel)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from hostapps import sim
+from hostapps import lossychannel
 from hostapps.collectives import (
     RingCollective,
     SendRequest,
@@ -305,13 +305,13 @@ def test_invalid_arguments() -> None:
         RingCollective("allreduce", 0, 2, data, step_base=0, slices=0, step_timeout=1.0)
 
 
-# --- over the virtual-time network (hostapps.sim) --------------------------------------
+# --- over the lossy test channel (hostapps.lossychannel) ------------------------------------
 
 
 def run_sim(colls: list[RingCollective], link, *, seed: int = 0, until: float = 120.0, on_event=None):
     from hostapps.transport import Transport, TransportConfig
 
-    net = sim.Sim(seed=seed, default_link=link, on_event=on_event)
+    net = lossychannel.LossyChannel(seed=seed, default_link=link, on_event=on_event)
     cfg = TransportConfig(line_rate_bps=link.rate_bps, mtu=1500)
     for c in colls:
         c.start(0.0)
@@ -325,7 +325,7 @@ def run_sim(colls: list[RingCollective], link, *, seed: int = 0, until: float = 
     [(2, 1_001, 1, 1), (4, 10_007, 1, 2), (4, 10_007, 3, 3), (8, 9, 1, 4), (8, 0, 2, 5)],
 )
 def test_allreduce_over_lossy_sim(n: int, size: int, slices: int, seed: int) -> None:
-    link = sim.LinkConfig(rate_bps=10e6, delay=0.0005, loss=0.02, duplicate=0.02, reorder=0.1)
+    link = lossychannel.LinkConfig(rate_bps=10e6, delay=0.0005, loss=0.02, duplicate=0.02, reorder=0.1)
     datas = inputs(n, size, seed)
     colls = make("allreduce", datas, slices=slices, step_base=3 * 2 * (n - 1))
     net = run_sim(colls, link, seed=seed)
@@ -338,7 +338,7 @@ def test_dead_rank_over_sim_names_it() -> None:
     """Rank 1 goes silent at t = 100 ms (in step 1): rank 2 fails naming rank 1 in time."""
     import dataclasses
 
-    link = sim.LinkConfig(rate_bps=10e6, delay=0.0005)
+    link = lossychannel.LinkConfig(rate_bps=10e6, delay=0.0005)
     datas = inputs(4, 100_000)  # ~80 ms per step at 10 Mbit/s: dies mid-collective
     colls = make("allreduce", datas, step_timeout=2.0)
     killed: list[float] = []
@@ -353,7 +353,7 @@ def test_dead_rank_over_sim_names_it() -> None:
     net_ref: list = []
     from hostapps.transport import Transport, TransportConfig
 
-    net = sim.Sim(seed=0, default_link=link, on_event=kill)
+    net = lossychannel.LossyChannel(seed=0, default_link=link, on_event=kill)
     net_ref.append(net)
     for c in colls:
         c.start(0.0)

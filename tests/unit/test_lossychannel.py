@@ -1,4 +1,4 @@
-"""Virtual-time network: reliability, determinism, ECN -> DCQCN, routes, app driving."""
+"""The lossy test channel (hostapps.lossychannel): reliability, determinism, DCQCN, routes, app driving."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from hostapps.sim import LinkConfig, Sim, SimError
+from hostapps.lossychannel import ChannelError, LinkConfig, LossyChannel
 from hostapps.transport import Delivery, Transport, TransportConfig
 
 JOB = 1
 
 
-def pair(sim: Sim, cfg: TransportConfig, rate_control: str = "dcqcn"):
+def pair(sim: LossyChannel, cfg: TransportConfig, rate_control: str = "dcqcn"):
     return (sim.add_node(Transport(JOB, 0, cfg, rate_control)),
             sim.add_node(Transport(JOB, 1, cfg, rate_control)))
 
@@ -24,7 +24,7 @@ def delivered_bytes(node) -> bytes:
 
 @pytest.mark.parametrize("seed", range(8))
 def test_lossy_link_exactly_once(seed: int) -> None:
-    sim = Sim(seed=seed, default_link=LinkConfig(loss=0.05, duplicate=0.05, reorder=0.3))
+    sim = LossyChannel(seed=seed, default_link=LinkConfig(loss=0.05, duplicate=0.05, reorder=0.3))
     a, b = pair(sim, TransportConfig())
     data = random.Random(seed).randbytes(300_000)
     sim.send(JOB, 0, 1, 9, data)
@@ -38,7 +38,7 @@ def test_lossy_link_exactly_once(seed: int) -> None:
 
 
 def _run_once(seed: int) -> tuple[float, dict, dict]:
-    sim = Sim(seed=seed, default_link=LinkConfig(loss=0.02, reorder=0.2))
+    sim = LossyChannel(seed=seed, default_link=LinkConfig(loss=0.02, reorder=0.2))
     a, b = pair(sim, TransportConfig())
     sim.send(JOB, 0, 1, 1, bytes(100_000))
     end = sim.run(until=30, stop=lambda s: a.transport.idle() and len(delivered_bytes(b)) == 100_000)
@@ -51,7 +51,7 @@ def test_deterministic_per_seed() -> None:
 
 
 def test_transfer_time_matches_link_rate() -> None:
-    sim = Sim(default_link=LinkConfig(rate_bps=10e6, delay=0.001))
+    sim = LossyChannel(default_link=LinkConfig(rate_bps=10e6, delay=0.001))
     a, b = pair(sim, TransportConfig(line_rate_bps=10e6), "none")
     sim.send(JOB, 0, 1, 1, bytes(1456 * 100))
     end = sim.run(stop=lambda s: len(b.delivered) == 100)
@@ -60,7 +60,7 @@ def test_transfer_time_matches_link_rate() -> None:
 
 
 def test_tail_drop() -> None:
-    sim = Sim(seed=2)
+    sim = LossyChannel(seed=2)
     a, b = pair(sim, TransportConfig(line_rate_bps=10e6), "none")
     link = sim.add_link("narrow", LinkConfig(rate_bps=2e6, queue_packets=8))
     sim.set_route((JOB, 0), (JOB, 1), [link])
@@ -72,7 +72,7 @@ def test_tail_drop() -> None:
 
 
 def test_shared_link_carries_both_routes() -> None:
-    sim = Sim()
+    sim = LossyChannel()
     cfg = TransportConfig()
     nodes = [sim.add_node(Transport(JOB, r, cfg, "none")) for r in range(4)]
     shared = sim.add_link("core", LinkConfig(rate_bps=10e6))
@@ -125,7 +125,7 @@ class TokenRing:
 
 def test_apps_drive_a_ring() -> None:
     n, rounds = 5, 3
-    sim = Sim(seed=3, default_link=LinkConfig(loss=0.02, reorder=0.1))
+    sim = LossyChannel(seed=3, default_link=LinkConfig(loss=0.02, reorder=0.1))
     apps = [TokenRing(r, n, rounds) for r in range(n)]
     for r in range(n):
         sim.add_node(Transport(JOB, r, TransportConfig()), apps[r])
@@ -140,18 +140,18 @@ def test_apps_drive_a_ring() -> None:
 
 
 def test_run_until_and_guards() -> None:
-    sim = Sim()
+    sim = LossyChannel()
     a, b = pair(sim, TransportConfig(), "none")
     sim.send(JOB, 0, 1, 1, bytes(100_000))
     assert sim.run(until=0.01) == 0.01
     assert 0 < len(b.delivered) < 69
-    with pytest.raises(SimError, match="more than 5 events"):
+    with pytest.raises(ChannelError, match="more than 5 events"):
         sim.run(max_events=5)
-    with pytest.raises(SimError, match="added twice"):
+    with pytest.raises(ChannelError, match="added twice"):
         sim.add_node(Transport(JOB, 0))
     a.transport.send(7, 1, b"x", sim.now)
     sim.kick(a)
-    with pytest.raises(SimError, match="rank 7, which has no node"):
+    with pytest.raises(ChannelError, match="rank 7, which has no node"):
         sim.run()
 
 

@@ -1,7 +1,7 @@
 """A lossy test channel for :class:`hostapps.transport.Transport` cores (no switch model).
 
 The cores take ``now`` and own no socket, so tests run transports and collectives over
-faulty links in one process: loss, duplication, reordering, tail drop. A :class:`Sim` holds
+faulty links in one process: loss, duplication, reordering, tail drop. A :class:`LossyChannel` holds
 nodes (one transport each, optionally with an application such as
 :class:`hostapps.collectives.RingCollective`) and links. It has no ECN marking and no
 Symphony logic: the virtual-time mode of the emulator (:mod:`emu.vtime`, docs/DESIGN.md
@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 NodeKey = tuple[int, int]  # (job_id, rank)
 
 
-class SimError(RuntimeError):
+class ChannelError(RuntimeError):
     """A simulation set-up mistake (duplicate node, unknown destination, runaway loop)."""
 
 
@@ -82,7 +82,7 @@ class LinkConfig:
 
 
 @dataclass(slots=True)
-class SimPacket:
+class ChannelPacket:
     """A datagram in flight: source and destination node, UDP payload and IP ECN bits."""
 
     src: NodeKey
@@ -111,7 +111,7 @@ class Link:
             dep.popleft()
         return len(dep)
 
-    def enter(self, pkt: SimPacket, now: float) -> list[tuple[float, SimPacket]]:
+    def enter(self, pkt: ChannelPacket, now: float) -> list[tuple[float, ChannelPacket]]:
         """Offer ``pkt`` at ``now``; return ``[(arrival time at the far end, packet)]``."""
         cfg, rng, st = self.config, self.rng, self.stats
         if cfg.loss and rng.random() < cfg.loss:
@@ -120,7 +120,7 @@ class Link:
         copies = [pkt]
         if cfg.duplicate and rng.random() < cfg.duplicate:
             st["duplicated"] += 1
-            copies.append(SimPacket(pkt.src, pkt.dst, pkt.datagram, pkt.ecn))
+            copies.append(ChannelPacket(pkt.src, pkt.dst, pkt.datagram, pkt.ecn))
         out = []
         for p in copies:
             q = self.queue_len(now)
@@ -171,7 +171,7 @@ class Node:
 _ARRIVE, _WAKE = 0, 1
 
 
-class Sim:
+class LossyChannel:
     """Discrete-event loop over nodes and links.
 
     Args:
@@ -203,7 +203,7 @@ class Sim:
         """Add a node keyed by (transport.job_id, transport.rank); it is serviced at ``now``."""
         node = Node(transport, app)
         if node.key in self.nodes:
-            raise SimError(f"node job {node.key[0]} rank {node.key[1]} added twice")
+            raise ChannelError(f"node job {node.key[0]} rank {node.key[1]} added twice")
         self.nodes[node.key] = node
         self.kick(node)
         return node
@@ -215,7 +215,7 @@ class Sim:
     def add_link(self, name: str, config: LinkConfig | None = None) -> Link:
         """Create a named link (shareable between routes)."""
         if name in self.links:
-            raise SimError(f"link {name!r} added twice")
+            raise ChannelError(f"link {name!r} added twice")
         link = Link(name, config or self.default_link, self.seed)
         self.links[name] = link
         return link
@@ -248,14 +248,14 @@ class Sim:
     def run(
         self,
         until: float | None = None,
-        stop: Callable[[Sim], bool] | None = None,
+        stop: Callable[[LossyChannel], bool] | None = None,
         max_events: int | None = None,
     ) -> float:
         """Process events in time order and return the final ``now``.
 
         Stops when ``stop(sim)`` is true (checked after each event), when the next event
         is later than ``until`` (``now`` becomes ``until``), or when no event is left.
-        Raises :class:`SimError` after ``max_events`` events (a runaway timer).
+        Raises :class:`ChannelError` after ``max_events`` events (a runaway timer).
         """
         heap = self._heap
         count = 0
@@ -285,7 +285,7 @@ class Sim:
             if stop is not None and stop(self):
                 return self.now
             if max_events is not None and count >= max_events:
-                raise SimError(f"more than {max_events} events by t={self.now:.6f} s; a timer loops?")
+                raise ChannelError(f"more than {max_events} events by t={self.now:.6f} s; a timer loops?")
         if until is not None:
             self.now = max(self.now, until)
         return self.now
@@ -324,10 +324,10 @@ class Sim:
     def _inject(self, node: Node, out: Outgoing) -> None:
         dst = (node.key[0], out.dst_rank)
         if dst not in self.nodes:
-            raise SimError(f"job {dst[0]} rank {node.key[1]} sent to rank {dst[1]}, which has no node")
-        self._arrive(SimPacket(node.key, dst, out.datagram, out.ecn), 0)
+            raise ChannelError(f"job {dst[0]} rank {node.key[1]} sent to rank {dst[1]}, which has no node")
+        self._arrive(ChannelPacket(node.key, dst, out.datagram, out.ecn), 0)
 
-    def _arrive(self, pkt: SimPacket, hop: int) -> None:
+    def _arrive(self, pkt: ChannelPacket, hop: int) -> None:
         links = self.route(pkt.src, pkt.dst)
         if hop < len(links):
             for t, p in links[hop].enter(pkt, self.now):
