@@ -222,11 +222,8 @@ class SwitchCore:
             self._log("bad_port", now_us, "port %d: egress_spec %d is not a switch port, dropped",
                       port, out_port)
             return
-        if tm.enqueue(out_port, st, now_us) is None:
+        if tm.enqueue_service(out_port, st, now_us) is None:  # enqueue, then service_until(now_us) if due
             self._drops["tail"] += 1
-            return
-        if now_us >= tm._next_service:
-            tm.service_until(now_us)
 
     def _enqueue_copy(self, out_port: int, st: Any, now_us: int, from_port: int) -> None:
         if out_port not in self._ports:

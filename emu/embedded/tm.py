@@ -207,6 +207,37 @@ class TrafficManager:
             self._next_service = p.free_at
         return ahead
 
+    def enqueue_service(self, port: int, item: Any, now_us: int) -> int | None:
+        """:meth:`enqueue`, then :meth:`service_until` ``(now_us)`` if a port is due: one call.
+
+        The same result as the two calls. The common case takes a short path: the port is
+        idle (nothing waiting, free by ``now_us``) and no other port with waiting packets is
+        free yet, so the packet starts service at once, alone, exactly as
+        :meth:`service_until` would start it (``enq_qdepth`` and ``deq_qdepth`` 0, no wait).
+        """
+        p = self._ports[port]
+        if p.direct or p.queue or p.free_at > now_us or self._next_service <= now_us:
+            ahead = self.enqueue(port, item, now_us)
+            if ahead is not None and now_us >= self._next_service:
+                self.service_until(now_us)
+            return ahead
+        # enqueue + _service_ports for this one packet, without the queue and the active set
+        p.enqueued += 1
+        if p.max_qdepth == 0:
+            p.max_qdepth = 1
+        p.serviced += 1
+        start = float(now_us)
+        p.free_at = start  # port free until a frame is produced
+        service = self._service
+        frame = item if service is None else service(port, item, 0, 0, 0, now_us, now_us)
+        if frame is not None:
+            end = start + (len(frame) + self.wire_overhead_bytes) * p.us_per_byte
+            p.free_at = end
+            self._seq += 1
+            p.pending += 1
+            heapq.heappush(self._departures, (end + p.delay, self._seq, port, frame))
+        return 0
+
     def service_until(self, now_us: int) -> None:
         """Start service of every packet whose port becomes free at or before ``now_us``.
 

@@ -281,3 +281,44 @@ def test_queue_depth_in_cells_when_the_pipeline_counts_cells() -> None:
     # at each service start: cells ahead on arrival, cells still waiting behind
     assert seen == [(0, 10), (9, 9), (10, 0)]
     assert qdepth_cells(Item(176)) == 1 and qdepth_cells(Item(177)) == 2 and qdepth_cells(Item(0)) == 1
+
+
+@pytest.mark.parametrize("unit", [None, len])
+def test_enqueue_service_is_enqueue_then_service_until(unit) -> None:  # noqa: ANN001
+    """The one-call path (its short cut for an idle port included) gives the same egress calls,
+    departures, drops and counters as enqueue followed by service_until, on random traffic."""
+    import random
+
+    def run(one_call: bool) -> tuple:
+        calls: list[tuple] = []
+
+        def service(port, item, enq, deq, wait, enq_ts, start):  # noqa: ANN001, ANN202
+            calls.append((port, item, enq, deq, wait, enq_ts, start))
+            return None if item[0] == 7 else item  # egress drops some packets
+
+        tm = TrafficManager([1, 2, 3], service=service, ticks_per_us=1000, wire_overhead_bytes=24,
+                            qdepth_unit=unit)
+        tm.set_queue(1, QueueConfig(rate_bps=100e9, depth_pkts=4, delay_us=1))
+        tm.set_queue(2, QueueConfig(rate_bps=25e9, depth_pkts=2))
+        rng = random.Random(5)
+        now, out, ahead = 0, [], []
+        for i in range(3000):
+            now += rng.choice([0, 0, 1, 37, 200, 900])
+            d = tm.next_deadline_us()
+            if d is not None and d <= now:
+                tm.service_until(now)
+                out += [(now, p, f) for p, f in tm.due(now)]
+            item = bytes([rng.randrange(9)]) + bytes(rng.choice([60, 1000, 4000]))
+            port = rng.choice([1, 1, 2, 3])
+            if one_call:
+                ahead.append(tm.enqueue_service(port, item, now))
+            else:
+                a = tm.enqueue(port, item, now)
+                ahead.append(a)
+                if a is not None:
+                    tm.service_until(now)
+        return calls, out, ahead, tm.tail_drops(), tm.max_qdepth(), tm.next_deadline_us()
+
+    a, b = run(False), run(True)
+    assert a == b
+    assert any(x is None for x in a[2]) and len(a[1]) > 1000  # drops and departures happened
