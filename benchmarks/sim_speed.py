@@ -230,7 +230,7 @@ def _against(args: argparse.Namespace) -> int:
             vals = [r["hops"] / r[key] for r in runs[side]]
             med[side] = statistics.median(vals)
             print(f"{label:<34} {side:<6} median {med[side]:>9,.0f}  spread {min(vals):,.0f}-{max(vals):,.0f}")
-        pair = [(a["hops"] / a[key]) / (b["hops"] / b[key]) for a, b in zip(runs["after"], runs["before"])]
+        pair = [(a["hops"] / a[key]) / (b["hops"] / b[key]) for a, b in zip(runs["after"], runs["before"], strict=True)]
         print(f"{label:<34} after/before: {med['after'] / med['before']:.2f}x on the medians, per round"
               f" {', '.join(f'{x:.2f}' for x in pair)} (median {statistics.median(pair):.2f},"
               f" {args.rounds} rounds)")

@@ -302,7 +302,7 @@ def test_enqueue_service_is_enqueue_then_service_until(unit) -> None:  # noqa: A
         tm.set_queue(2, QueueConfig(rate_bps=25e9, depth_pkts=2))
         rng = random.Random(5)
         now, out, ahead = 0, [], []
-        for i in range(3000):
+        for _ in range(3000):
             now += rng.choice([0, 0, 1, 37, 200, 900])
             d = tm.next_deadline_us()
             if d is not None and d <= now:
