@@ -6,3 +6,5 @@ import os as _os
 # workers; gRPC's fork handlers would then restart its pollers in each child between fork
 # and exec and kill it ("epoll_wait error: Bad file descriptor"). No child uses gRPC.
 _os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+import hostapps.compiled as _compiled  # noqa: E402, F401  (compiled hot modules only when current)

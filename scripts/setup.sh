@@ -24,7 +24,8 @@ fi
 #    the hosts' sysctl, missing from a minimal Debian; tshark reads the switches' --pcap
 #    captures with tools/wireshark/cth.lua, and the tests check that). Every command a host
 #    or a test runs comes from one of these (emu/doctor.py SYSTEM_COMMANDS; a test checks).
-packages=(mininet ethtool iproute2 procps python3-venv python3-pip iputils-ping psmisc tshark)
+#    gcc and python3-dev build the optional compiled modules (step 3).
+packages=(mininet ethtool iproute2 procps python3-venv python3-pip iputils-ping psmisc tshark gcc python3-dev)
 missing=()
 for pkg in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
@@ -52,9 +53,15 @@ fi
 # 3. The project and its test and speed extras.
 stamp=.venv/.symphony-emu-installed
 if [[ ! -f $stamp || setup.cfg -nt $stamp || pyproject.toml -nt $stamp ]]; then
-    say "pip install -e '.[test,fast]'"
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,fast]'
+    say "pip install -e '.[test,fast,compiled]'"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,fast,compiled]'
     touch "$stamp"
+fi
+# Optional: the virtual-time hot modules compiled with Cython (hostapps/compiled.py); a module
+# whose source changed since is loaded from its .py, SYMPHONY_EMU_PURE=1 loads every one so.
+# Without Cython or a C compiler the pure-Python modules run, with the same results.
+if ! .venv/bin/python scripts/build_compiled.py; then
+    say "compiled modules not built: the pure-Python ones run (same results, slower virtual time)"
 fi
 
 # 4. Optionally run something.

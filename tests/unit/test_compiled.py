@@ -1,0 +1,68 @@
+"""The optional compiled hot modules (hostapps.compiled, scripts/build_compiled.py) give the
+pure-Python results bit for bit, and a stale build is never used."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hostapps import compiled
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(tmp: Path, pure: bool) -> Path:
+    out = tmp / ("pure" if pure else "compiled")
+    env = dict(os.environ, SYMPHONY_EMU_PURE="1" if pure else "0", SYMPHONY_EMU_PARALLEL="1")
+    code = ("import sys; from hostapps import compiled; from emu import runner; "
+            "st = compiled.status(); want = 'source' if sys.argv[2] == '1' else 'compiled'; "
+            "assert all(v == want for v in st.values()), st; "
+            "r = runner.run('topologies/dc-leafspine-16.yaml', mode='sim', iterations=1, size=65536, out=sys.argv[1]); "
+            "sys.exit(0 if r.ok else 1)")
+    proc = subprocess.run([sys.executable, "-c", code, str(out), "1" if pure else "0"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_compiled_modules_give_the_pure_results_bit_for_bit(tmp_path: Path) -> None:
+    st = compiled.status()
+    if any(v != "compiled" for v in st.values()):
+        pytest.skip(f"compiled modules not built or stale (scripts/build_compiled.py): {st}")
+    a, b = _run(tmp_path, pure=True), _run(tmp_path, pure=False)
+    for name in ("summary.json", "cct.csv", "steps.csv"):
+        assert (a / name).read_text() == (b / name).read_text(), name
+    for scheme in ("baseline", "symphony"):
+        files = sorted(p.name for p in (a / scheme).iterdir() if p.suffix == ".jsonl" or p.name == "counters.json")
+        assert files
+        for f in files:
+            assert (a / scheme / f).read_bytes() == (b / scheme / f).read_bytes(), (scheme, f)
+
+
+def test_a_build_is_used_only_while_its_source_is_unchanged(tmp_path: Path) -> None:
+    import importlib.machinery
+
+    py = tmp_path / "mod.py"
+    py.write_text("X = 1\n")
+    assert not compiled.usable(py)  # nothing built
+    so = tmp_path / ("mod" + importlib.machinery.EXTENSION_SUFFIXES[0])
+    so.write_bytes(b"not really an extension")
+    assert not compiled.usable(py)  # built, digest missing
+    stamp = so.with_name(so.name + compiled.DIGEST_SUFFIX)
+    stamp.write_text(compiled.source_digest(py) + "\n")
+    assert compiled.usable(py)
+    py.write_text("X = 2\n")  # edited after the build: the source wins
+    assert not compiled.usable(py)
+
+
+def test_the_finder_loads_the_source_when_pure_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(compiled.PURE_ENV, "1")
+    tm_dir = REPO / "emu" / "embedded"
+    spec = compiled.SourceFirst().find_spec("emu.embedded.tm", [str(tm_dir)])
+    assert spec is not None and spec.origin == str(tm_dir / "tm.py")
+    assert compiled.SourceFirst().find_spec("emu.embedded.codegen", [str(tm_dir)]) is None  # not one of MODULES
