@@ -21,7 +21,7 @@ def _run(tmp: Path, pure: bool) -> Path:
     code = ("import sys; from hostapps import compiled; from emu import runner; "
             "st = compiled.status(); want = 'source' if sys.argv[2] == '1' else 'compiled'; "
             "assert all(v == want for v in st.values()), st; "
-            "r = runner.run('topologies/dc-leafspine-16.yaml', mode='sim', iterations=1, size=65536, out=sys.argv[1]); "
+            "r = runner.run('topologies/dc-leafspine-16.yaml', mode='sim', iterations=1, size=32768, out=sys.argv[1]); "
             "sys.exit(0 if r.ok else 1)")
     proc = subprocess.run([sys.executable, "-c", code, str(out), "1" if pure else "0"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=240, check=False)
