@@ -200,8 +200,7 @@ class RingCollective:
         self.left = (rank - 1) % nranks
         self.right = (rank + 1) % nranks
 
-        self._buf = np.array(data, dtype=_DTYPE, copy=True)
-        self._chunks = chunk_bounds(len(self._buf), nranks)
+        self._chunks = chunk_bounds(self._init_buffer(data), nranks)
         self._slices = [slice_bounds(b - a, slices) for a, b in self._chunks]
         self._slice_byte_starts = [[a * _ITEM for a, _ in sl] for sl in self._slices]
 
@@ -290,7 +289,7 @@ class RingCollective:
         nbytes = (b - a) * _ITEM
         rs = self._recv[i]
         if rs is None:
-            rs = self._recv[i] = _RecvStep(nbytes, len(self._slices[chunk]))
+            rs = self._recv[i] = self._new_recv(chunk, nbytes)
         payload = memoryview(d.payload).cast("B")
         lo, hi = d.offset, d.offset + len(payload)
         if hi > nbytes:
@@ -300,7 +299,7 @@ class RingCollective:
             )
             return True
         rs.seen = True
-        rs.buf[lo:hi] = payload
+        self._store(rs, chunk, lo, payload)
         starts = self._slice_byte_starts[chunk]
         slices = self._slices[chunk]
         j = max(0, bisect.bisect_right(starts, lo) - 1)
@@ -343,11 +342,46 @@ class RingCollective:
                 return i
         return self.nsteps - 1
 
-    def _send_slice(self, i: int, j: int, now: float) -> None:
-        chunk = self._plan[i][0]
+    # The data model: the buffer, what a slice carries, how a received slice is applied and
+    # what the result is. Here the real float32 data; DigestRingCollective overrides them.
+
+    def _init_buffer(self, data: np.ndarray) -> int:
+        """Keep this rank's copy of ``data``; return the buffer's length in elements."""
+        self._buf = np.array(data, dtype=_DTYPE, copy=True)
+        return len(self._buf)
+
+    def _new_recv(self, chunk: int, nbytes: int) -> _RecvStep:
+        return _RecvStep(nbytes, len(self._slices[chunk]))
+
+    def _store(self, rs: _RecvStep, chunk: int, lo: int, payload: memoryview) -> None:  # noqa: ARG002
+        rs.buf[lo:lo + len(payload)] = payload
+
+    def _slice_payload(self, chunk: int, j: int) -> bytes:
         a, _ = self._chunks[chunk]
         sa, sb = self._slices[chunk][j]
-        payload = self._buf[a + sa : a + sb].tobytes()
+        return self._buf[a + sa : a + sb].tobytes()
+
+    def _apply_slice(self, rs: _RecvStep, chunk: int, j: int, reduce: bool) -> None:
+        a, _ = self._chunks[chunk]
+        sa, sb = self._slices[chunk][j]
+        if sb > sa:
+            incoming = np.frombuffer(rs.buf, dtype=_DTYPE, count=sb - sa, offset=sa * _ITEM)
+            target = self._buf[a + sa : a + sb]
+            if reduce:
+                np.add(target, incoming, out=target)
+            else:
+                target[:] = incoming
+
+    def _final_result(self) -> np.ndarray:
+        if self.kind == "reducescatter":
+            a, b = self._chunks[self.rank]
+            return self._buf[a:b].copy()
+        return self._buf
+
+    def _send_slice(self, i: int, j: int, now: float) -> None:
+        chunk = self._plan[i][0]
+        sa, _ = self._slices[chunk][j]
+        payload = self._slice_payload(chunk, j)
         last = j == len(self._slices[chunk]) - 1
         self._outbox.append(SendRequest(self.right, self.step_base + i, sa * _ITEM, payload, last))
         self._sent[i][j] = True
@@ -372,15 +406,7 @@ class RingCollective:
         _, chunk, reduce = self._plan[i]
         rs = self._recv[i]
         assert rs is not None
-        a, _ = self._chunks[chunk]
-        sa, sb = self._slices[chunk][j]
-        if sb > sa:
-            incoming = np.frombuffer(rs.buf, dtype=_DTYPE, count=sb - sa, offset=sa * _ITEM)
-            target = self._buf[a + sa : a + sb]
-            if reduce:
-                np.add(target, incoming, out=target)
-            else:
-                target[:] = incoming
+        self._apply_slice(rs, chunk, j, reduce)
         rs.applied[j] = True
         rs.napplied += 1
         if i + 1 < self.nsteps:
@@ -392,14 +418,155 @@ class RingCollective:
 
     def _finish(self) -> None:
         self.done = True
-        if self.kind == "reducescatter":
-            a, b = self._chunks[self.rank]
-            self.result = self._buf[a:b].copy()
-        else:
-            self.result = self._buf
+        self.result = self._final_result()
 
     def _fail(self, message: str) -> None:
         logger.warning("rank %d: %s", self.rank, message)
         self.error = message
         self.done = True
         self.result = None
+
+
+# --- digest payloads: exact, small per-rank state ---------------------------------------------
+
+#: Bytes of the record a slice carries in a digest payload: (sum, count), two uint64 little-endian.
+DIGEST_RECORD_BYTES = 16
+_MASK64 = (1 << 64) - 1
+
+
+def digest_tokens(seed: int, iteration: int, rank: int, nranks: int, n_elements: int, slices: int) -> np.ndarray:
+    """Rank ``rank``'s contribution tokens: ``uint64[nranks, max slices]``, one per (chunk, slice).
+
+    Each token is SplitMix64 (Steele et al., OOPSLA 2014; the finaliser of Java's
+    SplittableRandom) of the mixed ``(seed, iteration, rank, chunk, slice)``; slices a chunk
+    does not have are 0. A digest all-reduce sums the tokens of every rank per (chunk, slice)
+    modulo 2**64 and counts them: a lost, duplicated or twice-reduced contribution changes
+    the count, a wrong or corrupted one the sum (with probability 1 - 2**-64).
+    """
+    bounds = [slice_bounds(b - a, slices) for a, b in chunk_bounds(n_elements, nranks)]
+    width = max(len(b) for b in bounds)
+    chunk = np.arange(nranks, dtype=np.uint64)[:, None]
+    sl = np.arange(width, dtype=np.uint64)[None, :]
+    base = (((seed & _MASK64) * 0x9E3779B97F4A7C15 + (iteration & _MASK64) * 0xBF58476D1CE4E5B9
+             + (rank & _MASK64) * 0x94D049BB133111EB) & _MASK64)
+    with np.errstate(over="ignore"):
+        z = np.uint64(base) + chunk * np.uint64(0xD6E8FEB86659FD93) + sl * np.uint64(0xA0761D6478BD642F) \
+            + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    present = np.array([[k < len(b) for k in range(width)] for b in bounds], dtype=bool)
+    return np.where(present, z, np.uint64(0))
+
+
+def digest_expected(kind: str, seed: int, iteration: int, nranks: int, n_elements: int, slices: int,
+                    rank: int) -> np.ndarray:
+    """The result a digest collective must leave on ``rank``: ``uint64[chunks, max slices, 2]``
+    of (sum, count) per (chunk, slice); reduce-scatter: chunk ``rank`` only (``[1, ...]``)."""
+    toks = [digest_tokens(seed, iteration, r, nranks, n_elements, slices) for r in range(nranks)]
+    if kind == "allgather":
+        recs = np.stack([toks[c][c] for c in range(nranks)])
+        count = np.ones_like(recs)
+    else:
+        with np.errstate(over="ignore"):
+            recs = np.sum(np.stack(toks), axis=0, dtype=np.uint64)
+        count = np.full_like(recs, nranks)
+    bounds = [slice_bounds(b - a, slices) for a, b in chunk_bounds(n_elements, nranks)]
+    present = np.array([[k < len(b) for k in range(recs.shape[1])] for b in bounds], dtype=bool)
+    out = np.stack([np.where(present, recs, 0), np.where(present, count, 0)], axis=-1).astype(np.uint64)
+    return out[rank:rank + 1] if kind == "reducescatter" else out
+
+
+def digest_problem(result: np.ndarray, expected: np.ndarray) -> str | None:
+    """One line naming the first (chunk, slice) whose record differs, or None when equal."""
+    if result.shape != expected.shape:
+        return f"digest result of shape {result.shape}, expected {expected.shape}"
+    bad = np.argwhere(np.any(result != expected, axis=-1))
+    if not len(bad):
+        return None
+    c, j = (int(x) for x in bad[0])
+    got_n, want_n = int(result[c, j, 1]), int(expected[c, j, 1])
+    if got_n < want_n:
+        why = "a contribution lost"
+    elif got_n > want_n:
+        why = "a contribution reduced twice or duplicated"
+    else:
+        why = "a contribution wrong or corrupted"
+    return (f"chunk {c} slice {j}: {got_n} contributions, expected {want_n}, sum "
+            f"{'right' if result[c, j, 0] == expected[c, j, 0] else 'wrong'} ({why}); "
+            f"{len(bad)} (chunk, slice) records differ")
+
+
+class DigestRingCollective(RingCollective):
+    """:class:`RingCollective` whose chunks carry a 16-byte record instead of their elements.
+
+    The messages, packets, sizes, steps and timing are those of the exact collective over
+    ``n_elements`` float32 elements (every slice's payload has its real length: the record
+    ``(sum, count)`` of :data:`DIGEST_RECORD_BYTES`, then zeros), but a rank keeps only one
+    record per (chunk, slice), so its memory is ``nranks * slices * 16`` bytes plus the steps
+    in flight, not the buffer. Reducing adds records (sum modulo 2**64, count); copying
+    copies them. ``result`` is ``uint64[chunks, max slices, 2]`` (reduce-scatter: chunk
+    ``rank`` only, ``[1, max slices, 2]``), to compare with :func:`digest_expected` by
+    :func:`digest_problem`. ``tokens`` is this rank's :func:`digest_tokens`.
+
+    Raises ``ValueError`` when a slice has fewer than 4 elements (16 bytes): the record must
+    fit in every slice; other arguments as :class:`RingCollective`.
+    """
+
+    def __init__(self, kind: str, rank: int, nranks: int, n_elements: int, tokens: np.ndarray, *,
+                 step_base: int, slices: int = 1, step_timeout: float) -> None:
+        self._n_elements = int(n_elements)
+        self._tokens = tokens
+        super().__init__(kind, rank, nranks, np.empty(0, dtype=_DTYPE), step_base=step_base, slices=slices,
+                         step_timeout=step_timeout)
+        small = [b - a for sl in self._slices for a, b in sl if (b - a) * _ITEM < DIGEST_RECORD_BYTES]
+        if small:
+            raise ValueError(f"digest payloads need at least {DIGEST_RECORD_BYTES // _ITEM} elements per slice "
+                             f"(a slice has {min(small)}); use fewer slices or a larger size")
+        width = max(len(sl) for sl in self._slices)
+        if tokens.shape != (nranks, width):
+            raise ValueError(f"tokens of shape {tokens.shape}, expected {(nranks, width)}")
+        rec = np.zeros((nranks, width, 2), dtype=np.uint64)
+        if kind == "allgather":
+            rec[rank, :, 0] = tokens[rank]
+            rec[rank, :len(self._slices[rank]), 1] = 1
+        else:
+            rec[:, :, 0] = tokens
+            for c, sl in enumerate(self._slices):
+                rec[c, :len(sl), 1] = 1
+        self._rec = rec
+
+    def _init_buffer(self, data: np.ndarray) -> int:  # noqa: ARG002
+        return self._n_elements
+
+    def _new_recv(self, chunk: int, nbytes: int) -> _RecvStep:  # noqa: ARG002
+        return _RecvStep(len(self._slices[chunk]) * DIGEST_RECORD_BYTES, len(self._slices[chunk]))
+
+    def _store(self, rs: _RecvStep, chunk: int, lo: int, payload: memoryview) -> None:
+        """Keep only the bytes of the slices' records (the first 16 bytes of each slice)."""
+        hi = lo + len(payload)
+        for j, (sa, _sb) in enumerate(self._slices[chunk]):
+            r_lo = sa * _ITEM
+            r_hi = r_lo + DIGEST_RECORD_BYTES
+            a, b = max(lo, r_lo), min(hi, r_hi)
+            if a < b:
+                k = j * DIGEST_RECORD_BYTES
+                rs.buf[k + a - r_lo:k + b - r_lo] = payload[a - lo:b - lo]
+
+    def _slice_payload(self, chunk: int, j: int) -> bytes:
+        sa, sb = self._slices[chunk][j]
+        return self._rec[chunk, j].astype("<u8").tobytes() + bytes((sb - sa) * _ITEM - DIGEST_RECORD_BYTES)
+
+    def _apply_slice(self, rs: _RecvStep, chunk: int, j: int, reduce: bool) -> None:
+        k = j * DIGEST_RECORD_BYTES
+        incoming = np.frombuffer(rs.buf, dtype="<u8", count=2, offset=k)
+        if reduce:
+            with np.errstate(over="ignore"):
+                self._rec[chunk, j] += incoming
+        else:
+            self._rec[chunk, j] = incoming
+
+    def _final_result(self) -> np.ndarray:
+        if self.kind == "reducescatter":
+            return self._rec[self.rank:self.rank + 1].copy()
+        return self._rec
