@@ -1,8 +1,8 @@
 """Optional compiled hot modules (Cython), with the pure-Python source always the reference.
 
 The virtual-time mode spends its time in a few pure-Python modules (:data:`MODULES`: the
-traffic manager and switch core glue, the event loop and hosts, the transport, DCQCN, the
-collectives, the CTH codec). ``scripts/build_compiled.py`` (run by ``scripts/setup.sh`` when
+traffic manager and switch core glue, the event loop and hosts, the rank worker, the
+transport, DCQCN, the collectives, the CTH codec). ``scripts/build_compiled.py`` (run by ``scripts/setup.sh`` when
 Cython is installed, the ``compiled`` extra) compiles those same files unchanged with
 Cython into extension modules beside them, so that a run is faster and its results are the
 same bit for bit (``tests/unit/test_compiled.py`` runs a scenario both ways and compares).
@@ -34,6 +34,7 @@ MODULES: tuple[str, ...] = (
     "emu.vtime.network",
     "emu.vtime.hosts",
     "emu.vtime.frames",
+    "hostapps.rank",
     "hostapps.transport",
     "hostapps.ratecontrol",
     "hostapps.collectives",
