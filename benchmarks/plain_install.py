@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"))
             else:
                 shutil.copy2(REPO / name, src / name)
-        step("pip install . (with dependencies)", [str(py), "-m", "pip", "install", "-q", str(src)])
+        # --no-cache-dir: a wheel of the same version cached from an older tree would be installed instead
+        step("pip install . (with dependencies)", [str(py), "-m", "pip", "install", "-q", "--no-cache-dir", str(src)])
         run_dir = root / "elsewhere"
         run_dir.mkdir(exist_ok=True)
         out = run_dir / "out"

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import click
 
 from emu import units
+from emu.backend import BACKENDS
 from emu.data import data_dir
 from emu.interrupts import signals_as_interrupt
 from emu.targets.registry import target_names
@@ -362,7 +363,7 @@ def cli(verbose: int) -> None:
                    "refused unless --force.")
 @click.option("--force", is_flag=True, help="Empty an --out folder that holds an earlier run first.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of data, traffic and switches.")
-@click.option("--mode", type=click.Choice(["mininet", "sim"]), default="mininet", show_default=True,
+@click.option("--mode", type=click.Choice(list(BACKENDS)), default=next(iter(BACKENDS)), show_default=True,
               help="mininet: real time in Mininet (root); sim: virtual time in one process (no root, "
                    "docs/virtual-time.md).")
 @click.option("--pcap", is_flag=True, help="Switches write one pcap per port to <out>/pcap/ "

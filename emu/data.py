@@ -3,7 +3,7 @@
 In a checkout (and an editable install) they are the repository's folders next to ``emu/``;
 an installed copy (``pip install .``) carries them as data files under
 ``<prefix>/share/symphony-emu/`` (setup.cfg ``[options.data_files]``). :func:`data_dir`
-gives the first that exists, so code never computes these paths itself.
+says which, so code never computes these paths itself.
 """
 
 from __future__ import annotations
@@ -18,9 +18,13 @@ INSTALLED = Path(sys.prefix) / "share" / "symphony-emu"
 
 
 def data_dir(name: str) -> Path:
-    """The folder ``name`` (``"p4"`` or ``"topologies"``): the checkout's, else the installed
-    copy's; the checkout's path when neither exists (errors then name it)."""
-    for root in (CHECKOUT, INSTALLED):
-        if (root / name).is_dir():
-            return root / name
-    return CHECKOUT / name
+    """The folder ``name`` (``"p4"`` or ``"topologies"``): the checkout's when this is a checkout
+    (``setup.cfg`` beside ``emu/``), else the installed copy's.
+
+    An installed ``emu`` sits in site-packages beside other distributions' packages, one of
+    them called ``p4`` (p4runtime's protobufs), so a folder's name alone does not say it is ours.
+    When neither exists the checkout's path is returned (errors then name it).
+    """
+    if (CHECKOUT / "setup.cfg").is_file() or not (INSTALLED / name).is_dir():
+        return CHECKOUT / name
+    return INSTALLED / name

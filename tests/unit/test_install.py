@@ -41,7 +41,7 @@ def test_an_installed_wheel_runs_mode_sim(tmp_path: Path) -> None:
             shutil.copy2(path, src / name)
     wheels = tmp_path / "wheels"
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                            "--no-index", "-w", str(wheels), str(src)],
+                            "--no-index", "--no-cache-dir", "-w", str(wheels), str(src)],
                            capture_output=True, text=True, timeout=240, check=False)
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = wheels.glob("symphony_emu-*.whl")
@@ -50,7 +50,7 @@ def test_an_installed_wheel_runs_mode_sim(tmp_path: Path) -> None:
     venv.EnvBuilder(system_site_packages=False, with_pip=False).create(plain)
     py = plain / "bin" / "python"
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
-                              "--no-index", str(wheel)], capture_output=True, text=True, timeout=240, check=False)
+                              "--no-index", "--no-cache-dir", str(wheel)], capture_output=True, text=True, timeout=240, check=False)
     assert install.returncode == 0, install.stderr[-2000:]
     plain_site = Path(subprocess.check_output([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                               text=True).strip())
@@ -58,6 +58,10 @@ def test_an_installed_wheel_runs_mode_sim(tmp_path: Path) -> None:
     # the editable install of the checkout among them, are not processed from there)
     deps = [d for d in site.getsitepackages() if Path(d).is_dir()]
     (plain_site / "zz_test_deps.pth").write_text("".join(f"{d}\n" for d in deps))
+    # as in a real install, p4runtime's ``p4`` package sits beside ``emu`` (it is no P4 source folder)
+    p4_package = next((Path(d) / "p4" for d in deps if (Path(d) / "p4" / "v1").is_dir()), None)
+    if p4_package is not None:
+        (plain_site / "p4").symlink_to(p4_package, target_is_directory=True)
     blocker = tmp_path / "no-mininet"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(BLOCKER)

@@ -6,6 +6,7 @@ import click
 import pytest
 
 from emu import cli, doctor
+from emu.backend import BACKENDS
 from emu.mininet.cli import cli_command
 from emu.mininet.switch import SwitchTarget
 from emu.targets import TARGETS, TargetUnavailable, load_target, target_class, target_names
@@ -36,6 +37,8 @@ def test_cli_choices_and_doctor_come_from_the_registry(monkeypatch: pytest.Monke
     for command in (cli.run, cli_command):
         (opt,) = [p for p in command.params if p.name == "target"]
         assert isinstance(opt.type, click.Choice) and list(opt.type.choices) == list(TARGETS)
+    (mode,) = [p for p in cli.run.params if p.name == "mode"]
+    assert list(mode.type.choices) == list(BACKENDS) and mode.default == "mininet"
     rows = doctor.target_checks()
     assert {c.needed_for for c in rows} == set(TARGETS)
     assert "embedded target" in [c.name for c in rows if c.needed_for == "embedded"]
