@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from . import ir
 from .errors import ControlError, P4FrontendError
 from .externs import DirectCounter, DirectMeter, Objects, csum, hash_value
-from .tables import ActionSpec, KeySpec, Table
+from .tables import ActionProfile, ActionSpec, KeySpec, Table
 
 __all__ = ["ActionRef", "Architecture", "CodeGen", "Compiled", "assemble", "Ctx", "DeparseSite", "ExternRef", "ExternType",
            "ExtractSite", "HdrRef", "Leaf", "Line", "PacketRef", "StructRef", "TableRef", "UnionRef", "V", "mask",
@@ -1450,6 +1450,8 @@ class CodeGen:
         table, decl, actions, ctx = t.table, t.decl, t.actions, t.ctx
         keys = []
         for k in decl.keys:
+            if k.match_kind == "selector":  # the action selector's hash input, not the match key
+                continue
             b = self.ref(k.expr, ctx.scopes)
             v = self.expr(k.expr, ctx.scopes)
             code = self.clean(v)
@@ -1476,6 +1478,8 @@ class CodeGen:
             else:
                 meth = "lookup_lpm" if table.mode == "lpm" and self.optimize else "lookup"
                 self.pre_or_emit(f"{ent} = {tname}.{meth}({key})", want_hit)
+        if table.profile is not None:  # a member or group entry: the action it runs
+            self.resolve_indirect(table, decl, tname, ent, ctx, want_hit)
         if table.direct_counter is not None:  # counted on a hit, per entry (bmv2)
             d = self.fresh("d")
             self.pre_or_emit(f"if {ent}[2]: {d} = {ent}[3]; {d}.packets += 1; {d}.bytes += _plen", want_hit)
@@ -1501,6 +1505,19 @@ class CodeGen:
             return f"{ent}[2]"
         self.dispatch(table, decl, actions, ctx, ent, loc)
         return ent
+
+    def resolve_indirect(self, table: Table, decl: ir.Table, tname: str, ent: str, ctx,
+                         want_hit: bool) -> None:
+        """After the lookup of a table with ``implementation``: the member the entry names, or
+        the member of its group the hash of the ``selector`` keys picks (Table.resolve)."""
+        prof = table.profile
+        data = "0"
+        sel = [k.expr for k in decl.keys if k.match_kind == "selector"]
+        if prof.is_selector and prof.algo == "random":
+            data = "_rng.getrandbits(32)"
+        elif prof.is_selector and sel:
+            data, table.selector_bits = self.field_list(ir.ListExpr(decl.loc, sel), ctx.scopes)
+        self.pre_or_emit(f"if {ent}[0] < -1: {ent} = {tname}.resolve({ent}, {data})", want_hit)
 
     def pre_or_emit(self, line: str, to_pre: bool) -> None:
         """Emit ``line`` now, or queue it to precede the current statement when ``to_pre``."""
@@ -2026,6 +2043,11 @@ class CodeGen:
         keys = []
         for k in t.keys:
             v = self.expr(k.expr, scopes)
+            if k.match_kind == "selector":
+                if t.implementation is None:
+                    self.fail(k.loc, f"table {t.name}: a selector key needs "
+                                     "implementation = action_selector(...)")
+                continue
             if isinstance(v.type, ir.BoolT):
                 w = 1
             elif isinstance(v.type, ir.BitT):
@@ -2049,6 +2071,8 @@ class CodeGen:
             spec_name = f"{owner}.{act.name}" if owner else act.name
             specs.append(ActionSpec(spec_name, aid, params, act.name))
         table = Table(fq, keys, specs, t.size, t.const_default)
+        if t.implementation is not None:
+            self._implementation(table, t, fq, scopes)
         for prop, inst_name in t.direct.items():  # counters = c; meters = m;
             b = next((sc[inst_name] for sc in reversed(scopes) if inst_name in sc), None)
             want = DirectCounter if prop == "counters" else DirectMeter
@@ -2081,6 +2105,34 @@ class CodeGen:
             self._const_entries(table, t, specs, actions, scopes)
         self.objects.tables[fq] = table
         return TableRef(table, t, actions, ctx)
+
+    def _implementation(self, table: Table, t: ir.Table, fq: str, scopes) -> None:
+        """``implementation = ap;`` (an action_profile/action_selector instance declared before
+        the table) or ``= action_selector(...)`` constructed in place (ir.Ctor), named as the table."""
+        impl = t.implementation
+        if isinstance(impl, ir.Name):
+            b = next((sc[impl.name] for sc in reversed(scopes) if impl.name in sc), None)
+            if not isinstance(b, ExternRef) or not isinstance(b.obj, ActionProfile):
+                self.fail(t.loc, f"table {t.name}: implementation = {impl.name} is not an action_profile "
+                                 "or action_selector declared before it")
+            prof = b.obj
+        elif isinstance(impl, ir.Ctor) and impl.type.name in ("action_profile", "action_selector") \
+                and impl.type.name in self.arch.externs:
+            inst = ir.Instance(impl.loc, impl.type, impl.args, t.name)
+            visible = {k: v for sc in scopes for k, v in sc.items()}
+            prof = self.arch.externs[impl.type.name].instantiate(self, fq, inst, visible)
+        else:
+            self.fail(t.loc, f"table {t.name}: implementation must be an action_profile or action_selector")
+        selectors = [k for k in t.keys if k.match_kind == "selector"]
+        if prof.is_selector and not selectors and prof.algo != "random":
+            self.fail(t.loc, f"table {t.name}: an action_selector needs selector keys")
+        if not prof.is_selector and selectors:
+            self.fail(t.loc, f"table {t.name}: selector keys need an action_selector, "
+                             f"{prof.name} is an action_profile")
+        if t.entries is not None:
+            self.fail(t.loc, f"table {t.name}: unsupported const entries with an action profile")
+        table.profile = prof
+        prof.tables.append(table)
 
     def _const_entries(self, table: Table, t: ir.Table, specs: list[ActionSpec], actions: list[ir.Action],
                        scopes) -> None:

@@ -240,6 +240,48 @@ class ControlAPI(SwitchControl, ReplicationControl):
         """``(packets, bytes)`` of one table entry's direct counter."""
         return tuple(self._pipe("direct_counter_read", table, match, priority))  # type: ignore[return-value]
 
+    # -- action profiles and selectors (runtime.Pipeline.act_prof_*: explicit ids) ------
+
+    def act_prof_create_member(self, profile: str, member: int, action: str,
+                               params: dict[str, Any] | None = None) -> None:
+        """Member ``member`` of ``profile`` runs ``action(params)``."""
+        self._pipe("act_prof_create_member", profile, member, action, params or {})
+
+    def act_prof_modify_member(self, profile: str, member: int, action: str,
+                               params: dict[str, Any] | None = None) -> None:
+        """Member ``member`` runs ``action(params)`` from now on."""
+        self._pipe("act_prof_modify_member", profile, member, action, params or {})
+
+    def act_prof_delete_member(self, profile: str, member: int) -> None:
+        """Delete a member no entry or group uses."""
+        self._pipe("act_prof_delete_member", profile, member)
+
+    def act_prof_create_group(self, profile: str, group: int) -> None:
+        """An empty group of an action selector."""
+        self._pipe("act_prof_create_group", profile, group)
+
+    def act_prof_delete_group(self, profile: str, group: int) -> None:
+        """Delete a group no entry uses."""
+        self._pipe("act_prof_delete_group", profile, group)
+
+    def act_prof_add_member_to_group(self, profile: str, member: int, group: int) -> None:
+        """Put ``member`` into ``group``."""
+        self._pipe("act_prof_add_member_to_group", profile, member, group)
+
+    def act_prof_remove_member_from_group(self, profile: str, member: int, group: int) -> None:
+        """Take ``member`` out of ``group``."""
+        self._pipe("act_prof_remove_member_from_group", profile, member, group)
+
+    def table_indirect_add(self, table: str, match: dict[str, Any], member: int,
+                           priority: int | None = None) -> None:
+        """An entry running action profile member ``member``."""
+        self._pipe("table_indirect_add", table, match, member, priority)
+
+    def table_indirect_add_with_group(self, table: str, match: dict[str, Any], group: int,
+                                      priority: int | None = None) -> None:
+        """An entry running the member of ``group`` the selector's hash picks per packet."""
+        self._pipe("table_indirect_add_with_group", table, match, group, priority)
+
     def ping(self) -> str:
         """Liveness check: returns ``"pong"``."""
         return "pong"

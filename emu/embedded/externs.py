@@ -184,3 +184,5 @@ class Objects:
     registers: dict[str, Register] = field(default_factory=dict)
     counters: dict[str, Counter] = field(default_factory=dict)
     meters: dict[str, Meter] = field(default_factory=dict)
+    #: action_profile / action_selector instances (tables.ActionProfile)
+    action_profiles: dict[str, Any] = field(default_factory=dict)

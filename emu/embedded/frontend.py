@@ -46,6 +46,7 @@ _UNSUPPORTED_METHODS = {
 #: Extern object types a control or parser may instantiate (v1model; T2NA). Which of them
 #: an architecture implements is checked when the program is compiled.
 _SUPPORTED_EXTERN_INSTANCES = {"register", "counter", "meter", "direct_counter", "direct_meter",
+                               "action_profile", "action_selector",
                                "Register", "RegisterAction", "Random", "Hash", "Checksum", "Counter"}
 #: Package types a program may instantiate at top level (``main`` and the pipes it takes).
 _PACKAGES = {"V1Switch", "Pipeline", "Switch"}
@@ -774,7 +775,7 @@ class _Builder(Transformer):
                 for e, mk, emeta, text in value:
                     if mk is None:
                         self._fail(emeta, "table key element needs a match kind")
-                    if mk not in ("exact", "lpm", "ternary", "optional", "range"):
+                    if mk not in ("exact", "lpm", "ternary", "optional", "range", "selector"):
                         self._fail(emeta, f"unsupported match kind {mk}")
                     t.keys.append(ir.KeyElement(self._loc(emeta), e, mk, text))
             elif pname == "actions":
@@ -795,6 +796,9 @@ class _Builder(Transformer):
                 if not isinstance(value, ir.Name):
                     self._fail(pmeta, f"table property {pname} must name a direct_counter/direct_meter instance")
                 t.direct[pname] = value.name
+            elif pname == "implementation":
+                # an action_profile/action_selector instance, or one constructed here
+                t.implementation = value
             elif pname in ("support_timeout", "max_group_size", "psa_empty_group_action"):
                 logger.debug("ignoring table property %s", pname)
             else:

@@ -423,6 +423,8 @@ class Table:
     direct: dict[str, str] = field(default_factory=dict)
     #: ``const entries = { ... }`` in source order (None: no const entries)
     entries: list[TableEntry] | None = None
+    #: ``implementation = ap;`` or ``= action_selector(...)``: a Name or a Ctor (None: direct)
+    implementation: Expr | None = None
 
 
 @dataclass

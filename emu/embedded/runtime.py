@@ -31,7 +31,7 @@ from . import ir, passes
 from .errors import ControlError
 from .externs import Counter, Register, csum16
 from .t2na import compile_t2na, qdepth_cells
-from .tables import Table, closest, to_int
+from .tables import ActionProfile, Table, closest, to_int
 from .v1model import compile_v1model
 
 __all__ = ["ARCHITECTURES", "ControlError", "IngressResult", "Pipeline", "csum16"]
@@ -110,6 +110,7 @@ class Pipeline:
         self.registers: dict[str, Register] = compiled.objects.registers
         self.counters: dict[str, Counter] = compiled.objects.counters
         self.meters: dict[str, Any] = compiled.objects.meters
+        self.action_profiles: dict[str, ActionProfile] = compiled.objects.action_profiles
         self._field_lists = compiled.field_lists
         #: packet replication engine: multicast group -> [(egress port, egress_rid)]
         self.mcast_groups: dict[int, list[tuple[int, int]]] = {}
@@ -438,4 +439,53 @@ class Pipeline:
         c.packets[:] = [0] * c.size
         c.bytes[:] = [0] * c.size
 
+    # action profiles and selectors (bmv2's act_prof_* commands, explicit ids as P4Runtime)
+    def action_profile(self, name: str) -> ActionProfile:
+        """The action profile or selector ``name`` (fully qualified; a unique short name is accepted)."""
+        p = self.action_profiles.get(name)
+        if p is None:
+            matches = [v for k, v in self.action_profiles.items() if k.split(".")[-1] == name]
+            if len(matches) != 1:
+                raise ControlError(f"unknown action profile {name}{closest(name, self.action_profiles)}")
+            p = matches[0]
+        return p
 
+    def act_prof_create_member(self, profile: str, member: int, action: str,
+                               params: dict[str, Any] | None = None) -> None:
+        """Member ``member`` of ``profile`` runs ``action(params)``."""
+        self.action_profile(profile).add_member(member, action, params)
+
+    def act_prof_modify_member(self, profile: str, member: int, action: str,
+                               params: dict[str, Any] | None = None) -> None:
+        """Member ``member`` runs ``action(params)`` from now on (its entries and groups too)."""
+        self.action_profile(profile).add_member(member, action, params, modify=True)
+
+    def act_prof_delete_member(self, profile: str, member: int) -> None:
+        """Delete a member no entry or group uses."""
+        self.action_profile(profile).delete_member(member)
+
+    def act_prof_create_group(self, profile: str, group: int) -> None:
+        """An empty group of selector ``profile``."""
+        self.action_profile(profile).add_group(group)
+
+    def act_prof_delete_group(self, profile: str, group: int) -> None:
+        """Delete a group no entry uses."""
+        self.action_profile(profile).delete_group(group)
+
+    def act_prof_add_member_to_group(self, profile: str, member: int, group: int) -> None:
+        """Put ``member`` into ``group``."""
+        self.action_profile(profile).add_to_group(group, member)
+
+    def act_prof_remove_member_from_group(self, profile: str, member: int, group: int) -> None:
+        """Take ``member`` out of ``group``."""
+        self.action_profile(profile).remove_from_group(group, member)
+
+    def table_indirect_add(self, table: str, match: dict[str, Any], member: int,
+                           priority: int | None = None) -> None:
+        """An entry of a table with an action profile that runs ``member``."""
+        self.table(table).indirect_add(match, member=member, priority=priority)
+
+    def table_indirect_add_with_group(self, table: str, match: dict[str, Any], group: int,
+                                      priority: int | None = None) -> None:
+        """An entry of a table with an action selector that runs a member of ``group``."""
+        self.table(table).indirect_add(match, group=group, priority=priority)

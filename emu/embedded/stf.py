@@ -444,6 +444,8 @@ class _Runner:
             self._control(where, self.api.meter_set_rates, name, _int(parts[1]), rates)
         elif cmd in ("mirroring_add", "mc_mgrp_create", "mc_node_create", "mc_node_associate"):
             self._replication(where, cmd, rest.split())
+        elif cmd.startswith("act_prof_") or cmd.startswith("table_indirect_add"):
+            self._action_profile(where, cmd, rest)
         else:
             raise StfError(f"{where}: unsupported STF command {cmd!r}")
 
@@ -479,6 +481,51 @@ class _Runner:
         fn = self._pre(where, "multicast groups").mcast_group_set
         for group, handles in self.mc_groups.items():
             self._control(where, fn, group, [(p, self.mc_nodes[h][0]) for h in handles for p in self.mc_nodes[h][1]])
+
+    def _action_profile(self, where: str, cmd: str, rest: str) -> None:
+        """bmv2's action profile commands with explicit ids (as P4Runtime gives them):
+        ``act_prof_create_member PROFILE MEMBER ACTION(ARGS)`` (and ``_modify_member``),
+        ``act_prof_delete_member PROFILE MEMBER``, ``act_prof_create_group PROFILE GROUP``
+        (``_delete_group``), ``act_prof_add_member_to_group PROFILE MEMBER GROUP``
+        (``_remove_member_from_group``), ``table_indirect_add TABLE [PRIORITY] KEY:VALUE ... MEMBER``
+        and ``table_indirect_add_with_group TABLE [PRIORITY] KEY:VALUE ... GROUP``."""
+        fn = getattr(self.api, cmd, None)
+        profiles = getattr(self.pipe, "action_profiles", None)
+        if fn is None or profiles is None:
+            raise StfError(f"{where}: {cmd}: this switch has no action profiles")
+        words = rest.split()
+        if cmd.startswith("table_indirect_add"):
+            if len(words) < 2 or not _INT_RE.match(words[-1]):
+                raise StfError(f"{where}: expected '{cmd} TABLE [PRIORITY] KEY:VALUE ... "
+                               f"{'GROUP' if cmd.endswith('group') else 'MEMBER'}'")
+            table = self._table(words[0], where)
+            tokens = words[1:-1]
+            priority = None
+            if tokens and _INT_RE.match(tokens[0]):
+                priority = _int(tokens.pop(0))
+            match: dict[str, Any] = {}
+            for tok in tokens:
+                k, sep, v = tok.partition(":")
+                if not sep or not v:
+                    raise StfError(f"{where}: match key {tok!r} must be KEY:VALUE")
+                match[self._key(table, k, where)] = _key_value(v)
+            self._control(where, fn, table, match, _int(words[-1]), priority)
+            return
+        if not words:
+            raise StfError(f"{where}: expected '{cmd} PROFILE ...'")
+        profile = _resolve("action profile", words[0], _names(profiles), where)
+        if cmd in ("act_prof_create_member", "act_prof_modify_member"):
+            m = _ACTION_RE.match(" ".join(words[2:]))
+            if len(words) < 3 or not _INT_RE.match(words[1]) or not m:
+                raise StfError(f"{where}: expected '{cmd} PROFILE MEMBER ACTION(ARG:VALUE, ...)'")
+            tables = profiles[profile].tables
+            action = self._action(tables[0].name, m.group(1), where) if tables else m.group(1)
+            self._control(where, fn, profile, _int(words[1]), action, _split_args(m.group(2), where))
+            return
+        want = 3 if cmd in ("act_prof_add_member_to_group", "act_prof_remove_member_from_group") else 2
+        if len(words) != want or not all(_INT_RE.match(w) for w in words[1:]):
+            raise StfError(f"{where}: expected '{cmd} PROFILE {'MEMBER GROUP' if want == 3 else 'ID'}'")
+        self._control(where, fn, profile, *(_int(w) for w in words[1:]))
 
     def _add(self, where: str, rest: str) -> None:
         paren = rest.find("(")

@@ -16,12 +16,15 @@ from emu import encoding
 from emu.control import EntryExistsError, EntryNotFoundError, TableFullError
 
 from .errors import ControlError
-from .externs import DirectState
+from .externs import DirectState, hash_value
 
-__all__ = ["ActionSpec", "KeySpec", "Table", "closest", "to_int"]
+__all__ = ["GROUP", "MEMBER", "ActionProfile", "ActionSpec", "KeySpec", "Table", "closest", "to_int"]
 
 
 closest = encoding.closest
+
+#: the action id of an entry that points at an action profile's member or group
+MEMBER, GROUP = -3, -2
 
 
 def to_int(value: Any, width: int, what: str) -> int:
@@ -70,6 +73,9 @@ class Table:
         #: the table's ``counters = ...`` / ``meters = ...`` (DirectCounter / DirectMeter), if any
         self.direct_counter: Any = None
         self.direct_meter: Any = None
+        #: ``implementation = ...``: the ActionProfile, and the width of its selector keys
+        self.profile: ActionProfile | None = None
+        self.selector_bits = 0
         self.default_desc: tuple[str, dict[str, int]] = ("", {})
         self.entries: dict[tuple, tuple[int, tuple, int, str, dict[str, int]]] = {}
         kinds = [k.kind for k in keys]
@@ -196,6 +202,9 @@ class Table:
         """Insert (or with ``modify`` replace) an entry; ``force`` also into a const-entries table."""
         if not force:
             self._check_mutable()
+        if self.profile is not None:
+            raise ControlError(f"{self.name}: the table's actions come from action profile "
+                               f"{self.profile.name}: add an entry with a member or a group")
         key, prio = self._canon(match, priority)
         a = self._action(action)
         args, desc = self._args(a, params)
@@ -283,8 +292,150 @@ class Table:
             for i in ranges:
                 bounds.append((i, min(r[0][i][0] for r in grows), max(r[0][i][1] for r in grows)))
 
+    def indirect_add(self, match, *, member: int | None = None, group: int | None = None,
+                     priority: int | None = None) -> None:
+        """Insert an entry of a table with ``implementation``: it runs ``member``, or a member of
+        ``group`` (selector) chosen per packet (:meth:`Table.resolve`)."""
+        prof = self.profile
+        if prof is None:
+            raise ControlError(f"{self.name}: the table has no action profile (implementation)")
+        self._check_mutable()
+        key, prio = self._canon(match, priority)
+        if key in self.entries:
+            raise EntryExistsError(f"{self.name}: duplicate entry for match {match}")
+        if self.size is not None and len(self.entries) >= self.size:
+            raise TableFullError(f"{self.name}: table full ({self.size} entries)")
+        if (member is None) == (group is None):
+            raise ControlError(f"{self.name}: an indirect entry names a member or a group")
+        if member is not None:
+            prof._check_member(member)
+            entry, name = (MEMBER, member), f"member {member}"
+        else:
+            prof._group(group)
+            entry, name = (GROUP, group), f"group {group}"
+        state = DirectState(self.direct_meter is not None) if self.has_direct else None
+        self.entries[key] = ((entry[0], entry[1], True, state), (), prio, name, {})
+        self._rebuild()
+
+    def resolve(self, e: tuple, x: int = 0) -> tuple:
+        """The entry ``(aid, args, True, state)`` of a member or group entry ``e``; ``x`` is the
+        selector keys' bits (:attr:`selector_bits` wide). An empty group is a miss (the default)."""
+        prof = self.profile
+        if e[0] == MEMBER:
+            mid = e[1]
+        else:
+            mids = prof.groups[e[1]]
+            if not mids:
+                return self.default
+            h = hash_value(prof.algo, x, self.selector_bits) if prof.algo != "random" else x
+            mid = mids[h % len(mids)]
+        name, args, _desc = prof.members[mid]
+        return (self.actions[name].aid, args, True, e[3])
+
     def dump(self) -> list[dict[str, Any]]:
         """Entries as dicts (match canon, action, params, priority)."""
         return [{"match": k, "action": n, "params": d, "priority": p}
                 for k, (_e, _a, p, n, d) in self.entries.items()]
+
+
+
+class ActionProfile:
+    """``action_profile(N)`` / ``action_selector(algo, N, W)`` (v1model; bmv2's action profiles).
+
+    Members are ``id -> (action name, args, params)``, groups ``id -> sorted member ids``.
+    A table whose ``implementation`` is this profile holds, per entry, a member
+    ``(MEMBER, id, True, state)`` or a group ``(GROUP, id, True, state)``; the generated code
+    resolves it with :meth:`Table.resolve` after the lookup. A selector picks the member of a
+    group as bmv2 does (src/bm_sim/action_profile.cpp ``choose_from_group``): the hash ``algo``
+    of the ``selector`` key fields (bits concatenated, zero-padded to whole bytes) modulo the
+    group's size, members in ascending id order; ``outputWidth`` is not used, as in bmv2.
+    ``random`` draws the index uniformly from the pipeline's seeded generator.
+    """
+
+    def __init__(self, name: str, size: int, algo: str | None = None) -> None:
+        self.name, self.size, self.algo = name, size, algo
+        self.members: dict[int, tuple[str, tuple, dict[str, int]]] = {}
+        self.groups: dict[int, list[int]] = {}
+        self.tables: list[Table] = []
+
+    @property
+    def is_selector(self) -> bool:
+        return self.algo is not None
+
+    def _table(self) -> Table:
+        if not self.tables:
+            raise ControlError(f"{self.name}: no table uses this action profile")
+        return self.tables[0]
+
+    def _check_member(self, member: int) -> None:
+        if member not in self.members:
+            raise EntryNotFoundError(f"{self.name}: no member {member}")
+
+    def _refs(self, kind: int, ident: int) -> list[str]:
+        return [t.name for t in self.tables for e in t.entries.values()
+                if e[0][0] == kind and e[0][1] == ident]
+
+    def add_member(self, member: int, action: str, params: dict[str, Any] | None = None, *,
+                   modify: bool = False) -> None:
+        """Create (``modify``: replace) member ``member`` running ``action(params)``."""
+        member = to_int(member, 32, f"{self.name}: member id")
+        if modify:
+            self._check_member(member)
+        elif member in self.members:
+            raise EntryExistsError(f"{self.name}: member {member} exists")
+        elif len(self.members) >= self.size:
+            raise TableFullError(f"{self.name}: action profile full ({self.size} members)")
+        t = self._table()
+        a = t._action(action)
+        args, desc = t._args(a, params)
+        self.members[member] = (a.name, args, desc)
+
+    def delete_member(self, member: int) -> None:
+        """Delete a member no entry and no group refers to (bmv2 refuses it otherwise)."""
+        self._check_member(member)
+        users = self._refs(MEMBER, member) + [f"group {g}" for g, ms in self.groups.items() if member in ms]
+        if users:
+            raise ControlError(f"{self.name}: member {member} is still used by {', '.join(users)}")
+        del self.members[member]
+
+    def add_group(self, group: int) -> None:
+        """Create an empty group (selectors only)."""
+        if not self.is_selector:
+            raise ControlError(f"{self.name}: an action_profile has no groups (an action_selector has)")
+        group = to_int(group, 32, f"{self.name}: group id")
+        if group in self.groups:
+            raise EntryExistsError(f"{self.name}: group {group} exists")
+        self.groups[group] = []
+
+    def _group(self, group: int) -> list[int]:
+        g = self.groups.get(group)
+        if g is None:
+            raise EntryNotFoundError(f"{self.name}: no group {group}")
+        return g
+
+    def delete_group(self, group: int) -> None:
+        """Delete a group no entry refers to."""
+        self._group(group)
+        users = self._refs(GROUP, group)
+        if users:
+            raise ControlError(f"{self.name}: group {group} is still used by {', '.join(users)}")
+        del self.groups[group]
+
+    def add_to_group(self, group: int, member: int) -> None:
+        """Put ``member`` into ``group`` (kept in ascending member order)."""
+        g = self._group(group)
+        self._check_member(member)
+        if member in g:
+            raise EntryExistsError(f"{self.name}: member {member} is already in group {group}")
+        g.append(member)
+        g.sort()
+
+    def remove_from_group(self, group: int, member: int) -> None:
+        """Take ``member`` out of ``group``."""
+        g = self._group(group)
+        if member not in g:
+            raise EntryNotFoundError(f"{self.name}: member {member} is not in group {group}")
+        g.remove(member)
+
+
 

@@ -33,6 +33,7 @@ from .codegen import (
 from .errors import P4FrontendError
 from .externs import Counter, DirectCounter, DirectMeter, Meter, Register
 from .optimize import names, optimize
+from .tables import ActionProfile
 
 __all__ = ["DROP_PORT", "SM_FIELDS", "V1MODEL", "Compiled", "compile_v1model"]
 
@@ -156,6 +157,41 @@ class MeterExtern:
         gen.emit(f"{iv} = {idx}")
         gen.emit(f"{out.var} = {cells}[{iv}].execute(_now, {units}) if {iv} < {m.size} else 0")
 
+#: v1model HashAlgorithm members the embedded switch computes (externs.hash_value)
+HASH_ALGORITHMS = ("crc32", "crc16", "csum16", "identity", "xor16")
+
+
+class ActionProfileExtern:
+    """``action_profile(N)``: a table's actions as N members the control plane creates
+    (``implementation = ap;``); no methods."""
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> ActionProfile:
+        if len(inst.args) != 1:
+            gen.fail(inst.loc, "action_profile takes 1 argument (size)")
+        prof = ActionProfile(fq, gen.const_of(inst.args[0], [scope]))
+        gen.objects.action_profiles[fq] = prof
+        return prof
+
+    def call(self, gen: CodeGen, prof: ActionProfile, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+        gen.fail(e.loc, f"unsupported method call {meth}() on {prof.name} (an action profile has no methods)")
+
+
+class ActionSelectorExtern(ActionProfileExtern):
+    """``action_selector(HashAlgorithm, N, outputWidth)``: an action profile whose groups pick
+    a member by the hash of the table's ``selector`` keys (tables.ActionProfile)."""
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> ActionProfile:
+        if len(inst.args) != 3:
+            gen.fail(inst.loc, "action_selector takes 3 arguments (algorithm, size, outputWidth)")
+        algo = gen.expr(inst.args[0], [scope])
+        enum_t = gen.prog.types.get("HashAlgorithm")
+        aname = enum_t.members[algo.const] if isinstance(enum_t, ir.EnumT) and algo.const is not None else "?"
+        if aname not in HASH_ALGORITHMS + ("random",):
+            gen.fail(inst.loc, f"unsupported hash algorithm {aname}")
+        prof = ActionProfile(fq, gen.const_of(inst.args[1], [scope]), aname)
+        gen.objects.action_profiles[fq] = prof
+        return prof
+
 
 class DirectCounterExtern:
     """``direct_counter(CounterType)``: counts the hits of each entry of the table naming it in ``counters``."""
@@ -254,7 +290,6 @@ def gen_update_checksum(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> N
     _checksum(gen, "update_checksum", e, scopes, ctx)
 
 
-HASH_ALGORITHMS = ("crc32", "crc16", "csum16", "identity", "xor16")
 
 
 def gen_hash(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
@@ -335,7 +370,8 @@ def desc(e: ir.Call) -> str:
 #: The v1model architecture: extern types and functions by P4 name.
 V1MODEL = Architecture(
     externs={"register": RegisterExtern(), "counter": CounterExtern(), "meter": MeterExtern(),
-             "direct_counter": DirectCounterExtern(), "direct_meter": DirectMeterExtern()},
+             "direct_counter": DirectCounterExtern(), "direct_meter": DirectMeterExtern(),
+             "action_profile": ActionProfileExtern(), "action_selector": ActionSelectorExtern()},
     functions={"mark_to_drop": gen_mark_to_drop, "random": gen_random, "hash": gen_hash,
                "verify_checksum": gen_verify_checksum, "update_checksum": gen_update_checksum,
                "clone": gen_clone, "clone_preserving_field_list": gen_clone,

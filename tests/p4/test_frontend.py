@@ -75,16 +75,9 @@ def test_missing_include_is_reported(tmp_path: Path) -> None:
 
 UNSUPPORTED = [
     ("varbit local variable", "apply {\n varbit<32> v;\n}", "varbit<32> v"),
-    ("extern action_selector",
-     "action_selector(HashAlgorithm.crc16, 32w128, 32w10) sel;\napply { }", "action_selector("),
     ("non-const entries",
      "action a() {}\ntable t { key = { hdr.h.a: exact; } actions = { a; }\n entries = { 1 : a(); } }\napply { }",
      "entries"),
-    ("table property implementation",
-     "action a() {}\ntable t { key = { hdr.h.a: exact; } actions = { a; }\n implementation = foo; }\napply { }",
-     "implementation"),
-    ("match kind selector",
-     "action a() {}\ntable t { key = {\n hdr.h.a: selector; } actions = { a; } }\napply { }", "selector;"),
 ]
 
 
