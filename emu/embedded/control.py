@@ -171,7 +171,8 @@ class ControlAPI(SwitchControl, ReplicationControl):
 
     def reset_state(self) -> None:
         """As a new pipeline: tables emptied (const entries stay), program defaults,
-        registers, counters and direct counters 0, no multicast group or clone session."""
+        registers, counters and direct counters 0, no action profile member or group, no
+        multicast group or clone session."""
         pipe = self.pipeline
         for name, table in pipe.tables.items():
             if not table.const_entries:
@@ -181,6 +182,9 @@ class ControlAPI(SwitchControl, ReplicationControl):
             pipe.register_reset(name)
         for name in pipe.counters:
             pipe.counter_reset(name)
+        for prof in getattr(pipe, "action_profiles", {}).values():  # after the tables using them
+            prof.members.clear()
+            prof.groups.clear()
         for group in list(pipe.mcast_groups):
             pipe.mcast_group_delete(group)
         for session in list(pipe.mirror_sessions):

@@ -588,6 +588,9 @@ class P4RuntimeService:
         field_name = ids[kind]
         if field_name is not None:
             pid = int(getattr(msg, field_name))
+            if kind.startswith("action_profile") and getattr(self.pipeline, "action_profiles", None):
+                raise P4RuntimeStatus("UNIMPLEMENTED", f"reading {kind} is not supported by the embedded "
+                                                       "switch (its action profiles are controlled by act_prof_*)")
             if pid == 0:
                 if kind == "meter_entry" and self.p4info.meters:
                     raise P4RuntimeStatus("UNIMPLEMENTED", "reading meter configurations is not supported by the "

@@ -50,6 +50,10 @@ def test_control_plane_refusals() -> None:
     assert [(e.action, e.match) for e in api.table_read("ecmp")] == [("group 1", {"hdr.f.dst": [0x0A000000, 8]})]
     with pytest.raises(ControlError, match="unknown action profile nope"):
         api.act_prof_create_group("nope", 1)
+    api.reset_state()  # as a new pipeline: no entries, members or groups
+    assert api.table_read("ecmp") == [] and not pipe.action_profile("paths").members
+    assert not pipe.action_profile("paths").groups
+    api.act_prof_create_group("paths", 1)
 
 
 @pytest.mark.parametrize(("body", "needle", "message"), [

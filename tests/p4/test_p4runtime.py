@@ -608,3 +608,17 @@ def test_multicast_groups_and_clone_sessions(shell: Target, embedded: Target) ->
     assert 1 not in pipe.mcast_groups and 5 not in pipe.mirror_sessions
     with pytest.raises(P4RuntimeWriteException, match="NOT_FOUND"):
         sh.MulticastGroupEntry(1).delete()
+
+
+def test_action_profile_reads_are_refused_not_empty() -> None:
+    """A program with action profiles: a wildcard read of members or groups says UNIMPLEMENTED
+    (an empty answer would hide the members the act_prof_* control made)."""
+    prog = REPO / "tests" / "p4" / "programs" / "action_selector.p4"
+    core = SwitchCore(Pipeline(load_program(prog)), [1, 2])
+    with P4RuntimeServer(P4RuntimeService(ControlAPI(core), device_id=1)) as server:
+        for kind in ("action_profile_member", "action_profile_group"):
+            e = p4runtime_pb2.Entity()
+            getattr(e, kind).SetInParent()
+            got, err = _read_status([e], server.bound)
+            assert got == [] and err is not None and err.code() == grpc.StatusCode.UNIMPLEMENTED
+            assert kind in err.details()
