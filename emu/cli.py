@@ -468,7 +468,7 @@ def sweep(spec: Path, out: Path | None, workers: int, scheduler: str | None) -> 
 
 @cli.command()
 @click.argument("number", type=int)
-@click.option("--quick", is_flag=True, help="A small version (short runs, 2 seeds): a smoke test for CI, not a result.")
+@click.option("--quick", is_flag=True, help="A small version (short runs, one seed): a smoke test for CI, not a result.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="The figures' folder (default: results/figures[-quick], shared by the figures so that they share runs); the same folder resumes.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,

@@ -144,7 +144,7 @@ class MultiJob:
 
 def quick_multi_job(**kw: Any) -> MultiJob:
     """A small multi-job scenario for ``--quick``: 4-rank rings, short collectives."""
-    base = {"ranks": 4, "big_size": "1MiB", "victim_size": "512KiB", "big_iterations": 2, "victim_iterations": 4}
+    base = {"ranks": 4, "big_size": "512KiB", "victim_size": "256KiB", "big_iterations": 2, "victim_iterations": 4}
     base.update(kw)
     return MultiJob(**base)
 
@@ -166,7 +166,7 @@ class FigureContext:
 
     @property
     def seeds(self) -> list[int]:
-        return [1, 2] if self.quick else [1, 2, 3]
+        return [1] if self.quick else [1, 2, 3]
 
 
 def run_grid(ctx: FigureContext, scenarios: dict[str, MultiJob | Path], *,
