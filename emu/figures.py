@@ -59,13 +59,13 @@ class MultiJob:
     ``victim_ranks`` ranks, on two switches joined by one ``link_gbps`` link.
 
     Each big ring puts its first half on s1 and its second half on s2, so it crosses the s1-s2
-    link once each way; the straggler is ``straggler_rank`` (default 0, on s1), so the ring flow
+    link once each way; the straggler is ``straggler_rank`` (default 2, on s1), so the ring flow
     that crosses s1 -> s2 (rank N/2-1 -> N/2) is an ahead flow with slack. The victim ring alternates s1, s2, so each of
     its flows crosses the shared link and meets the ahead flows there.
     """
 
     ranks: int = 8
-    straggler_rank: int = 0  #: the big rings' slow rank (0..ranks-1)
+    straggler_rank: int = 2  #: the big rings' slow rank (0..ranks-1): 2 leaves the ideal the most to win (docs/paper.md)
     big_jobs: int = 2
     victim_ranks: int = 2
     straggler_gbps: float = 25.0
