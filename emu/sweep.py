@@ -266,6 +266,8 @@ def plan_tasks(spec: SweepSpec, topologies: Sequence[Path], out: Path) -> tuple[
     shared by configurations that differ only in the ``symphony.*`` keys.
     """
     size = parse_size(spec.size) if spec.size is not None else None
+    if size is not None and size % 4:
+        raise SweepError(f"size {spec.size}: give a positive multiple of 4 bytes (float32 elements)")
     keys = list(spec.grid)
     combos = [list(zip(keys, values, strict=True)) for values in itertools.product(*spec.grid.values())]
     sym_schemes = tuple(s for s in spec.schemes if s in SYMPHONY_SCHEMES)
@@ -590,6 +592,8 @@ def run_sweep(spec_path: str | Path, *, out: str | Path | None = None, workers: 
             raise SweepError(f"{Path(topo).name}: {exc}") from None
     try:
         tasks, configs = plan_tasks(spec, topologies, out_dir)
+    except SweepError as exc:
+        raise SweepError(f"{spec_path}: size: {exc}") from None
     except ValueError as exc:  # parse_size
         raise SweepError(f"{spec_path}: size: {getattr(exc, 'message', exc)}") from None
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,8 @@ def _spec(tmp_path: Path, text: str) -> Path:
     (f"topology: {SINGLE}\nseed: [1]\n", "seed: Extra inputs are not permitted"),
     (f"topology: {SINGLE}\ngrid: {{symphony.slope: []}}\n", "symphony.slope: give at least one value"),
     ("- a\n", "a sweep spec is a mapping"),
+    (f"topology: {SINGLE}\nsize: 6\n", "size: size 6: give a positive multiple of 4 bytes"),
+    (f"topology: {SINGLE}\nsize: 4 parsecs\n", "size: "),
 ])
 def test_bad_specs_are_one_line(tmp_path: Path, text: str, words: str) -> None:
     with pytest.raises(sweep.SweepError, match="spec.yaml") as err:
