@@ -418,7 +418,7 @@ def compute_metrics(
             job_errors.append(msg)
             errors.append(msg)
         all_rows = [r for rows in iters.values() for r in rows]
-        comp = [c for c in recs.compute if c[0] == job_id]
+        comp = [c for c in recs.compute if c[0] == job_id and c[2] not in warm_iters]  # warm-ups left out
         jct = None
         if all_rows:
             first = min([r.start for r in all_rows] + [c[3] for c in comp])
@@ -427,8 +427,14 @@ def compute_metrics(
         for _, rank, _, a, b in comp:
             per_rank[rank] = per_rank.get(rank, 0.0) + (b - a)
         compute_s = max(per_rank.values()) if per_rank else 0.0
-        if warm_iters and ccts:  # in blocks, other schemes between them: the measured spans summed
-            jct = sum(seg[-1].end - seg[0].start for seg in _segments(ccts))
+        if warm_iters and ccts:  # in blocks, other schemes between them: the measured spans summed,
+            # each from its first iteration's compute (or collective) start to its last collective's end
+            comp_start: dict[int, float] = {}
+            for _, _, k, a, _ in comp:
+                comp_start[k] = min(a, comp_start.get(k, a))
+            jct = sum(seg[-1].end - min([seg[0].start] + [comp_start[c.iteration] for c in seg
+                                                          if c.iteration in comp_start])
+                      for seg in _segments(ccts))
         transport: dict[str, float] = {}
         for t in recs.transport:
             if t.get("job") != job_id:
