@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 #: Signals that end a run like Ctrl-C: SIGTERM (kill, systemd) and SIGHUP (the terminal closed).
@@ -38,31 +38,31 @@ def _raise_interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
 def signals_as_interrupt() -> Iterator[None]:
     """Within the block SIGTERM and SIGHUP raise :class:`SignalInterrupt`, a KeyboardInterrupt,
     so they clean up like Ctrl-C (main thread only)."""
+    with _handling(STOP_SIGNALS, _raise_interrupt):
+        yield
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ignore SIGINT, SIGTERM and SIGHUP within the block (teardown must finish)."""
+    with _handling((signal.SIGINT, *STOP_SIGNALS), signal.SIG_IGN):
+        yield
+
+
+@contextlib.contextmanager
+def _handling(signals: Iterable[signal.Signals], handler: Any) -> Iterator[None]:
+    """``handler`` for ``signals`` within the block, the old handlers restored after it;
+    nothing changes outside the main thread (where signal.signal raises ValueError)."""
     try:
-        old = {sig: signal.signal(sig, _raise_interrupt) for sig in STOP_SIGNALS}
+        old = {sig: signal.signal(sig, handler) for sig in signals}
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def interrupts_deferred() -> Iterator[None]:
-    """Ignore SIGINT, SIGTERM and SIGHUP within the block (teardown must finish)."""
-    try:
-        old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, *STOP_SIGNALS)}
-    except ValueError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
 
 
 __all__ = ["STOP_SIGNALS", "SignalInterrupt", "interrupts_deferred", "signals_as_interrupt"]
