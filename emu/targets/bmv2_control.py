@@ -526,15 +526,19 @@ class P4RuntimeTables:
         te.is_default_action = True
         self._write("MODIFY", te, f"{table.name}: reset default")
 
-    def read(self, table: TableInfo, schema: ProgramSchema) -> list[TableEntry]:
-        """Every entry of ``table`` read over P4Runtime, decoded with ``schema``."""
+    def _entries(self, table: TableInfo) -> list[Any]:
+        """The P4Runtime TableEntry messages of ``table`` (its default entry left out)."""
         entity = self.pb.Entity()
         entity.table_entry.table_id = table.id
         try:
-            found = [e.table_entry for rep in self.client.read_one(entity) for e in rep.entities
-                     if not e.table_entry.is_default_action]
+            return [e.table_entry for rep in self.client.read_one(entity) for e in rep.entities
+                    if not e.table_entry.is_default_action]
         except Exception as e:  # noqa: BLE001 - P4RuntimeException: one line
             raise ControlError(f"{table.name}: read: {_one_line(e)}") from None
+
+    def read(self, table: TableInfo, schema: ProgramSchema) -> list[TableEntry]:
+        """Every entry of ``table`` read over P4Runtime, decoded with ``schema``."""
+        found = self._entries(table)
         by_id = {a.id: a for a in schema.actions.values()}
         out = []
         for te in found:
@@ -551,13 +555,7 @@ class P4RuntimeTables:
 
     def clear(self, table: TableInfo) -> None:
         """Read every entry of ``table`` and delete each (P4Runtime has no 'clear')."""
-        entity = self.pb.Entity()
-        entity.table_entry.table_id = table.id
-        try:
-            found = [e.table_entry for rep in self.client.read_one(entity) for e in rep.entities
-                     if not e.table_entry.is_default_action]
-        except Exception as e:  # noqa: BLE001 - P4RuntimeException: one line
-            raise ControlError(f"{table.name}: read: {_one_line(e)}") from None
+        found = self._entries(table)
         for te in found:
             self._write("DELETE", te, f"{table.name}: delete")
 
