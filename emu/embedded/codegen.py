@@ -1937,20 +1937,25 @@ class CodeGen:
             scope[cp.name] = v if isinstance(cp.type, ir.BoolT) else self.const(v.const, cp.type)
         params = []
         for p in decl.params:
-            if isinstance(p.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
-                b: Any = self.alloc_local(p.type, f"{fq}.{p.name}")
-            elif isinstance(p.type, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
-                b = Leaf(self.fresh(f"{fq}.{p.name}"), p.type)
-                self.emit(f"{b.var} = {'False' if isinstance(p.type, ir.BoolT) else '0'}")
-            else:
-                self.fail(p.loc, f"unsupported parameter type {tname(p.type)} of control {decl.name} instantiated in "
-                                 "another control")
+            b = self.param_storage(p, fq, f"control {decl.name} instantiated in another control")
             scope[p.name] = b
             params.append((p, b))
         sub_ctx = replace(ctx, block=fq, scopes=[scope], in_loop=False, ret=None)
         self.emit(f"# control {decl.name} as {fq}")
         self.declare_locals(sub, sub_ctx)
         return SubControlRef(sub, params, sub_ctx)
+
+    def param_storage(self, p: ir.Param, fq: str, what: str) -> Any:
+        """Storage for parameter ``p`` of a sub-control or sub-parser instantiated as ``fq``:
+        a local header/struct/stack/union, or a scalar initialised to 0/False; ``what`` names
+        the block in the error for any other type."""
+        if isinstance(p.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
+            return self.alloc_local(p.type, f"{fq}.{p.name}")
+        if isinstance(p.type, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
+            b = Leaf(self.fresh(f"{fq}.{p.name}"), p.type)
+            self.emit(f"{b.var} = {'False' if isinstance(p.type, ir.BoolT) else '0'}")
+            return b
+        self.fail(p.loc, f"unsupported parameter type {tname(p.type)} of {what}")
 
     def instantiate_parser(self, decl: ir.ParserDecl, fq: str, inst: ir.Instance, ctx: Ctx) -> SubParserRef:
         """``P2() p2;`` inside a parser: storage for P2's parameters (its ``packet_in`` is the
@@ -1961,17 +1966,10 @@ class CodeGen:
         scope: dict[str, Any] = {}
         params = []
         for p in decl.params:
-            tn = getattr(p.type, "name", "")
-            if tn == "packet_in":
+            if getattr(p.type, "name", "") == "packet_in":
                 b: Any = PacketRef("packet_in")
-            elif isinstance(p.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
-                b = self.alloc_local(p.type, f"{fq}.{p.name}")
-            elif isinstance(p.type, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
-                b = Leaf(self.fresh(f"{fq}.{p.name}"), p.type)
-                self.emit(f"{b.var} = {'False' if isinstance(p.type, ir.BoolT) else '0'}")
             else:
-                self.fail(p.loc, f"unsupported parameter type {tname(p.type)} of parser {decl.name} instantiated in "
-                                 "another parser")
+                b = self.param_storage(p, fq, f"parser {decl.name} instantiated in another parser")
             scope[p.name] = b
             params.append((p, b))
         sub_ctx = replace(ctx, block=fq, scopes=[scope], in_loop=False, ret=None)
