@@ -178,7 +178,11 @@ extern Random<W> {
     W get();
 }
 
-/* Indexed packet/byte counter. */
+/* Indexed packet/byte counter. W, the width of the counter value, appears in no method: it is
+ * kept because TNA/T2NA declare Counter<W, I> so (Intel's tna.p4, p4c's open tofino backend), and
+ * programs written for Tofino instantiate Counter<bit<32>, I>; dropping it would refuse them.
+ * The embedded target keeps unbounded packet and byte counts whatever W says (P4Runtime reads
+ * them as int64, P4Runtime spec 9.4). */
 extern Counter<W, I> {
     Counter(bit<32> size, CounterType_t type);
     void count(in I index);
@@ -206,6 +210,7 @@ extern Meter<I> {
     bit<8> execute(in I index);
 }
 
+/* W unused for the same reason as Counter's: TNA's declaration. */
 extern DirectCounter<W> {
     DirectCounter(CounterType_t type);
     void count();
