@@ -182,7 +182,7 @@ extern Random<W> {
  * kept because TNA/T2NA declare Counter<W, I> so (Intel's tna.p4, p4c's open tofino backend), and
  * programs written for Tofino instantiate Counter<bit<32>, I>; dropping it would refuse them.
  * The embedded target keeps unbounded packet and byte counts whatever W says (P4Runtime reads
- * them as int64, P4Runtime spec 9.4). */
+ * them as CounterData int64 fields, p4runtime.proto). */
 extern Counter<W, I> {
     Counter(bit<32> size, CounterType_t type);
     void count(in I index);
