@@ -15,6 +15,18 @@ marking curve as tuned in virtual time (docs/virtual-time.md, "Tuning"). The shi
 dc-leafspine-16 (``16 --background 2``) and dc-leafspine-128 (``128 --background 8``) are
 its output; 32 and 64 ranks for the scaling measurements:
 ``make_dc_leafspine.py 32 --background 4 --out /tmp/dc32.yaml``.
+
+Above 128 ranks two spines would need more than 64 ports, and a port's ECN ramp takes 32
+``queue_ecn`` entries of QUEUE_ECN_ENTRIES = 2048 (p4/include/constants.p4; v1model's 9-bit
+ports stop at 510). So ``--hosts-per-leaf H`` (default 2 up to 128 ranks, else N/64, e.g. 16
+for 1,024) builds the same pattern H/2 times over: N/H leaves of H hosts, H spines, every leaf
+linked to every spine (non-blocking). Slot pair (2q, 2q+1) of every leaf is plane q with its
+two spines 2q ("first half" role) and 2q+1 ("second half"), routed by destination blocks (the
+hosts are listed block by block, emu/routing.py); the ring runs the two-host pattern once per
+slot p, and the H/2 flows that cross from one plane to the next (and the wrap) are pinned
+(``paths``) through links the pattern leaves idle, so no link carries more than two ring
+flows: ``make_dc_leafspine.py 1024 --background 8 --out /tmp/dc1024.yaml`` gives 64 leaves of
+16 hosts and 16 spines of 64 ports.
 """
 
 from __future__ import annotations
@@ -25,6 +37,28 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+
+_COMMON = """mtu: 4096
+# --mode mininet runs it dilated by D = 5000 (docs/virtual-time.md, "Time dilation"): 100 Gbit/s
+# links become 20 Mbit/s, 1 us delays 5 ms, every DCQCN and transport timer x 5000, queues and the
+# ECN ramp in packets unchanged; the report gives CCTs in scenario time. The Mininet hosts run a
+# 1500-byte MTU: symphony-emu run THIS --mode mininet --mtu 1500.
+dilation: 5000
+dcqcn_preset: hpcc-dcqcn-100g
+dcqcn:
+  # The DCQCN paper's rate-increase timer (Zhu et al. 2015, 55 us) instead of HPCC's 300 us:
+  # the baseline's mean CCT stays within 0.6% over {55, 300 us} x {1, 5} fast-recovery stages
+  # x alpha_init {1, 0.25} (dc-leafspine-16, seed 1), and a flow Symphony slows recovers in
+  # steps of 55 us rather than 300 (benchmarks/dc_sweep.py; docs/virtual-time.md, "Tuning").
+  rate_increase_period: 55us"""
+_SYMPHONY = """symphony:
+  # T = 2, slope 0.02 (2% more marking probability per step of lead beyond T), any queue:
+  # tuned in virtual time (docs/virtual-time.md, "Tuning"); T <= 1 and steeper slopes mark the
+  # ring's normal pipeline lead and slow the collective.
+  lead_threshold: 2
+  slope: 0.02
+  queue_gate: 1"""
 
 
 def gen(n: int, iterations: int, size_mib: int, bg: int, bg_gbps: int = 20, on_us: int = 200, off_us: int = 800) -> str:
@@ -65,19 +99,7 @@ def gen(n: int, iterations: int, size_mib: int, bg: int, bg_gbps: int = 20, on_u
     out.append(f"description: >-\n  {L}-leaf, 2-spine leaf-spine at 100 Gbit/s, one {n}-rank ring all-reduce of {size_mib} MiB per\n  rank whose flows each cross two contended hops, HPCC's DCQCN at 100 Gbit/s (rate-increase timer\n"
                "  55 us), on/off background, Symphony T = 2, slope 0.02 (docs/virtual-time.md, \"Tuning\").")
     out.append("defaults:\n  bandwidth_mbps: 100Gbit/s\n  delay_ms: 1us\n  queue_packets: 1024")
-    out.append("""mtu: 4096
-# --mode mininet runs it dilated by D = 5000 (docs/virtual-time.md, "Time dilation"): 100 Gbit/s
-# links become 20 Mbit/s, 1 us delays 5 ms, every DCQCN and transport timer x 5000, queues and the
-# ECN ramp in packets unchanged; the report gives CCTs in scenario time. The Mininet hosts run a
-# 1500-byte MTU: symphony-emu run THIS --mode mininet --mtu 1500.
-dilation: 5000
-dcqcn_preset: hpcc-dcqcn-100g
-dcqcn:
-  # The DCQCN paper's rate-increase timer (Zhu et al. 2015, 55 us) instead of HPCC's 300 us:
-  # the baseline's mean CCT stays within 0.6% over {55, 300 us} x {1, 5} fast-recovery stages
-  # x alpha_init {1, 0.25} (dc-leafspine-16, seed 1), and a flow Symphony slows recovers in
-  # steps of 55 us rather than 300 (benchmarks/dc_sweep.py; docs/virtual-time.md, "Tuning").
-  rate_increase_period: 55us""")
+    out.append(_COMMON)
     out.append("hosts:")
     out += [f"  - {{name: {h}}}" for h in hosts]
     out.append("switches:")
@@ -99,13 +121,87 @@ dcqcn:
         src = leaf_hosts[1 + (2 * k) % half][1]
         dst = leaf_hosts[half + 1 + (2 * k + 1) % half][0]
         out.append(f"  - {{src: {src}, dst: {dst}, rate_mbps: {bg_gbps}Gbit/s, on_ms: {on_us}us, off_ms: {off_us}us, start_ms: {k*100}us, exponential: true, packet_bytes: 1472}}")
-    out.append("""symphony:
-  # T = 2, slope 0.02 (2% more marking probability per step of lead beyond T), any queue:
-  # tuned in virtual time (docs/virtual-time.md, "Tuning"); T <= 1 and steeper slopes mark the
-  # ring's normal pipeline lead and slow the collective.
-  lead_threshold: 2
-  slope: 0.02
-  queue_gate: 1""")
+    out.append(_SYMPHONY)
+    return "\n".join(out) + "\n"
+
+
+def gen_planes(n: int, hosts_per_leaf: int, iterations: int, size_mib: int, bg: int, bg_gbps: int = 20,
+               on_us: int = 200, off_us: int = 800) -> str:
+    """The YAML text of the n-rank scenario on n / hosts_per_leaf leaves and hosts_per_leaf spines
+    (the module docstring); hosts_per_leaf even, n / hosts_per_leaf even."""
+    H = hosts_per_leaf
+    L = n // H
+    half = L // 2
+    S = H
+    lw = len(str(L))
+    sw = len(str(S))
+    leaf = [f"leaf{b + 1:0{lw}d}" for b in range(L)]
+    spine = [f"spine{j + 1:0{sw}d}" for j in range(S)]  # zero-padded: name order is the routing's order
+
+    def block(b: int, p: int) -> int:  # the spine through which host (leaf b, slot p) is reached
+        return 2 * (p // 2) + (1 if b >= half else 0)
+
+    slots = sorted(((b, p) for b in range(L) for p in range(H)), key=lambda bp: (block(*bp), bp[0], bp[1]))
+    name = {bp: f"h{i + 1}" for i, bp in enumerate(slots)}
+    order: list[tuple[int, int]] = []
+    for p in range(H):
+        for i in range(half):
+            order += [(i, p), (half + (i + p) % half, p)]
+    assert len(set(order)) == n
+    pins = []  # (rank, [switches]): the flows from plane to plane, through links the pattern leaves idle
+    for k in range(n):
+        (b, p), (b2, p2) = order[k], order[(k + 1) % n]
+        if p2 // 2 != p // 2:
+            pins.append((k, [leaf[b], spine[2 * (p2 // 2) + 1], leaf[b2]]))
+    bound = 2 * (n - 1) / n * size_mib * 2**20 * 8 / 50e9 * 1e3
+    out = [f"""# Data-centre leaf-spine for virtual time (docs/virtual-time.md): {n} ranks at 100 Gbit/s.
+#
+# {L} leaves x {H} hosts, {S} spines (every leaf linked to every spine), every link 100 Gbit/s
+# with 1 us of propagation delay, RoCE's 4096-byte MTU, DCQCN and the ECN threshold as HPCC's
+# ns-3 simulator sets them for 100 Gbit/s (dcqcn_preset hpcc-dcqcn-100g: ECN ramp Kmin 400 KB,
+# Kmax 1600 KB, Pmax 0.2 -> 97 to 389 packets of 4110 bytes).
+#
+# The pattern of dc-leafspine-16 and -128 (scripts/make_dc_leafspine.py), {H // 2} times: slots
+# 2q and 2q+1 of every leaf form plane q, reached through spine 2q+1 (leaves 1-{half}) or 2q+2
+# (leaves {half + 1}-{L}) by destination blocks (the hosts are listed block by block,
+# emu/routing.py). The ring runs the two-host pattern once per slot, so every ring flow crosses a
+# leaf uplink it shares with one other ring flow and a spine downlink it shares with another;
+# the {len(pins)} flows from one plane to the next are pinned ('paths') through links the pattern
+# leaves idle. No switch has more than {max(2 * H, L)} ports. The lockstep fair share is 50 Gbit/s per flow.
+#
+# Traffic per iteration: each flow carries 2(N-1)/N * S = {2 * (n - 1) / n * size_mib:.2f} MiB; the
+# bandwidth bound at 50 Gbit/s is {bound:.2f} ms. Background: on/off Not-ECT sources
+# (exponential, {bg_gbps} Gbit/s while on, mean {on_us} us on / {off_us} us off) across the spines.
+# Exact payloads hold every rank's buffer (about 3 x size per rank); --payload digest does not.
+#
+# Run: symphony-emu run THIS --mode sim --payload digest""",
+           f"name: dc-leafspine-{n}",
+           f"description: >-\n  {L}-leaf, {S}-spine leaf-spine at 100 Gbit/s, one {n}-rank ring all-reduce of {size_mib} MiB "
+           f"per\n  rank whose flows each cross two contended hops, HPCC's DCQCN at 100 Gbit/s (rate-increase timer\n"
+           "  55 us), on/off background, Symphony T = 2, slope 0.02 (docs/virtual-time.md, \"Tuning\").",
+           f"subnet: 10.0.0.0/{min(24, 32 - (n + 2).bit_length())}",
+           "defaults:\n  bandwidth_mbps: 100Gbit/s\n  delay_ms: 1us\n  queue_packets: 1024",
+           _COMMON, "hosts:"]
+    out += [f"  - {{name: {name[bp]}}}" for bp in slots]
+    out.append("switches:")
+    out += [f"  - {{name: {x}}}" for x in leaf + spine]
+    out.append("links:")
+    for b in range(L):
+        out += [f"  - {{a: {name[(b, p)]}, b: {leaf[b]}}}" for p in range(H)]
+    for b in range(L):
+        out += [f"  - {{a: {leaf[b]}, b: {x}}}" for x in spine]
+    out.append("jobs:\n  - id: 0")
+    out.append("    ranks: [" + ", ".join(name[bp] for bp in order) + "]")
+    out.append(f"    collective: allreduce\n    size_bytes: {size_mib}MiB\n    iterations: {iterations}\n    step_timeout_s: 1")
+    out.append("paths:" if pins else "paths: []")
+    out += [f"  - {{job: 0, rank: {k}, via: [{', '.join(via)}]}}" for k, via in pins]
+    out.append("background:" if bg else "background: []")
+    for k in range(bg):  # from slot 1 of a first-half leaf to slot 0 of a second-half leaf, as gen() does
+        src = name[((2 * k) % half, 1)]
+        dst = name[(half + (2 * k + 1) % half, 0)]
+        out.append(f"  - {{src: {src}, dst: {dst}, rate_mbps: {bg_gbps}Gbit/s, on_ms: {on_us}us, off_ms: {off_us}us, "
+                   f"start_ms: {k * 100}us, exponential: true, packet_bytes: 1472}}")
+    out.append(_SYMPHONY)
     return "\n".join(out) + "\n"
 
 
@@ -171,10 +267,17 @@ def classic_main() -> None:
     ap.add_argument("--background-gbps", type=int, default=20, help="a source's rate while on (Gbit/s)")
     ap.add_argument("--on-us", type=int, default=200, help="mean on period (us)")
     ap.add_argument("--off-us", type=int, default=800, help="mean off period (us)")
+    ap.add_argument("--hosts-per-leaf", type=int, default=None,
+                    help="hosts per leaf, an even number that divides ranks into an even number of leaves "
+                         "(as many spines; default 2 up to 128 ranks, else ranks / 64)")
     ap.add_argument("--out", type=Path, default=None, help="output file (default topologies/dc-leafspine-N.yaml)")
     args = ap.parse_args()
     if args.ranks < 4 or args.ranks % 4:
         ap.error(f"ranks {args.ranks}: give a multiple of 4, at least 4")
+    h = args.hosts_per_leaf if args.hosts_per_leaf is not None else (2 if args.ranks <= 128 else args.ranks // 64)
+    if h < 2 or h % 2 or args.ranks % h or (args.ranks // h) % 2 or args.ranks // h < 2:
+        ap.error(f"--hosts-per-leaf {h}: give an even number that cuts {args.ranks} ranks into an even number "
+                 "of leaves (above 128 ranks the default ranks / 64 needs a multiple of 128)")
     for name in ("iterations", "size_mib", "background_gbps", "on_us", "off_us"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: give 1 or more")
@@ -182,8 +285,13 @@ def classic_main() -> None:
         ap.error(f"--background {args.background}: give 0 or more")
     out = args.out or REPO / "topologies" / f"dc-leafspine-{args.ranks}.yaml"
     try:
-        out.write_text(gen(args.ranks, args.iterations, args.size_mib, args.background, args.background_gbps,
-                           args.on_us, args.off_us))
+        if h == 2:
+            text = gen(args.ranks, args.iterations, args.size_mib, args.background, args.background_gbps,
+                       args.on_us, args.off_us)
+        else:
+            text = gen_planes(args.ranks, h, args.iterations, args.size_mib, args.background, args.background_gbps,
+                              args.on_us, args.off_us)
+        out.write_text(text)
     except OSError as exc:
         ap.error(f"--out {out}: {exc.strerror}")
     print(f"wrote {out}")

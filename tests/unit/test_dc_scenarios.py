@@ -36,6 +36,44 @@ def test_generator_output_loads_without_background(tmp_path: Path) -> None:
     assert load_topology(out).background == []
 
 
+def _generator():  # noqa: ANN202
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_dc_leafspine", REPO / "scripts" / "make_dc_leafspine.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def test_planes_keep_two_ring_flows_per_link(tmp_path: Path) -> None:
+    """--hosts-per-leaf 4: two planes of the pattern, the plane crossings pinned; every flow at the 50 Gbit/s share."""
+    from emu.routing import compute_routes
+    from emu.topology import parse_topology
+
+    topo = parse_topology(_generator().gen_planes(32, 4, 2, 1, 2), "dc32.yaml")
+    routes = compute_routes(topo)
+    bw = routes.job_bandwidth(0)
+    assert bw.max_flows_per_hop == 2 and bw.fair_share_bps == 50e9
+    assert all(len(f.switches) == 3 for f in routes.ring_flows(0))  # leaf, spine, leaf
+    assert len(topo.paths) == 2 and len(topo.switches) == 8 + 4
+
+
+def test_1024_ranks_fit_the_switches() -> None:
+    """1,024 ranks: 64 leaves of 16 hosts and 16 spines, no switch over 64 ports (32 ECN ranges each fit
+    QUEUE_ECN_ENTRIES), a subnet with room for every host."""
+    import collections
+    import ipaddress
+
+    import yaml
+
+    doc = yaml.load(_generator().gen_planes(1024, 16, 1, 16, 8), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    ports = collections.Counter(x for link in doc["links"] for x in (link["a"], link["b"]))
+    switches = [s["name"] for s in doc["switches"]]
+    assert len(switches) == 64 + 16 and max(ports[s] for s in switches) == 64
+    assert len(doc["jobs"][0]["ranks"]) == len(set(doc["jobs"][0]["ranks"])) == len(doc["hosts"]) == 1024
+    assert ipaddress.IPv4Network(doc["subnet"]).num_addresses - 2 >= 1024
+
+
 def test_shipped_fabric_scenarios_are_the_generators_output() -> None:
     """topologies/NAME.yaml of every emu.fabric scenario is scenario_yaml(NAME) (make_dc_leafspine.py
     --scenario NAME) byte for byte, and it loads."""
