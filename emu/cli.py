@@ -386,9 +386,13 @@ def cli(verbose: int) -> None:
               help="Mininet mode: order of the schemes' blocks on the one network, each block after the jobs' "
                    "`warmup` iterations (left out of the statistics): abba (default: A B B A, cancels a drift), "
                    "random (seeded rounds) or sequential (each scheme once).")
+@click.option("--payload", type=click.Choice(["exact", "digest"]), default=None,
+              help="What the ranks' buffers carry, for every job: exact float32 data (the default of a job) or "
+                   "digest records, the same packets with memory that does not grow with --size "
+                   "(docs/virtual-time.md, \"Digest payloads\"). Default: the jobs' `payload`.")
 def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
         out: Path | None, force: bool, seed: int, mode: str, pcap: bool, p4: str, dilation: str | None,
-        mtu: int | None, parallel: int | None, order: str | None) -> None:
+        mtu: int | None, parallel: int | None, order: str | None, payload: str | None) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
 
@@ -400,7 +404,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
                                 size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode,
                                 pcap=pcap, p4=p4, dilation=dilation, mtu=mtu, parallel=parallel, force=force,
-                                order=order)
+                                order=order, payload=payload)
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:

@@ -53,6 +53,7 @@ from emu.p4build import P4_BUILDS
 from emu.targets import TargetUnavailable, target_class
 from emu.topology import load_topology
 from emu.vtime import parallel as par
+from hostapps.collectives import PAYLOADS, digest_too_small
 from hostapps.wire import CTH_UDP_PORT
 
 log = logging.getLogger(__name__)
@@ -528,7 +529,7 @@ def worker_specs(topology: Any, *, iterations: int | None, size: int | None, see
                 "line_rate_bps": plan.host(host).line_rate_bps,
                 "rate_control": {"name": "dcqcn", "params": topology.dcqcn_for(job.id)},
                 "mtu": topology.mtu, "transport": topology.transport_for(job.id),
-                "step_timeout_s": job.step_timeout_s, "slices": job.slices,
+                "step_timeout_s": job.step_timeout_s, "slices": job.slices, "payload": job.payload,
                 "seed": seed, "results_dir": str(results_dir),
             })
     return specs
@@ -894,7 +895,8 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         size: int | None = None, target: str = "embedded", out: str | os.PathLike[str] | None = None, seed: int = 1,
         progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False,
         p4: str = "v1model", dilation: float | str | None = None, mtu: int | None = None,
-        parallel: int | None = None, force: bool = False, order: str | None = None) -> RunResult:
+        parallel: int | None = None, force: bool = False, order: str | None = None,
+        payload: str | None = None) -> RunResult:
     """Run the topology's jobs once per scheme; write the results folder.
 
     Mininet runs the schemes one after the other on one network. Virtual time gives every
@@ -909,7 +911,8 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     and each job's ``cct_wall_s``. ``"auto"`` (or the scenario's ``dilation: auto``): the
     smallest D of :data:`AUTO_DILATIONS` at which the machine keeps up (:func:`choose_dilation`;
     summary.json's ``dilation`` and ``dilation_auto``, the probes). ``mtu``: override of the
-    scenario's MTU (bytes).
+    scenario's MTU (bytes). ``payload``: ``exact`` or ``digest`` for every job instead of the
+    jobs' own (hostapps.collectives.PAYLOADS; None: the topology's, ``exact`` by default).
 
     ``out``: the results folder; one holding an earlier run is refused unless ``force``
     (which empties it first; Experiment.open).
@@ -954,6 +957,18 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
             raise UsageError(f"--mtu {mtu}: give 576..9000 bytes")
         topology = topology.model_copy(update={"mtu": mtu})
         topology.__dict__.pop("plan", None)
+    if payload is not None:
+        if payload not in PAYLOADS:
+            raise UsageError(f"--payload {payload}: use {' or '.join(PAYLOADS)}")
+        topology = topology.model_copy(update={"jobs": [j.model_copy(update={"payload": payload})
+                                                        for j in topology.jobs]})
+        topology.__dict__.pop("plan", None)
+    for j, job in enumerate(topology.jobs):
+        why = job.payload == "digest" and digest_too_small((size if size is not None else job.size_bytes) // 4,
+                                                           len(job.ranks), job.slices)
+        if why:
+            where = "--size" if size is not None else f"{topology_path}: jobs[{j}].size_bytes"
+            raise UsageError(f"{where}: job {job.id}: {why}; give a larger size or --payload exact")
     if dilation is not None and mode != "mininet":
         raise UsageError(f"--dilation: only --mode mininet dilates time (here --mode {mode}); drop --dilation")
     if isinstance(dilation, str) and dilation != "auto":
@@ -1060,6 +1075,9 @@ def job_warmup(job: Any) -> int:
 WORKER_BYTES_PER_BYTE = 16
 #: The same in virtual time: the collective's buffer and its receive buffers per rank.
 SIM_BYTES_PER_BYTE = 3
+#: With ``payload: digest``, per byte of one chunk (``size / ranks``): the step's message in the
+#: transport, sent and received, with headroom (the records themselves are ``ranks x slices x 16`` bytes).
+DIGEST_BYTES_PER_CHUNK_BYTE = 4
 
 
 def mem_available_bytes() -> int | None:
@@ -1079,7 +1097,8 @@ def check_memory(topology: Any, *, size: int | None, available: int | None = Non
 
     Estimate: ``WORKER_BYTES_PER_BYTE * size`` per rank (worker processes, ``per_process``)
     or ``SIM_BYTES_PER_BYTE * size`` (virtual time: one process per scheme, no deferred
-    verification), summed over the jobs' ranks, times ``copies`` (schemes running at once).
+    verification), summed over the jobs' ranks, times ``copies`` (schemes running at once); a job
+    with ``payload: digest`` ``DIGEST_BYTES_PER_CHUNK_BYTE * size / ranks`` per rank.
     The message names ``--size`` when it was given, else the jobs' ``size_bytes`` in the
     topology file ``path``.
     """
@@ -1087,8 +1106,8 @@ def check_memory(topology: Any, *, size: int | None, available: int | None = Non
     available = mem_available_bytes() if available is None else available
     if available is None:
         return
-    need = copies * sum(per_byte * (size if size is not None else job.size_bytes) * len(job.ranks)
-                        for job in topology.jobs)
+    need = copies * sum((DIGEST_BYTES_PER_CHUNK_BYTE if job.payload == "digest" else per_byte * len(job.ranks))
+                        * (size if size is not None else job.size_bytes) for job in topology.jobs)
     if need > available:
         at_once = f" ({copies} schemes at once; --parallel 1 runs one at a time)" if copies > 1 else ""
         if size is not None:
@@ -1110,7 +1129,8 @@ def resolved_workload(topology: Any, *, iterations: int | None, size: int | None
     """
     jobs = [{"job": job.id, "collective": job.collective, "ranks": len(job.ranks),
              "iterations": iterations if iterations is not None else job.iterations,
-             "size_bytes": size if size is not None else job.size_bytes} for job in topology.jobs]
+             "size_bytes": size if size is not None else job.size_bytes, "payload": job.payload}
+            for job in topology.jobs]
 
     def one_or_list(key: str) -> Any:
         values = [job[key] for job in jobs]

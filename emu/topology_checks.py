@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from hostapps.collectives import digest_too_small
 from hostapps.ratecontrol import DCQCN_PRESETS, DcqcnParams, ecn_ramp_packets
 from hostapps.wire import MAX_JOBS, MAX_RANKS
 
@@ -324,7 +325,8 @@ def jobs_fit(topo: Topology, fail: Fail) -> None:
 def workloads_fit(topo: Topology, fail: Fail) -> None:
     """Stragglers name a rank of their job once; a straggler's ``nic_mbps`` becomes its host's
     access-link bandwidth; a ``model`` has whole buckets of whole float32 elements, no
-    ``compute_ms`` beside it, and gives the job's ``size_bytes`` (bytes per bucket)."""
+    ``compute_ms`` beside it, and gives the job's ``size_bytes`` (bytes per bucket); a job with
+    ``payload: digest`` has room for the 16-byte record in every slice."""
     link_of = {name: i for i, link in enumerate(topo.links) for name in (link.a, link.b)}
     for j, job in enumerate(topo.jobs):
         seen: set[int] = set()
@@ -353,6 +355,11 @@ def workloads_fit(topo: Topology, fail: Fail) -> None:
             raise fail(("jobs", j, "model", "layer_bytes"), f"must be a multiple of 4, got {m.layer_bytes}",
                        FIXES["size_bytes"])
         topo.jobs[j] = job.model_copy(update={"size_bytes": m.layer_bytes * m.bucket_layers})
+    for j, job in enumerate(topo.jobs):
+        why = job.payload == "digest" and digest_too_small(job.size_bytes // 4, len(job.ranks), job.slices)
+        if why:
+            raise fail(("jobs", j, "payload"), why, f"give size_bytes of at least {16 * len(job.ranks) * job.slices} "
+                       "bytes, fewer slices, or payload: exact")
 
 
 def background_hosts(topo: Topology, fail: Fail) -> None:

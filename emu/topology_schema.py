@@ -56,6 +56,8 @@ Count = Annotated[int, Strict()]
 Number = Annotated[float, Strict()]
 
 Collective = Literal["allreduce", "allgather", "reducescatter"]
+#: What the ranks' buffers carry (hostapps.collectives.PAYLOADS).
+Payload = Literal["exact", "digest"]
 
 #: ECN step K (packets) when the topology sets neither threshold_packets nor a ramp.
 DEFAULT_ECN_THRESHOLD_PACKETS = 10
@@ -222,6 +224,10 @@ class JobSpec(_Model):
     compute_ms: Milliseconds = Field(0.0, ge=0, le=MAX_TIME_MS)
     #: NCCL-style slices per step chunk.
     slices: Count = Field(1, ge=1, le=1024)
+    #: ``exact``: float32 data, verified against the float64 sum; ``digest``: the same packets,
+    #: each slice a 16-byte (sum, count) record of the ranks' tokens, verified exactly, so a
+    #: rank's memory does not grow with ``size_bytes`` (hostapps.collectives.DigestRingCollective).
+    payload: Payload = "exact"
     #: Delay of this job's start after the run's common start (ms, or with a unit).
     start_offset_ms: Milliseconds = Field(0.0, ge=0, le=MAX_TIME_MS)
     #: A step waiting longer than this for data fails the job (s, or with a unit).
@@ -413,6 +419,7 @@ FIXES: dict[str, str] = {
     "iterations": "give 1 or more iterations",
     "compute_ms": "give the compute time between collectives in ms, 0 or more",
     "slices": "give 1 or more slices per step",
+    "payload": "use exact or digest",
     "start_offset_ms": "give the job's start offset in ms, 0 or more",
     "rate_mbps": "give the on-period sending rate in Mbit/s",
     "on_ms": "give the mean on period in ms, more than 0",

@@ -63,6 +63,9 @@ logger = logging.getLogger(__name__)
 CollectiveKind = Literal["allreduce", "allgather", "reducescatter"]
 #: Names accepted by :class:`RingCollective`.
 COLLECTIVE_KINDS: tuple[str, ...] = ("allreduce", "allgather", "reducescatter")
+#: What a rank's buffer holds: ``exact`` float32 data (:class:`RingCollective`) or ``digest``
+#: records, the same packets with state that does not grow with the buffer (:class:`DigestRingCollective`).
+PAYLOADS: tuple[str, ...] = ("exact", "digest")
 
 _STEP_MOD = 1 << 16  # the CTH step field is 16 bits (docs/DESIGN.md section 3)
 _DTYPE = np.dtype("<f4")  # wire format of the payload: float32 little-endian
@@ -214,9 +217,11 @@ class RingCollective:
         self.nsteps = len(plan)
         # A received slice may be applied only after every earlier send of the same chunk
         # has copied it out (the all-gather overwrites chunks the reduce-scatter sent).
-        self._hazards = [
-            [k for k in range(i + 1) if plan[k][0] == plan[i][1]] for i in range(self.nsteps)
-        ]
+        # (each chunk is sent at most twice, so this is O(steps), not O(steps**2): 1,024 ranks)
+        sends_of: dict[int, list[int]] = {}
+        for k, p in enumerate(plan):
+            sends_of.setdefault(p[0], []).append(k)
+        self._hazards = [[k for k in sends_of.get(plan[i][1], ()) if k <= i] for i in range(self.nsteps)]
         self._sent = [[False] * len(self._slices[p[0]]) for p in plan]
         self._recv: list[_RecvStep | None] = [None] * self.nsteps
         self._waiting: set[tuple[int, int]] = set()  # complete, not yet applied
@@ -434,47 +439,78 @@ DIGEST_RECORD_BYTES = 16
 _MASK64 = (1 << 64) - 1
 
 
-def digest_tokens(seed: int, iteration: int, rank: int, nranks: int, n_elements: int, slices: int) -> np.ndarray:
+def digest_too_small(n_elements: int, nranks: int, slices: int) -> str | None:
+    """Why a digest payload cannot carry this collective (a slice under 16 bytes), or None.
+
+    The smallest slice is that of the smallest chunk (``n_elements // nranks`` elements) cut
+    into ``min(slices, length)`` slices; every slice must hold the 16-byte record.
+    """
+    length = n_elements // nranks
+    smallest = length // max(1, min(slices, length)) if length else 0
+    if smallest * _ITEM >= DIGEST_RECORD_BYTES:
+        return None
+    return (f"digest payloads need at least {DIGEST_RECORD_BYTES // _ITEM} elements per slice: {n_elements * _ITEM} "
+            f"bytes over {nranks} ranks x {slices} slices leave {smallest}")
+
+
+def digest_present(nranks: int, n_elements: int, slices: int) -> np.ndarray:
+    """``bool[nranks, max slices]``: which (chunk, slice) exist (a small chunk has fewer slices)."""
+    counts = np.array([len(slice_bounds(b - a, slices)) for a, b in chunk_bounds(n_elements, nranks)])
+    return np.arange(int(counts.max()))[None, :] < counts[:, None]
+
+
+def digest_tokens(seed: int, iteration: int, rank: int, nranks: int, n_elements: int, slices: int, *,
+                  job: int = 0) -> np.ndarray:
     """Rank ``rank``'s contribution tokens: ``uint64[nranks, max slices]``, one per (chunk, slice).
 
     Each token is SplitMix64 (Steele et al., OOPSLA 2014; the finaliser of Java's
-    SplittableRandom) of the mixed ``(seed, iteration, rank, chunk, slice)``; slices a chunk
+    SplittableRandom) of the mixed ``(seed, job, iteration, rank, chunk, slice)``; slices a chunk
     does not have are 0. A digest all-reduce sums the tokens of every rank per (chunk, slice)
     modulo 2**64 and counts them: a lost, duplicated or twice-reduced contribution changes
     the count, a wrong or corrupted one the sum (with probability 1 - 2**-64).
     """
-    bounds = [slice_bounds(b - a, slices) for a, b in chunk_bounds(n_elements, nranks)]
-    width = max(len(b) for b in bounds)
+    present = digest_present(nranks, n_elements, slices)
     chunk = np.arange(nranks, dtype=np.uint64)[:, None]
-    sl = np.arange(width, dtype=np.uint64)[None, :]
+    sl = np.arange(present.shape[1], dtype=np.uint64)[None, :]
     base = (((seed & _MASK64) * 0x9E3779B97F4A7C15 + (iteration & _MASK64) * 0xBF58476D1CE4E5B9
-             + (rank & _MASK64) * 0x94D049BB133111EB) & _MASK64)
+             + (rank & _MASK64) * 0x94D049BB133111EB + (job & _MASK64) * 0xE7037ED1A0B428DB) & _MASK64)
     with np.errstate(over="ignore"):
         z = np.uint64(base) + chunk * np.uint64(0xD6E8FEB86659FD93) + sl * np.uint64(0xA0761D6478BD642F) \
             + np.uint64(0x9E3779B97F4A7C15)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         z = z ^ (z >> np.uint64(31))
-    present = np.array([[k < len(b) for k in range(width)] for b in bounds], dtype=bool)
     return np.where(present, z, np.uint64(0))
 
 
-def digest_expected(kind: str, seed: int, iteration: int, nranks: int, n_elements: int, slices: int,
-                    rank: int) -> np.ndarray:
-    """The result a digest collective must leave on ``rank``: ``uint64[chunks, max slices, 2]``
-    of (sum, count) per (chunk, slice); reduce-scatter: chunk ``rank`` only (``[1, ...]``)."""
-    toks = [digest_tokens(seed, iteration, r, nranks, n_elements, slices) for r in range(nranks)]
+def digest_records(kind: str, token_sum: np.ndarray, own: np.ndarray, present: np.ndarray, nranks: int,
+                   rank: int | None) -> np.ndarray:
+    """The records a digest collective must leave on ``rank``: ``uint64[chunks, max slices, 2]``
+    of (sum, count) per (chunk, slice); reduce-scatter: chunk ``rank`` only (``[1, ...]``), every
+    chunk for ``rank=None``.
+
+    ``token_sum``: every rank's :func:`digest_tokens` summed modulo 2**64; ``own``: row ``c``
+    is rank ``c``'s tokens of chunk ``c`` (what an all-gather copies); ``present``:
+    :func:`digest_present`. (A verifier accumulates the two as the ranks start.)
+    """
     if kind == "allgather":
-        recs = np.stack([toks[c][c] for c in range(nranks)])
-        count = np.ones_like(recs)
+        recs, count = own, 1
     else:
-        with np.errstate(over="ignore"):
-            recs = np.sum(np.stack(toks), axis=0, dtype=np.uint64)
-        count = np.full_like(recs, nranks)
-    bounds = [slice_bounds(b - a, slices) for a, b in chunk_bounds(n_elements, nranks)]
-    present = np.array([[k < len(b) for k in range(recs.shape[1])] for b in bounds], dtype=bool)
-    out = np.stack([np.where(present, recs, 0), np.where(present, count, 0)], axis=-1).astype(np.uint64)
-    return out[rank:rank + 1] if kind == "reducescatter" else out
+        recs, count = token_sum, nranks
+    out = np.zeros(recs.shape + (2,), dtype=np.uint64)
+    out[..., 0] = np.where(present, recs, np.uint64(0))
+    out[..., 1] = np.where(present, np.uint64(count), np.uint64(0))
+    return out[rank:rank + 1] if kind == "reducescatter" and rank is not None else out
+
+
+def digest_expected(kind: str, seed: int, iteration: int, nranks: int, n_elements: int, slices: int,
+                    rank: int, *, job: int = 0) -> np.ndarray:
+    """:func:`digest_records` of rank ``rank`` from every rank's :func:`digest_tokens` (O(ranks**2))."""
+    toks = np.stack([digest_tokens(seed, iteration, r, nranks, n_elements, slices, job=job) for r in range(nranks)])
+    with np.errstate(over="ignore"):
+        total = np.sum(toks, axis=0, dtype=np.uint64)
+    own = toks[np.arange(nranks), np.arange(nranks)]
+    return digest_records(kind, total, own, digest_present(nranks, n_elements, slices), nranks, rank)
 
 
 def digest_problem(result: np.ndarray, expected: np.ndarray) -> str | None:
@@ -519,10 +555,9 @@ class DigestRingCollective(RingCollective):
         self._tokens = tokens
         super().__init__(kind, rank, nranks, np.empty(0, dtype=_DTYPE), step_base=step_base, slices=slices,
                          step_timeout=step_timeout)
-        small = [b - a for sl in self._slices for a, b in sl if (b - a) * _ITEM < DIGEST_RECORD_BYTES]
-        if small:
-            raise ValueError(f"digest payloads need at least {DIGEST_RECORD_BYTES // _ITEM} elements per slice "
-                             f"(a slice has {min(small)}); use fewer slices or a larger size")
+        why = digest_too_small(self._n_elements, nranks, slices)
+        if why is not None:
+            raise ValueError(why)
         width = max(len(sl) for sl in self._slices)
         if tokens.shape != (nranks, width):
             raise ValueError(f"tokens of shape {tokens.shape}, expected {(nranks, width)}")
@@ -543,15 +578,42 @@ class DigestRingCollective(RingCollective):
         return _RecvStep(len(self._slices[chunk]) * DIGEST_RECORD_BYTES, len(self._slices[chunk]))
 
     def _store(self, rs: _RecvStep, chunk: int, lo: int, payload: memoryview) -> None:
-        """Keep only the bytes of the slices' records (the first 16 bytes of each slice)."""
+        """Keep only the bytes of the slices' records (the first 16 bytes of each slice).
+
+        The rest of a slice must be zeros: a packet with a byte set there was corrupted, and
+        the record of that slice is spoilt (its sum inverted), so the check of the result names
+        the slice as corrupted: the whole payload is checked, not only the records.
+        """
         hi = lo + len(payload)
-        for j, (sa, _sb) in enumerate(self._slices[chunk]):
-            r_lo = sa * _ITEM
-            r_hi = r_lo + DIGEST_RECORD_BYTES
-            a, b = max(lo, r_lo), min(hi, r_hi)
+        starts = self._slice_byte_starts[chunk]
+        n = len(starts)
+        j = bisect.bisect_right(starts, lo) - 1
+        if j < 0:
+            j = 0
+        pos = lo  # payload bytes before ``pos`` are checked
+        buf = rs.buf
+        while j < n and starts[j] < hi:
+            r_lo = starts[j]
+            a = lo if lo > r_lo else r_lo
+            b = r_lo + DIGEST_RECORD_BYTES
+            if hi < b:
+                b = hi
             if a < b:
+                if a > pos and _nonzero(payload[pos - lo:a - lo]):
+                    self._spoil(rs, j - 1)
                 k = j * DIGEST_RECORD_BYTES
-                rs.buf[k + a - r_lo:k + b - r_lo] = payload[a - lo:b - lo]
+                buf[k + a - r_lo:k + b - r_lo] = payload[a - lo:b - lo]
+                pos = b
+            j += 1
+        if pos < hi and _nonzero(payload[pos - lo:]):
+            self._spoil(rs, j - 1)
+
+    def _spoil(self, rs: _RecvStep, j: int) -> None:
+        """Slice ``j``'s padding was not zero: invert the sum of its record (received before it)."""
+        k = j * DIGEST_RECORD_BYTES
+        rs.buf[k:k + 8] = bytes(x ^ 0xFF for x in rs.buf[k:k + 8])
+        logger.warning("rank %d: a digest payload from rank %d had bytes set beyond its record (corrupted)",
+                       self.rank, self.left)
 
     def _slice_payload(self, chunk: int, j: int) -> bytes:
         sa, sb = self._slices[chunk][j]
@@ -570,3 +632,8 @@ class DigestRingCollective(RingCollective):
         if self.kind == "reducescatter":
             return self._rec[self.rank:self.rank + 1].copy()
         return self._rec
+
+
+def _nonzero(view: memoryview) -> bool:
+    """True when any byte of ``view`` is not zero."""
+    return view.tobytes() != bytes(len(view))

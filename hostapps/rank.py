@@ -67,7 +67,12 @@ Inputs and verification: rank ``r``'s input of iteration ``k`` is
 order has error at most ``(N-1) * u * sum|x_i|`` with ``u = eps32 / 2``, Higham, *Accuracy and
 Stability of Numerical Algorithms*, 2nd ed., section 4.2, so the bound leaves a factor of 2
 plus the rounding of the final value); reduce-scatter the same on chunk ``rank``; all-gather
-bit-exact. Who computes the expectation is the driver's :class:`Verification`: a worker
+bit-exact. With ``payload: digest`` (:class:`hostapps.collectives.DigestRingCollective`) a rank's
+"input" is its :func:`digest_input` tokens (one uint64 per chunk and slice, from ``seed``,
+``job_id``, rank and iteration) and its result the ``(sum, count)`` records per chunk and
+slice, checked exactly against :func:`hostapps.collectives.digest_records` (a chunk lost,
+duplicated, reduced twice or corrupted is named); ``digest`` is then the SHA-256 of the
+records' uint64 bytes. Who computes the expectation is the driver's :class:`Verification`: a worker
 process regenerates every rank's input (:class:`LocalVerifier`; results are kept and checked
 after the drain when they fit in :data:`DEFER_VERIFY_BYTES`, so the check never delays the
 next collective), virtual time sums the inputs once per job (:class:`emu.vtime.hosts.Verifier`).
@@ -84,7 +89,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hostapps.collectives import RingCollective, SendRequest, chunk_bounds, steps_per_collective
+from hostapps.collectives import (
+    DigestRingCollective,
+    RingCollective,
+    SendRequest,
+    chunk_bounds,
+    digest_expected,
+    digest_problem,
+    digest_tokens,
+    steps_per_collective,
+)
 from hostapps.spec import WorkerSpec, transport_config
 from hostapps.transport import Outgoing, Transport, TransportConfig
 
@@ -124,9 +138,25 @@ def make_input(spec: WorkerSpec, rank: int, iteration: int) -> np.ndarray:
     return rng.standard_normal(spec.n_elements).astype(np.float32)
 
 
+def digest_input(spec: WorkerSpec, rank: int, iteration: int) -> np.ndarray:
+    """Rank ``rank``'s tokens of ``iteration`` with ``payload: digest`` (:func:`hostapps.collectives.digest_tokens`)."""
+    return digest_tokens(spec.seed, iteration, rank, spec.nranks, spec.n_elements, spec.slices, job=spec.job_id)
+
+
+def rank_input(spec: WorkerSpec, rank: int, iteration: int) -> np.ndarray:
+    """Rank ``rank``'s input of ``iteration`` for the spec's payload: :func:`make_input` or :func:`digest_input`."""
+    if spec.payload == "digest":
+        return digest_input(spec, rank, iteration)
+    return make_input(spec, rank, iteration)
+
+
 def verify(spec: WorkerSpec, iteration: int, result: np.ndarray, own_input: np.ndarray | None = None) -> str | None:
     """Check this rank's result of ``iteration``; return None when right, else one line why."""
     n = spec.nranks
+    if spec.payload == "digest":  # the tokens are cheap: every rank's, O(ranks**2)
+        want = digest_expected(spec.collective, spec.seed, iteration, n, spec.n_elements, spec.slices, spec.rank,
+                               job=spec.job_id)
+        return digest_check(spec, iteration, result, want)
     inputs = [
         own_input if (r == spec.rank and own_input is not None) else make_input(spec, r, iteration)
         for r in range(n)
@@ -169,6 +199,14 @@ def check_result(spec: WorkerSpec, iteration: int, result: np.ndarray,
     return f"iteration {iteration}: {spec.collective} result differs from the float64 sum {_first_mismatch(result, ref, tol)}"
 
 
+def digest_check(spec: WorkerSpec, iteration: int, result: np.ndarray, expected: np.ndarray) -> str | None:
+    """None when a digest result equals the records ``expected``, else one line why."""
+    problem = digest_problem(result, expected)
+    if problem is None:
+        return None
+    return f"iteration {iteration}: {spec.collective} digest records differ: {problem}"
+
+
 def _first_mismatch(result: np.ndarray, ref: np.ndarray, tol: np.ndarray) -> str:
     if result.shape != ref.shape:
         return f"(shape {result.shape}, expected {ref.shape})"
@@ -178,8 +216,10 @@ def _first_mismatch(result: np.ndarray, ref: np.ndarray, tol: np.ndarray) -> str
 
 
 def digest(result: np.ndarray) -> str:
-    """SHA-256 hex digest of the result's float32 little-endian bytes."""
-    return hashlib.sha256(np.ascontiguousarray(result, dtype="<f4").tobytes()).hexdigest()
+    """SHA-256 hex digest of the result's float32 little-endian bytes (digest payloads: the
+    records' uint64 little-endian bytes)."""
+    dtype = "<u8" if result.dtype.kind == "u" else "<f4"
+    return hashlib.sha256(np.ascontiguousarray(result, dtype=dtype).tobytes()).hexdigest()
 
 
 _digest_of = digest  # for methods whose keyword argument ``digest`` hides the function
@@ -219,12 +259,13 @@ class LocalVerifier:
     """A worker process's verification: every rank's input regenerated (:func:`verify`).
 
     Keeps this rank's own inputs from :meth:`add_input` until their check. ``defer`` when
-    ``2 * iterations * size_bytes <= DEFER_VERIFY_BYTES`` (inputs and results kept).
+    ``2 * iterations * size_bytes <= DEFER_VERIFY_BYTES`` (inputs and results kept), and
+    always with digest payloads (small records).
     """
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
-        self.defer = 2 * spec.iterations * spec.n_elements * 4 <= DEFER_VERIFY_BYTES
+        self.defer = spec.payload == "digest" or 2 * spec.iterations * spec.n_elements * 4 <= DEFER_VERIFY_BYTES
         self._own: dict[int, np.ndarray] = {}
 
     def add_input(self, iteration: int, rank: int, data: np.ndarray) -> None:  # noqa: ARG002
@@ -245,8 +286,8 @@ class RankWorker:
         spec: the rank's validated spec (:class:`hostapps.spec.WorkerSpec`).
         verifier: checks the results (default :class:`LocalVerifier`).
         config: the transport's configuration (default ``transport_config`` of the spec).
-        inputs: ``inputs(k)`` is this rank's float32 input of iteration ``k`` (default
-            :func:`make_input`; a driver may pass pre-generated ones).
+        inputs: ``inputs(k)`` is this rank's input of iteration ``k`` (default
+            :func:`rank_input`: float32 data, or digest tokens; a driver may pass pre-generated ones).
         clock_offset: run's clock minus the driver's clock (s; 0 in virtual time).
         measured: the driver runs on a real machine: the transport record's ``timer_*`` and
             ``cpu_*`` are measured (else null, see the module docstring).
@@ -270,7 +311,7 @@ class RankWorker:
         if config is None:
             config = transport_config(spec.line_rate_bps, spec.mtu, spec.transport)
         self.transport = Transport(spec.job_id, spec.rank, config, spec.rate_control, spec.rate_params)
-        self.inputs = inputs if inputs is not None else (lambda k: make_input(spec, spec.rank, k))
+        self.inputs = inputs if inputs is not None else (lambda k: rank_input(spec, spec.rank, k))
         self.clock_offset = clock_offset
         self.measured = measured
         self.record_digest = record_digest
@@ -408,8 +449,13 @@ class RankWorker:
                               "end": start + duration + off})
 
     def make_collective(self, iteration: int, data: np.ndarray) -> RingCollective:
-        """The collective of ``iteration`` on ``data`` (steps from ``iteration * steps``)."""
+        """The collective of ``iteration`` on ``data`` (steps from ``iteration * steps``); with
+        ``payload: digest`` ``data`` is the tokens of a :class:`DigestRingCollective`."""
         spec = self.spec
+        if spec.payload == "digest":
+            return DigestRingCollective(spec.collective, spec.rank, spec.nranks, spec.n_elements, data,
+                                        step_base=iteration * self.steps, slices=spec.slices,
+                                        step_timeout=spec.step_timeout_s)
         return RingCollective(spec.collective, spec.rank, spec.nranks, data, step_base=iteration * self.steps,
                               slices=spec.slices, step_timeout=spec.step_timeout_s)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hostapps.collectives import COLLECTIVE_KINDS
+from hostapps.collectives import COLLECTIVE_KINDS, PAYLOADS, digest_too_small
 from hostapps.ratecontrol import RateControlError, make_rate_controller
 from hostapps.transport import TransportConfig
 from hostapps.wire import MAX_JOBS, MAX_RANKS
@@ -66,6 +66,9 @@ class WorkerSpec:
             ``"warmup": true``, left out of the statistics; ``0 <= warmup < iterations``).
         first_iteration: the number of this worker's first iteration in its records and
             inputs (>= 0): a scheme run in blocks numbers its iterations on (emu.runner.Block).
+        payload: ``exact`` (float32 data, verified against the float64 sum) or ``digest`` (the
+            same packets carrying one 16-byte record per slice, :class:`hostapps.collectives.DigestRingCollective`:
+            a rank's memory does not grow with ``size_bytes``; every slice needs 16 bytes).
     """
 
     job_id: int
@@ -88,6 +91,7 @@ class WorkerSpec:
     compute: ComputeSchedule | None = None
     warmup: int = 0
     first_iteration: int = 0
+    payload: str = "exact"
 
     @property
     def nranks(self) -> int:
@@ -112,6 +116,7 @@ _REQUIRED = (
 _OPTIONAL_DEFAULTS: dict[str, Any] = {
     "compute_s": 0.0, "rate_control": {"name": "dcqcn", "params": {}}, "mtu": 1500,
     "step_timeout_s": 10.0, "slices": 1, "seed": 1, "transport": {}, "compute": None, "warmup": 0, "first_iteration": 0,
+    "payload": "exact",
 }
 
 
@@ -219,13 +224,20 @@ def parse_spec(obj: Any, where: str = "spec") -> WorkerSpec:
                             f" ({compute.buckets})")
     warmup = _int(obj, "warmup", where, 0, iterations - 1)
     first_iteration = _int(obj, "first_iteration", where, 0)
+    payload = obj["payload"]
+    if payload not in PAYLOADS:
+        raise SpecError(f"{where}: field 'payload' must be one of {', '.join(PAYLOADS)}, got {payload!r}")
+    if payload == "digest":
+        why = digest_too_small(size_bytes // 4, len(addrs), slices)
+        if why is not None:
+            raise SpecError(f"{where}: field 'payload': {why}")
     return WorkerSpec(
         job_id=job_id, rank=rank, ranks=tuple(addrs[r] for r in range(len(addrs))),
         collective=collective, size_bytes=size_bytes, iterations=iterations, compute_s=compute_s,
         start_at=start_at, line_rate_bps=line_rate_bps, rate_control=rc["name"],
         rate_params=dict(params), mtu=mtu, step_timeout_s=step_timeout_s, slices=slices, seed=seed,
         results_dir=results_dir, transport=dict(transport), compute=compute,
-        warmup=warmup, first_iteration=first_iteration,
+        warmup=warmup, first_iteration=first_iteration, payload=payload,
     )
 
 

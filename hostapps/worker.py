@@ -27,7 +27,7 @@ import time
 from typing import TextIO
 
 from hostapps import aio
-from hostapps.rank import LocalVerifier, RankWorker, make_input
+from hostapps.rank import LocalVerifier, RankWorker, rank_input
 from hostapps.spec import SpecError, WorkerSpec, load_spec, transport_config
 
 logger = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ async def run_worker(spec: WorkerSpec) -> None:
     overrides = {"pacing_slack_s": aio.PACING_SLACK_S, **(spec.transport or {})}  # the event loop's wake-ups
     verifier = LocalVerifier(spec)
     first = spec.first_iteration
-    pre = [make_input(spec, spec.rank, first + k) for k in range(spec.iterations)] if verifier.defer else None
+    pre = [rank_input(spec, spec.rank, first + k) for k in range(spec.iterations)] if verifier.defer else None
     worker = RankWorker(
         spec, verifier=verifier, config=transport_config(spec.line_rate_bps, spec.mtu, overrides),
         inputs=(lambda label: pre[label - first]) if pre is not None else None,

@@ -21,7 +21,7 @@ from typing import Any
 from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError, WorkerResult, Workload
 from emu.controller import NetworkError
 from emu.p4build import p4_build
-from emu.vtime.hosts import OnOffSource, SimHost, SimRank, Verifier
+from emu.vtime.hosts import OnOffSource, SimHost, SimRank, make_verifier
 from emu.vtime.network import NS_PER_S, SimNetwork, s_to_ns
 from hostapps.rank import DONE, FAILED
 
@@ -96,14 +96,14 @@ class SimBackend(Backend):
                 loop.halt()
 
         ranks: list[SimRank] = []
-        verifiers: dict[int, Verifier] = {}
+        verifiers: dict[int, Any] = {}
         barriers: dict[int, StepBarrier] = {}
         try:
             for spec_dict in workload.specs:
                 spec_obj = {k: v for k, v in spec_dict.items() if k != "host"}
                 spec = parse_spec(spec_obj, f"job {spec_dict['job_id']} rank {spec_dict['rank']}")
                 host = self.hosts[spec_dict["host"]]
-                verifier = verifiers.get(spec.job_id) or verifiers.setdefault(spec.job_id, Verifier(spec))
+                verifier = verifiers.get(spec.job_id) or verifiers.setdefault(spec.job_id, make_verifier(spec))
                 barrier = None
                 if workload.extra.get("barrier"):  # the ideal reference (hostapps.barrier)
                     barrier = barriers.get(spec.job_id) or barriers.setdefault(spec.job_id, StepBarrier(spec.nranks))

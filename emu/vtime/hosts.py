@@ -16,7 +16,8 @@ rank regenerating all N inputs as a worker process must; a ring collective compl
 rank only after every rank has started it, so the expectation is complete by then. An
 all-reduce leaves the same buffer on every rank and every rank is checked against the same
 expectation, so a result bit for bit equal to one already checked right is right (and has
-its SHA-256 digest): only results that differ are checked (and hashed) again.
+its SHA-256 digest): only results that differ are checked (and hashed) again. A job with
+``payload: digest`` has a :class:`DigestVerifier` (the expected records, exact; :func:`make_verifier`).
 
 An :class:`OnOffSource` sends the background traffic of :func:`hostapps.traffic.send_schedule`
 (Not-ECT UDP datagrams) from its host.
@@ -36,7 +37,7 @@ import numpy as np
 from emu.vtime import frames
 from emu.vtime.network import EventLoop, HostLink, s_to_ns
 from hostapps import rank as rank_core
-from hostapps.collectives import chunk_bounds
+from hostapps.collectives import chunk_bounds, digest_present, digest_records
 from hostapps.rank import DONE, RankWorker
 from hostapps.spec import WorkerSpec
 from hostapps.transport import Transport
@@ -137,6 +138,63 @@ class Verifier:
             expected = (ref[a:b], self.n * rank_core.EPS32 * mag[a:b])
         rank_spec = spec if spec.rank == rank else _with_rank(spec, rank)
         return rank_core.check_result(rank_spec, iteration, result, expected)
+
+
+class DigestVerifier:
+    """:class:`Verifier` of a job with ``payload: digest``: the expected records per iteration.
+
+    :meth:`add_input` sums each rank's tokens (modulo 2**64) and keeps the row an all-gather
+    copies; the expectation (:func:`hostapps.collectives.digest_records`) is built once per
+    iteration at its first check and compared exactly with every rank's result. Memory:
+    ``2 * ranks * slices * 8`` bytes per iteration in progress.
+    """
+
+    defer = False  #: checks at each iteration's end (hostapps.rank.Verification)
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.n = spec.nranks
+        self._present = digest_present(self.n, spec.n_elements, spec.slices)
+        self._acc: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._expected: dict[int, np.ndarray] = {}
+        self._added: dict[int, int] = {}
+        self._checked: dict[int, int] = {}
+
+    def add_input(self, iteration: int, rank: int, data: np.ndarray) -> None:
+        """Rank ``rank``'s tokens of ``iteration`` (:func:`hostapps.rank.digest_input`)."""
+        self._added[iteration] = self._added.get(iteration, 0) + 1
+        acc = self._acc.get(iteration)
+        if acc is None:
+            acc = self._acc[iteration] = (np.zeros_like(data), np.zeros_like(data))
+        with np.errstate(over="ignore"):
+            acc[0].__iadd__(data)
+        acc[1][rank] = data[rank]
+
+    def check_digest(self, iteration: int, rank: int, result: np.ndarray, *,
+                     digest: bool = True) -> tuple[str | None, str]:
+        """(None when ``rank``'s records of ``iteration`` are right else one line why, their digest or ``""``)."""
+        if self._added.get(iteration, 0) != self.n:
+            return f"iteration {iteration}: finished before every rank had started it", ""
+        spec = self.spec
+        want = self._expected.get(iteration)
+        if want is None:
+            total, own = self._acc[iteration]
+            want = self._expected[iteration] = digest_records(spec.collective, total, own, self._present, self.n,
+                                                              None)
+        if spec.collective == "reducescatter":
+            want = want[rank:rank + 1]
+        problem = rank_core.digest_check(spec, iteration, result, want)
+        text = rank_core.digest(result) if digest else ""
+        self._checked[iteration] = self._checked.get(iteration, 0) + 1
+        if self._checked[iteration] == self.n:
+            self._acc.pop(iteration, None)
+            self._expected.pop(iteration, None)
+        return problem, text
+
+
+def make_verifier(spec: WorkerSpec) -> Verifier | DigestVerifier:
+    """The verifier of ``spec``'s job: :class:`DigestVerifier` for ``payload: digest``, else :class:`Verifier`."""
+    return DigestVerifier(spec) if spec.payload == "digest" else Verifier(spec)
 
 
 def _with_rank(spec: WorkerSpec, rank: int) -> WorkerSpec:

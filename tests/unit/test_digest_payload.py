@@ -129,3 +129,115 @@ def test_a_slice_too_small_for_the_record_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 4 elements per slice"):
         DigestRingCollective("allreduce", 0, 4, 12, digest_tokens(SEED, 0, 0, 4, 12, 1), step_base=0,
                              step_timeout=1.0)
+
+
+# --- the option in runs: the rank worker (both modes) and a virtual-time run ------------------
+
+def _workers(n: int, payload: str, **over: object) -> list:
+    from hostapps.rank import LocalVerifier, RankWorker
+    from hostapps.spec import parse_spec
+    from tests.unit.test_worker import base_spec
+
+    specs = [parse_spec(base_spec(rank=r, payload=payload, size_bytes=4 * 3001, **over)) for r in range(n)]
+    return [RankWorker(s, verifier=LocalVerifier(s)) for s in specs]
+
+
+def _run_workers(workers: list, tamper=None) -> None:  # noqa: ANN001
+    """The workers' datagrams handed over in memory at once (a perfect network); ``tamper(datagram)``
+    may change one in flight."""
+    now = 0.0
+    for _ in range(200_000):
+        moved = False
+        for r, w in enumerate(workers):
+            for o in w.poll(now):
+                data = tamper(o.datagram) if tamper is not None else o.datagram
+                workers[o.dst_rank].on_datagram(r, data, o.ecn, now)
+                moved = True
+        if all(w.done for w in workers):
+            return
+        if not moved:
+            due = [t for w in workers if (t := w.next_timer()) is not None]
+            now = max(now + 1e-9, min(due)) if due else now + 1e-3
+    raise AssertionError("the workers did not finish")
+
+
+def test_the_worker_runs_digest_payloads_and_verifies_them() -> None:
+    workers = _workers(4, "digest", iterations=2, slices=2)
+    _run_workers(workers)
+    digests = set()
+    for w in workers:
+        assert w.error is None and w.iterations_done == 2, w.error
+        its = [r for r in w.take_records() if r["kind"] == "iteration"]
+        assert [r["verified"] for r in its] == [True, True]
+        digests.add(tuple(r["digest"] for r in its))
+    assert len(digests) == 1  # every rank holds the same records
+
+
+@pytest.mark.parametrize("where", [3, DIGEST_RECORD_BYTES + 100])
+def test_a_chunk_corrupted_on_the_wire_fails_the_rank(where: int) -> None:
+    """One bit of one DATA packet flipped in flight: in the record, then in the zeros after it."""
+    from hostapps.wire import CTH_LEN, CthType, unpack_header
+
+    hit = []
+
+    def tamper(datagram: bytes) -> bytes:
+        head = unpack_header(datagram)
+        if not hit and head[0] == CthType.DATA and head[7] == 0 and len(datagram) > CTH_LEN + where:
+            hit.append(head)
+            b = bytearray(datagram)
+            b[CTH_LEN + where] ^= 0x10  # payload byte ``where`` of a slice's first packet
+            return bytes(b)
+        return datagram
+
+    workers = _workers(4, "digest", iterations=1)
+    _run_workers(workers, tamper)
+    assert hit
+    errors = [w.error for w in workers if w.error is not None]
+    assert len(errors) == 4, errors  # the all-gather spreads the bad chunk to every rank
+    assert all("digest records differ" in e and "wrong or corrupted" in e for e in errors), errors
+
+
+def test_a_digest_run_sends_the_exact_runs_packets(tmp_path) -> None:  # noqa: ANN001
+    """`--payload digest` in virtual time: the same packets, steps and CCTs as exact data, every rank verified."""
+    import json
+    from pathlib import Path
+
+    from emu import runner
+
+    single = Path(__file__).resolve().parents[2] / "topologies" / "single.yaml"
+    runs = {p: runner.run(single, mode="sim", out=tmp_path / p, schemes=("baseline",), iterations=1, payload=p)
+            for p in ("exact", "digest")}
+    assert all(r.ok for r in runs.values()), {p: r.failure for p, r in runs.items()}
+    for name in ("cct.csv", "steps.csv", "baseline/counters.json"):
+        assert (tmp_path / "exact" / name).read_bytes() == (tmp_path / "digest" / name).read_bytes(), name
+    info = json.loads((tmp_path / "digest" / "run.json").read_text())
+    assert [j["payload"] for j in info["jobs"]] == ["digest"]
+    its = [r for r in map(json.loads, (tmp_path / "digest" / "baseline" / "job0-rank1.jsonl").read_text().splitlines())
+           if r["kind"] == "iteration"]
+    assert [r["verified"] for r in its] == [True]
+
+
+def test_a_digest_run_catches_a_frame_corrupted_in_flight(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    from pathlib import Path
+
+    from emu import runner
+    from emu.vtime import frames, hosts
+    from hostapps.wire import CTH_LEN
+
+    real = hosts.SimHost.receive
+    hit = []
+
+    def receive(self: hosts.SimHost, frame: bytes) -> None:
+        at = frames.PAYLOAD_OFFSET + CTH_LEN + 5  # a DATA packet's payload byte 5
+        if not hit and self.name == "h3" and len(frame) > at + 100 and frame[frames.PAYLOAD_OFFSET] & 0xF == 1:
+            hit.append(True)
+            b = bytearray(frame)
+            b[at] ^= 0x01
+            frame = bytes(b)
+        real(self, frame)
+
+    monkeypatch.setattr(hosts.SimHost, "receive", receive)
+    single = Path(__file__).resolve().parents[2] / "topologies" / "single.yaml"
+    with pytest.raises(runner.RunError, match=r"failed: iteration 0: allreduce digest records differ: chunk \d slice 0"):
+        runner.run(single, mode="sim", out=tmp_path, schemes=("baseline",), iterations=1, payload="digest")
+    assert hit

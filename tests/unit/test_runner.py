@@ -53,7 +53,7 @@ def test_resolved_workload_from_topology_and_overrides() -> None:
     assert got["iterations"] == job.iterations and got["size"] == job.size_bytes
     assert got["iterations_override"] is None and got["size_override"] is None
     assert got["jobs"] == [{"job": job.id, "collective": job.collective, "ranks": len(job.ranks),
-                            "iterations": job.iterations, "size_bytes": job.size_bytes}]
+                            "iterations": job.iterations, "size_bytes": job.size_bytes, "payload": "exact"}]
     got = runner.resolved_workload(topo, iterations=7, size=4096)
     assert (got["iterations"], got["size"], got["iterations_override"], got["size_override"]) == (7, 4096, 7, 4096)
 

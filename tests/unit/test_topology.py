@@ -119,6 +119,8 @@ def _error(text: str, name: str = "topologies/bad.yaml") -> str:
             "must be one of",
         ),
         ("{id: 2,", "{id: 2, size_bytes: 10,", "jobs[0].size_bytes", "multiple of 4"),
+        ("{id: 2,", "{id: 2, payload: digits,", "jobs[0].payload", "must be one of"),
+        ("{id: 2,", "{id: 2, payload: digest, size_bytes: 32,", "jobs[0].payload", "at least 4 elements per slice"),
         ("name: t\n", "name: t\ndcqcn: {gee: 1}\n", "dcqcn.gee", "unknown DCQCN parameter"),
         ("name: t\n", "name: t\ndcqcn: {g: 0}\n", "dcqcn", "dcqcn param g=0 must be in (0, 1]"),
         ("{id: 2,", "{id: 2, dcqcn: {min_rate_fraction: 2},", "jobs[0].dcqcn",

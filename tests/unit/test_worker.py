@@ -63,6 +63,8 @@ def test_parse_valid_spec() -> None:
         ({"ranks": [{"rank": 0, "ip": "10.0.0.1", "port": 1}, {"rank": 0, "ip": "10.0.0.2", "port": 2}]},
          "ranks[1]"),
         ({"colective": "allreduce"}, "unknown field 'colective'"),
+        ({"payload": "sampled"}, "field 'payload' must be one of exact, digest"),
+        ({"payload": "digest", "size_bytes": 32}, "field 'payload': digest payloads need at least 4 elements"),
     ],
 )
 def test_spec_errors_name_the_field(over: dict, field: str) -> None:
