@@ -176,13 +176,13 @@ def test_the_worker_runs_digest_payloads_and_verifies_them() -> None:
 @pytest.mark.parametrize("where", [3, DIGEST_RECORD_BYTES + 100])
 def test_a_chunk_corrupted_on_the_wire_fails_the_rank(where: int) -> None:
     """One bit of one DATA packet flipped in flight: in the record, then in the zeros after it."""
-    from hostapps.wire import CTH_LEN, CthType, unpack_header
+    from hostapps.wire import CTH_LEN, CthType, decode
 
     hit = []
 
     def tamper(datagram: bytes) -> bytes:
-        head = unpack_header(datagram)
-        if not hit and head[0] == CthType.DATA and head[7] == 0 and len(datagram) > CTH_LEN + where:
+        head, _ = decode(datagram)
+        if not hit and head.type == CthType.DATA and head.offset == 0 and len(datagram) > CTH_LEN + where:
             hit.append(head)
             b = bytearray(datagram)
             b[CTH_LEN + where] ^= 0x10  # payload byte ``where`` of a slice's first packet
@@ -222,14 +222,14 @@ def test_a_digest_run_catches_a_frame_corrupted_in_flight(tmp_path, monkeypatch:
 
     from emu import runner
     from emu.vtime import frames, hosts
-    from hostapps.wire import CTH_LEN
+    from hostapps.wire import CTH_LEN, CthType
 
     real = hosts.SimHost.receive
     hit = []
 
     def receive(self: hosts.SimHost, frame: bytes) -> None:
         at = frames.PAYLOAD_OFFSET + CTH_LEN + 5  # a DATA packet's payload byte 5
-        if not hit and self.name == "h3" and len(frame) > at + 100 and frame[frames.PAYLOAD_OFFSET] & 0xF == 1:
+        if not hit and self.name == "h3" and len(frame) > at + 100 and frame[frames.PAYLOAD_OFFSET] & 0xF == CthType.DATA:
             hit.append(True)
             b = bytearray(frame)
             b[at] ^= 0x01
