@@ -171,6 +171,10 @@ class Backend(abc.ABC):
         KeyboardInterrupt after stopping what it started.
         """
 
+    def run_facts(self) -> dict[str, Any]:
+        """What the built network adds to run.json (e.g. the Mininet run's ``link_tag``)."""
+        return {}
+
     def close(self) -> None:
         """Stop everything the back end started (idempotent)."""
         if self.network is not None:

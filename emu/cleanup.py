@@ -3,22 +3,23 @@
 Leftovers of an interrupted run are:
 
 - processes: ``python -m emu.embedded.switch``, ``python -m hostapps.worker``,
-  ``python -m hostapps.traffic``;
+  ``python -m hostapps.traffic``, ``simple_switch_grpc``;
 - Mininet node shells (``bash ... -is mininet:<node>``): each host shell holds a network
   namespace, which disappears with it (Mininet's namespaces are unnamed);
-- veth links named ``<node>-eth<N>`` in the root namespace;
+- veth links of the switches in the root namespace, named ``<tag>-<switch>-<port>`` with
+  the run's link tag (:mod:`emu.linknames`);
 - control sockets under ``/run/symphony-emu``.
 
-Everything can be scoped to one run (``run_tag``: a string in the process's command line,
-e.g. the run folder) and to the node names of one topology, which is how the runner's
-safety net and the end-to-end tests use it; ``symphony-emu clean`` takes everything.
+Everything can be scoped to one run (``run_tag``: its run id, in the process's
+SYMPHONY_EMU_RUN or command line; ``link_tags``: its link tag), which is how the runner's
+safety net and the end-to-end tests use it. ``symphony-emu clean`` takes only what belongs
+to dead runs (:func:`clean_dead`): another run that is going keeps its network.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -27,16 +28,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from emu import linknames
+
 log = logging.getLogger(__name__)
 
 #: Python modules whose processes belong to symphony-emu runs.
 OUR_MODULES = ("emu.embedded.switch", "hostapps.worker", "hostapps.traffic")
+#: Programs (by file name) whose processes belong to symphony-emu runs (the bmv2 target's switches).
+OUR_PROGRAMS = ("simple_switch_grpc",)
 #: Root of the runtime directories (control sockets).
 RUN_ROOT = Path("/run/symphony-emu")
 #: Environment variable that tags every process of a run with the run id (set by emu.runner).
 RUN_ENV = "SYMPHONY_EMU_RUN"
-#: Mininet's link naming: <node>-eth<N> (optionally @peer in `ip link` output).
-LINK_RE = re.compile(r"^\d+:\s+([-_.A-Za-z0-9]+-eth\d+)(?:@\S+)?:")
 
 
 #: prctl(2) option: the signal a process gets when its parent dies (linux/prctl.h).
@@ -104,6 +107,8 @@ class CleanupReport:
     shells: list[tuple[int, str]] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    #: (what, why) of what belongs to a live run, or to no run, and was left alone.
+    left_alone: list[tuple[str, str]] = field(default_factory=list)
     mn_ran: bool = False
     #: (run id, results folder) of runs killed without cleaning up, whose run.json was marked "killed".
     killed: list[tuple[str, Path]] = field(default_factory=list)
@@ -139,8 +144,14 @@ def _run_env(pid: int) -> str | None:
     return None
 
 
+def _ours(argv: list[str]) -> bool:
+    """Whether a command line is one of our module processes or programs."""
+    return (any(argv[i] == "-m" and argv[i + 1] in OUR_MODULES for i in range(len(argv) - 1))
+            or os.path.basename(argv[0]) in OUR_PROGRAMS)
+
+
 def find_processes(run_tag: str | None = None) -> list[tuple[int, str]]:
-    """(pid, command line) of our module processes.
+    """(pid, command line) of our module processes and programs (:data:`OUR_PROGRAMS`).
 
     With ``run_tag`` only those of one run: the tag (a run id) is their SYMPHONY_EMU_RUN
     environment variable or appears in their command line.
@@ -151,10 +162,7 @@ def find_processes(run_tag: str | None = None) -> list[tuple[int, str]]:
         if pid == me:
             continue
         argv = _cmdline(pid)
-        if not argv:
-            continue
-        ours = any(argv[i] == "-m" and argv[i + 1] in OUR_MODULES for i in range(len(argv) - 1))
-        if not ours:
+        if not argv or not _ours(argv):
             continue
         line = " ".join(argv)
         if run_tag is not None and run_tag not in line and _run_env(pid) != run_tag:
@@ -180,22 +188,10 @@ def find_shells(node_names: Iterable[str] | None = None, run_tag: str | None = N
     return found
 
 
-def find_links(node_names: Iterable[str] | None = None) -> list[str]:
-    """Root-namespace links named ``<node>-eth<N>``, optionally only those of ``node_names``."""
-    try:
-        out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=False).stdout
-    except FileNotFoundError:
-        return []
-    wanted = set(node_names) if node_names is not None else None
-    links = []
-    for line in out.splitlines():
-        m = LINK_RE.match(line)
-        if not m:
-            continue
-        name = m.group(1)
-        if wanted is None or name.rsplit("-eth", 1)[0] in wanted:
-            links.append(name)
-    return links
+def find_links(link_tags: Iterable[str] | None = None) -> list[str]:
+    """Root-namespace switch links named ``<tag>-<switch>-<port>`` (emu.linknames), only
+    those of ``link_tags`` when given."""
+    return linknames.tagged_links(set(link_tags) if link_tags is not None else None)
 
 
 def find_paths(run_id: str | None = None) -> list[str]:
@@ -398,21 +394,26 @@ def _mark_killed(note: RunNote, *, dry_run: bool) -> bool:
 
 def clean_dead_runs() -> list[tuple[str, Path | None, CleanupReport]]:
     """What every dead run left, removed: processes and Mininet shells tagged with its run id,
-    links of its nodes, its /run/symphony-emu/<run id>; its run.json marked killed and its
-    note removed. Returns (run id, results folder, what was removed) per dead run.
+    the links of its link tag, its /run/symphony-emu/<run id>; its run.json marked killed and
+    its note removed. Returns (run id, results folder, what was removed) per dead run. The
+    links of every other dead link tag (a network built outside a run) go too.
 
-    The next ``run`` calls it, so a SIGKILLed run does not stop the one after it with
-    "links ... already exist". A run in another PID namespace whose runner lives is left
-    alone (its note's lock is held).
+    The next ``run`` calls it, so a SIGKILLed run's namespaces, links and processes do not
+    stay. A run in another PID namespace whose runner lives is left alone (its note's lock
+    is held).
     """
     if os.geteuid() != 0:  # a user's run (virtual time) cannot remove root's leftovers: mark only
         return [(run_id, out_dir, CleanupReport()) for run_id, out_dir in mark_killed_runs()]
     out = []
+    dead_tags = linknames.dead_tags()
     for note in dead_runs():
         _mark_killed(note, dry_run=False)
-        report = cleanup(run_tag=note.run_id, run_id=note.run_id, node_names=note.nodes or (), shells_of_run=True)
+        tags = [tag for tag, run_id in dead_tags.items() if run_id == note.run_id]
+        report = cleanup(run_tag=note.run_id, run_id=note.run_id, node_names=note.nodes or (), link_tags=tags,
+                         shells_of_run=True)
         _unlink(note.pointer)
         out.append((note.run_id, note.out_dir, report))
+    linknames.release_dead_tags()
     return out
 
 
@@ -480,13 +481,67 @@ def live_runs(*, networked: bool = False) -> list[tuple[str, int]]:
 
 
 def find_leftovers(*, run_tag: str | None = None, run_id: str | None = None,
-                   node_names: Iterable[str] | None = None, shells_of_run: bool = False) -> CleanupReport:
+                   node_names: Iterable[str] | None = None, link_tags: Iterable[str] | None = None,
+                   shells_of_run: bool = False) -> CleanupReport:
     """What is left behind, without removing anything (arguments as for :func:`cleanup`)."""
     names = list(node_names) if node_names is not None else None
     paths = find_paths(run_id) if run_id is not None or run_tag is None else []
+    if link_tags is not None:
+        links = find_links(link_tags) if link_tags else []
+    else:
+        links = find_links() if run_tag is None and names is None else []
     return CleanupReport(processes=find_processes(run_tag),
-                         shells=find_shells(names, run_tag if shells_of_run else None),
-                         links=find_links(names) if names is None or names else [], paths=paths)
+                         shells=find_shells(names, run_tag if shells_of_run else None), links=links, paths=paths)
+
+
+def find_dead_leftovers() -> CleanupReport:
+    """What runs that are no longer going left behind (nothing removed; see :func:`clean_dead`).
+
+    A process or Mininet shell belongs to the run named by its SYMPHONY_EMU_RUN; a link to
+    its link tag (emu.linknames); /run/symphony-emu/<run id> to that run. What belongs to a
+    live run (:func:`live_runs`; a held link tag) or to no run (no SYMPHONY_EMU_RUN: a test
+    or a network started by hand) is listed in ``left_alone``, not taken.
+    """
+    live = {run_id for run_id, _ in live_runs()}
+    report = CleanupReport()
+    for pid, line in find_processes():
+        owner = _run_env(pid)
+        if owner is not None and owner not in live:
+            report.processes.append((pid, line))
+        else:
+            report.left_alone.append((f"process {pid}: {line}",
+                                      f"run {owner} is going" if owner else "it belongs to no run"))
+    for pid, node in find_shells():
+        owner = _run_env(pid)
+        if owner is not None and owner not in live:
+            report.shells.append((pid, node))
+        else:
+            report.left_alone.append((f"Mininet node {node} (shell {pid})",
+                                      f"run {owner} is going" if owner else "it belongs to no run"))
+    report.links = find_links(linknames.dead_tags())
+    for tag, owner in linknames.held_tags().items():
+        if find_links([tag]):
+            report.left_alone.append((f"links of tag {tag}", f"run {owner or '?'} holds it"))
+    for path in find_paths():
+        if Path(path).name in live:
+            report.left_alone.append((path, f"run {Path(path).name} is going"))
+        else:
+            report.paths.append(path)
+    return report
+
+
+def clean_dead(*, dry_run: bool = False, mn: bool = False) -> CleanupReport:
+    """``symphony-emu clean``: remove what dead runs left (:func:`find_dead_leftovers`), mark
+    their run.json killed; a run that is going, and what belongs to no run, stay."""
+    report = find_dead_leftovers()
+    report.killed = mark_killed_runs(dry_run=dry_run)
+    if dry_run:
+        return report
+    _remove(report, link_tags=linknames.dead_tags())
+    linknames.release_dead_tags()
+    if mn:
+        report.mn_ran = run_mn_clean()
+    return report
 
 
 def _kill(pids: list[int], timeout_s: float = 3.0, sig: signal.Signals = signal.SIGTERM) -> None:
@@ -530,34 +585,50 @@ def run_mn_clean() -> bool:
     return True
 
 
-def cleanup(*, run_tag: str | None = None, run_id: str | None = None,
-            node_names: Iterable[str] | None = None, mn: bool = False, dry_run: bool = False,
-            shells_of_run: bool = False) -> CleanupReport:
-    """Find and (unless ``dry_run``) remove leftovers; returns what was found.
-
-    run_tag: only processes of that run (its id in SYMPHONY_EMU_RUN or the command line).
-    run_id: only /run/symphony-emu/<run_id> (with run_tag and no run_id: no directory).
-    node_names: only shells and links of these Mininet nodes (empty: none).
-    shells_of_run: only the shells of run ``run_tag`` (their SYMPHONY_EMU_RUN).
-    mn: also run ``mn -c`` (which also kills every ``ping``, removes /tmp/*.log, ...).
-    """
-    names = list(node_names) if node_names is not None else None
-    report = find_leftovers(run_tag=run_tag, run_id=run_id, node_names=names, shells_of_run=shells_of_run)
-    if run_id is None and run_tag is None:  # a general clean: say which runs were killed
-        report.killed = mark_killed_runs(dry_run=dry_run)
-    if dry_run:
-        return report
-    workers = [pid for pid, line in report.processes if "emu.embedded.switch" not in line]
-    switches = [pid for pid, line in report.processes if "emu.embedded.switch" in line]
+def _remove(report: CleanupReport, *, link_tags: Iterable[str] | None) -> None:
+    """Kill the report's processes (workers, then switches) and shells, delete the links of
+    ``link_tags`` (None: every tagged link) still there, remove its directories."""
+    switch_marks = ("emu.embedded.switch", *OUR_PROGRAMS)
+    workers = [pid for pid, line in report.processes if not any(m in line for m in switch_marks)]
+    switches = [pid for pid, line in report.processes if any(m in line for m in switch_marks)]
     _kill(workers)
     _kill(switches)
     # Mininet's node shells are interactive bash (``bash -is``), which ignores SIGTERM; SIGHUP ends it.
     _kill([pid for pid, _ in report.shells], sig=signal.SIGHUP)
-    for link in find_links(names) if names is None or names else []:  # re-read: those of killed namespaces are gone
-        subprocess.run(["ip", "link", "del", link], capture_output=True, check=False)
-        log.info("deleted link %s", link)
+    tags = list(link_tags) if link_tags is not None else None
+    if tags is None or tags:  # re-read: those of killed namespaces are gone
+        linknames.delete_links(find_links(tags))
     for path in report.paths:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def cleanup(*, run_tag: str | None = None, run_id: str | None = None,
+            node_names: Iterable[str] | None = None, link_tags: Iterable[str] | None = None, mn: bool = False,
+            dry_run: bool = False, shells_of_run: bool = False) -> CleanupReport:
+    """Find and (unless ``dry_run``) remove leftovers; returns what was found.
+
+    run_tag: only processes of that run (its id in SYMPHONY_EMU_RUN or the command line).
+    run_id: only /run/symphony-emu/<run_id> (with run_tag and no run_id: no directory).
+    node_names: only shells of these Mininet nodes (empty: none).
+    link_tags: only links of these link tags (emu.linknames; empty: none). Without it, every
+    tagged link when neither run_tag nor node_names is given (a forced clean of everything),
+    else none.
+    shells_of_run: only the shells of run ``run_tag`` (their SYMPHONY_EMU_RUN).
+    mn: also run ``mn -c`` (which also kills every ``ping``, removes /tmp/*.log, ...).
+    With no scope at all this takes everything, a live run's too (``clean --force``);
+    ``symphony-emu clean`` is :func:`clean_dead`.
+    """
+    names = list(node_names) if node_names is not None else None
+    tags = list(link_tags) if link_tags is not None else None
+    report = find_leftovers(run_tag=run_tag, run_id=run_id, node_names=names, link_tags=tags,
+                            shells_of_run=shells_of_run)
+    if run_id is None and run_tag is None:  # a general clean: say which runs were killed
+        report.killed = mark_killed_runs(dry_run=dry_run)
+    if dry_run:
+        return report
+    if tags is None and (run_tag is not None or names is not None):
+        tags = []
+    _remove(report, link_tags=tags)
     if mn:
         report.mn_ran = run_mn_clean()
     return report

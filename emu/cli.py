@@ -504,19 +504,15 @@ def figure(number: int, quick: bool, out: Path | None, workers: int, scheduler: 
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--mn/--no-mn", default=False, show_default=True,
               help="Also run Mininet's `mn -c` (it also kills every ping and removes /tmp/*.log).")
-@click.option("--force", is_flag=True, help="Clean even while a run is still going (it will fail).")
+@click.option("--force", is_flag=True,
+              help="Remove every run's network and processes, those of runs still going too (they will fail).")
 def clean(dry_run: bool, mn: bool, force: bool) -> None:
-    """Remove leftover namespaces, links, processes and sockets of earlier runs."""
-    from emu.cleanup import cleanup, live_runs
+    """Remove what dead runs left: namespaces, links, processes, sockets (a run still going keeps its own)."""
+    from emu.cleanup import clean_dead, cleanup
 
     if os.geteuid() != 0 and not dry_run:
         fail("clean needs root: sudo .venv/bin/symphony-emu clean")
-    live = live_runs(networked=True)
-    if live and not force and not dry_run:
-        run_id, pid = live[0]
-        fail(f"run {run_id} (pid {pid}) is still going, so its network is no leftover; "
-             f"stop it (Ctrl-C, or kill {pid}) first, or pass --force")
-    found = cleanup(mn=mn, dry_run=dry_run)
+    found = cleanup(mn=mn, dry_run=dry_run) if force else clean_dead(mn=mn, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     for pid, line in found.processes:
         click.echo(f"{verb} process {pid}: {line}")
@@ -531,6 +527,8 @@ def clean(dry_run: bool, mn: bool, force: bool) -> None:
     for run_id, folder in found.killed:
         click.echo(f"{'would mark' if dry_run else 'marked'} run {run_id} killed (it ended without cleaning up): "
                    f"{folder / 'run.json'}")
+    for what, why in found.left_alone:
+        click.echo(f"left alone {what}: {why}")
     if found.empty() and not found.killed:
         click.echo("nothing left behind")
 

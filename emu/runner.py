@@ -677,6 +677,7 @@ class Experiment:
     def _build(self, progress: ProgressFn) -> None:
         if not self.backend.network_per_scheme:  # else run_scheme builds a fresh network per scheme
             self.backend.build(progress)
+            self.update_run_file(**self.backend.run_facts())
         (self.out_dir / "topology.yaml").write_text(self.topology_path.read_text())
 
     def update_run_file(self, **fields: Any) -> None:
@@ -789,6 +790,7 @@ class Experiment:
         self.backend.topology = topology
         self.backend.network = None
         self.backend.build(progress or no_progress)
+        self.update_run_file(**self.backend.run_facts())
 
     def probe(self, scheme: str, *, dilation: float, topology: Any, size: int | None = None,
               progress: ProgressFn | None = None) -> dict[str, Any]:

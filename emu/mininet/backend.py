@@ -195,7 +195,8 @@ class MininetBackend(Backend):
 
     @classmethod
     def check(cls, topology: Any, *, target: str) -> None:
-        """Target installed, root, Mininet, and no stale links of the topology's node names."""
+        """Target installed, root, Mininet (another run's network is no obstacle: every run's
+        switch links carry its own link tag, emu.linknames)."""
         target_class(target)  # TargetUnavailable: one line
         if topology.mtu != 1500:
             raise UsageError(f"mtu {topology.mtu}: the Mininet hosts and switches run a 1500-byte MTU; run this "
@@ -209,11 +210,6 @@ class MininetBackend(Backend):
                              f"the CPU, not the network); run it dilated, --dilation {d} or more, or --mode sim")
         require_root()
         require_mininet()
-        names = [h.name for h in topology.hosts] + [s.name for s in topology.switches]
-        stale = cleanup_mod.find_links(names)
-        if stale:
-            raise UsageError(f"links {', '.join(stale[:4])}{' ...' if len(stale) > 4 else ''} already exist (another "
-                             "network, or a killed run): stop it or run sudo .venv/bin/symphony-emu clean")
 
     def build(self, progress: ProgressFn) -> None:
         target_cls = target_class(self.target)
@@ -230,6 +226,11 @@ class MininetBackend(Backend):
         except (SwitchStartError, NetworkError) as exc:
             raise RunError(str(exc)) from None
         progress(ProgressEvent("network", message=f"network ready in {time.monotonic() - t0:.1f} s"))
+
+    def run_facts(self) -> dict[str, Any]:
+        """``link_tag``: the tag in the names of this run's switch links (emu.linknames)."""
+        tag = getattr(self.network, "link_tag", None)
+        return {"link_tag": tag.tag} if tag is not None else {}
 
     def start_time(self, n_workers: int) -> float:
         """Wall clock now plus the time the worker processes need to start."""
@@ -335,12 +336,15 @@ class MininetBackend(Backend):
         """Stop every child, the switches and Mininet, then sweep leftovers of this run."""
         _terminate(self._children)
         self._children.clear()
+        tag = getattr(self.network, "link_tag", None)
+        tags = [tag.tag] if tag is not None else []
         if self.network is not None:
             try:
-                self.network.stop()
+                self.network.stop()  # releases the link tag, with whatever links were left
             except Exception as exc:  # noqa: BLE001 - keep tearing down
                 log.warning("stopping the network: %s", exc)
         names = [h.name for h in self.topology.hosts] + [s.name for s in self.topology.switches]
-        left = cleanup_mod.cleanup(run_tag=self.run_id, run_id=self.run_id, node_names=names)
+        left = cleanup_mod.cleanup(run_tag=self.run_id, run_id=self.run_id, node_names=names, link_tags=tags,
+                                   shells_of_run=True)
         if not left.empty():
             log.info("swept leftovers: %s", left)

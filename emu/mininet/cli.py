@@ -168,10 +168,12 @@ class SymphonyCLI(CLI):
         except Exception as exc:  # noqa: BLE001 - shown, the CLI goes on
             mode = f"unreadable: {exc}"
         output(f"switch {name} (mode {mode})\n")
-        output(f"{'port':>4} {'intf':<12} {'peer':<8} {'rx':>9} {'tx':>9} {'max q':>6} {'tail drops':>10}\n")
+        output(f"{'port':>4} {'intf':<15} {'peer':<8} {'rx':>9} {'tx':>9} {'max q':>6} {'tail drops':>10}\n")
+        tag = getattr(exp.network, "link_tag", None)  # the kernel's name (emu.linknames), as `s1 ip link` shows it
         for port in sw_plan.ports:
             p = port.port
-            output(f"{p:>4} {port.intf:<12} {port.peer:<8} {_get(stats, 'rx', p):>9} {_get(stats, 'tx', p):>9} "
+            intf = tag.intf(name, p) if tag is not None else port.intf
+            output(f"{p:>4} {intf:<15} {port.peer:<8} {_get(stats, 'rx', p):>9} {_get(stats, 'tx', p):>9} "
                    f"{_get(stats, 'max_qdepth', p):>6} {_get(stats, 'tail_drops', p):>10}\n")
         drops = stats.get("drops", {})
         if drops:

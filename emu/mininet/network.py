@@ -9,7 +9,10 @@ The topology's :class:`~emu.topology_plan.NetworkPlan` fixes every name, port nu
 - switches are the target's ``Switch`` subclass (one process per switch), whose interfaces
   live in the root namespace with offloads and IPv6 off;
 - links are plain veth pairs (no TCLink/netem: the kernel here lacks netem; the switch
-  shapes each egress port with the link's rate, delay and queue depth).
+  shapes each egress port with the link's rate, delay and queue depth);
+- a switch port's interface is named ``<tag>-<switch>-<port>`` with the run's link tag
+  (:mod:`emu.linknames`; a host's stays ``<host>-eth0``, inside its own namespace), so two
+  networks on one machine never share a name.
 
 :class:`EmuNetwork` is the controller's :class:`emu.controller.ProgrammedNetwork` over the
 running switches: the controller code (routes, queues, ECN, Symphony configuration, resets,
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,8 +33,10 @@ from mininet.net import Mininet
 from mininet.node import Host
 from mininet.topo import Topo
 
+from emu.cleanup import RUN_ENV
 from emu.control import SwitchControl
 from emu.controller import NetworkError, ProgrammedNetwork
+from emu.linknames import LinkTag, LinkTagError, switch_intf
 from emu.mininet.switch import SwitchTarget
 from emu.targets import SwitchOptions
 from emu.topology_plan import NetworkPlan
@@ -42,8 +48,13 @@ log = logging.getLogger(__name__)
 HOST_MTU = 1500
 
 
-def make_topo(plan: NetworkPlan) -> Any:
-    """A Mininet ``Topo`` with the plan's hosts, switches and links (records names only)."""
+def make_topo(plan: NetworkPlan, tag: str) -> Any:
+    """A Mininet ``Topo`` with the plan's hosts, switches and links (records names only).
+
+    ``tag``: the run's link tag; switch ports are named :func:`emu.linknames.switch_intf`,
+    host interfaces as in the plan.
+    """
+
     topo = Topo()
     for host in plan.hosts:
         topo.addHost(host.name, ip=f"{host.ip}/{host.prefix_len}", mac=host.mac)
@@ -55,12 +66,12 @@ def make_topo(plan: NetworkPlan) -> Any:
         ends = []
         for node in (link.a, link.b):
             if node in host_of:
-                ends.append((node, 0, host_of[node].mac))
+                ends.append((node, 0, host_of[node].mac, host_of[node].intf))
             else:
                 port = port_of[(node, link.index)]
-                ends.append((node, port.port, port.mac))
-        (n1, p1, m1), (n2, p2, m2) = ends
-        topo.addLink(n1, n2, port1=p1, port2=p2, addr1=m1, addr2=m2)
+                ends.append((node, port.port, port.mac, switch_intf(tag, node, port.port)))
+        (n1, p1, m1, i1), (n2, p2, m2, i2) = ends
+        topo.addLink(n1, n2, port1=p1, port2=p2, addr1=m1, addr2=m2, intfName1=i1, intfName2=i2)
     return topo
 
 
@@ -117,7 +128,8 @@ class EmuNetwork(ProgrammedNetwork):
     """A running Mininet network of one topology with its switches ready to program.
 
     topology/plan: what was built; net: the ``mininet.net.Mininet``; target: target name;
-    options: how the switches were started. Use :func:`build_network`; call :meth:`stop`.
+    options: how the switches were started; link_tag: the run's claim on its interface
+    names (released by :meth:`stop`). Use :func:`build_network`; call :meth:`stop`.
     """
 
     topology: Topology
@@ -126,6 +138,7 @@ class EmuNetwork(ProgrammedNetwork):
     target: str
     options: SwitchOptions
     mode: str | None = None
+    link_tag: LinkTag | None = None
     _stopped: bool = field(default=False, repr=False)
 
     # -- access ---------------------------------------------------------------------------
@@ -177,6 +190,8 @@ class EmuNetwork(ProgrammedNetwork):
             self.net.stop()
         except Exception as exc:  # noqa: BLE001 - keep tearing down
             log.warning("mininet stop: %r", exc)
+        if self.link_tag is not None:  # whatever links Mininet left, then the tag
+            self.link_tag.release()
 
 
 def _wait_output_unless_dead(node: Any, verbose: bool = False, findPid: bool = True) -> str:  # noqa: N803
@@ -207,10 +222,18 @@ def build_network(topology: Topology, *, target_cls: type, options: SwitchOption
     plan = topology.plan
     switch_cls = functools.partial(target_cls, options=options)
     t0 = time.monotonic()
-    net = Mininet(topo=make_topo(plan), switch=switch_cls, host=Host, link=Link, controller=None,
-                  autoSetMacs=False, autoStaticArp=False, build=False, waitConnected=False,
-                  inNamespace=False)
-    emu = EmuNetwork(topology, plan, net, target, options)
+    try:
+        tag = LinkTag.claim(os.environ.get(RUN_ENV, ""))
+    except LinkTagError as exc:
+        raise NetworkError(str(exc)) from None
+    try:
+        net = Mininet(topo=make_topo(plan, tag.tag), switch=switch_cls, host=Host, link=Link, controller=None,
+                      autoSetMacs=False, autoStaticArp=False, build=False, waitConnected=False,
+                      inNamespace=False)
+    except BaseException:
+        tag.release()
+        raise
+    emu = EmuNetwork(topology, plan, net, target, options, link_tag=tag)
     try:
         net.build()
         for host in plan.hosts:

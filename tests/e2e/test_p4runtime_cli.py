@@ -83,4 +83,4 @@ def test_student_p4runtime_shell_on_the_cli(mininet_env: None, tmp_path: Path) -
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
-    assert_nothing_left(None, NODES_1SW)
+    assert_nothing_left(tmp_path, NODES_1SW)

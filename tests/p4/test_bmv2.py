@@ -620,16 +620,18 @@ VETH_MIN_FRAME_BYTES = 14
 
 
 class Bmv2StfDevice:
-    """simple_switch on veth pairs: ``-i P@bNNNNsP``; the test talks on the ``bNNNNhP`` ends."""
+    """simple_switch on veth pairs: ``-i P@<tag>-stf-P``; the test talks on the ``<tag>-stfh-P``
+    ends (root namespace: named with a link tag of its own, emu.linknames, as a run's are)."""
 
     def __init__(self, json_path: Path, ports: list[int], log_path: Path) -> None:
-        tag = f"b{os.getpid() % 10000:04d}"
-        self.veths = {p: (f"{tag}s{p}", f"{tag}h{p}") for p in ports}
+        from emu.linknames import LinkTag
+
+        self.link_tag = LinkTag.claim(f"pytest-{os.getpid()}")  # deletes what a killed holder left
+        self.veths = {p: (self.link_tag.intf("stf", p), self.link_tag.intf("stfh", p)) for p in ports}
         self.socks: dict[int, socket.socket] = {}
         self.proc: subprocess.Popen | None = None
         try:
             for sw_end, host_end in self.veths.values():
-                subprocess.run(["ip", "link", "del", sw_end], capture_output=True, check=False)  # a killed run
                 subprocess.run(["ip", "link", "add", sw_end, "type", "veth", "peer", "name", host_end], check=True)
                 for end in (sw_end, host_end):
                     with contextlib.suppress(OSError):  # IPv6 compiled out: nothing to silence
@@ -708,8 +710,7 @@ class Bmv2StfDevice:
                 self.proc.wait()
         for s in self.socks.values():
             s.close()
-        for sw_end, _ in self.veths.values():
-            subprocess.run(["ip", "link", "del", sw_end], capture_output=True, check=False)
+        self.link_tag.release()  # deletes its veths
 
 
 @pytest.fixture(scope="module")

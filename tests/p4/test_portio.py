@@ -45,7 +45,7 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def netns(request: pytest.FixtureRequest) -> dict[str, str]:
-    tag = f"{os.getpid() % 100000}"
+    tag = f"{os.getpid()}"  # unique among live processes: tests beside each other and beside runs
     names = {"sw": f"sepio-sw-{tag}", "hosts": f"sepio-h-{tag}"}
 
     def cleanup() -> None:
