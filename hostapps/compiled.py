@@ -29,6 +29,7 @@ from typing import Any
 
 #: Modules the build compiles (dotted names; each is one ``.py`` file of this repository).
 MODULES: tuple[str, ...] = (
+    "emu.embedded.link",
     "emu.embedded.tm",
     "emu.embedded.core",
     "emu.vtime.network",

@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from emu.embedded.errors import PacketError
-from emu.embedded.tm import QueueConfig, TrafficManager
+from emu.embedded.link import QueueConfig
+from emu.embedded.tm import TrafficManager
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class SwitchCore:
 
     ``pipeline`` follows docs/interfaces.md (``runtime.Pipeline``); ``ports`` are the
     switch's port numbers (0..510; 511 is the v1model drop port). Every port starts with
-    an unlimited rate, a depth of ``tm.DEFAULT_DEPTH_PKTS`` packets and no delay.
+    an unlimited rate, a depth of ``link.DEFAULT_DEPTH_PKTS`` packets and no delay.
 
     ``ticks_per_us``: the unit of every ``now_us`` argument and deadline is 1/ticks_per_us
     microseconds (default 1: microseconds; the virtual-time network uses 1000, nanoseconds);

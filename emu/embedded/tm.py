@@ -5,7 +5,10 @@ current time ``now_us`` (integer microseconds, any monotonic origin) and the cal
 :meth:`TrafficManager.due` for the frames to put on the wire and
 :meth:`TrafficManager.next_deadline_us` for when to call again.
 
-Model (docs/DESIGN.md sections 2 and 6, bmv2 ``simple_switch`` queueing semantics):
+Model (docs/DESIGN.md sections 2 and 6, bmv2 ``simple_switch`` queueing semantics): each port
+is a :class:`emu.embedded.link.FifoLink`, the one link model (rate, depth, delay, clock ticks,
+serialisation arithmetic; the virtual-time host NIC is one too). The traffic manager adds
+what a switch does around it:
 
 - a packet is enqueued after ingress; ``enq_qdepth`` is the number of packets waiting
   in the port's queue ahead of it (bmv2 reads ``egress_buffers.size(port)`` before the
@@ -16,13 +19,13 @@ Model (docs/DESIGN.md sections 2 and 6, bmv2 ``simple_switch`` queueing semantic
 - a packet starts service as soon as the port is free; the egress callback runs at
   service start with ``enq_qdepth``, ``deq_qdepth`` (packets still waiting behind it)
   and ``deq_timedelta`` (microseconds spent waiting), as bmv2 runs egress at dequeue;
-- the port is busy for the serialisation time ``(len(frame) + wire_overhead_bytes) * 8 /
-  rate_bps`` of the frame egress produced (``wire_overhead_bytes`` 0 by default; the
-  virtual-time network adds Ethernet's preamble, FCS and inter-frame gap); the frame leaves ``delay_us`` after serialisation ends (the
-  link's propagation delay, modelled here because the kernel lacks netem).
+- the port then serialises the frame egress produced (plus ``wire_overhead_bytes``: 0 by
+  default; the virtual-time network adds Ethernet's preamble, FCS and inter-frame gap) and
+  the frame leaves ``delay_us`` after serialisation ends (the link's propagation delay,
+  modelled here because the kernel lacks netem); the departures of all ports are released
+  in time order (FIFO per port) by :meth:`TrafficManager.due`.
 
-``rate_bps=None`` means an unlimited rate (serialisation takes no time). Times are kept
-as floats internally so that rounding never drifts a port's rate; deadlines are
+``rate_bps=None`` means an unlimited rate (serialisation takes no time). Deadlines are
 reported rounded up to whole clock ticks.
 
 Clock: every ``now_us`` is in ticks of ``1 / ticks_per_us`` microseconds. The default
@@ -36,10 +39,10 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from emu.embedded.link import FifoLink, QueueConfig
 
 logger = logging.getLogger(__name__)
 
@@ -47,64 +50,9 @@ _INF = math.inf
 _ceil = math.ceil
 _heappop = heapq.heappop
 
-#: Default queue depth in packets (bmv2 ``simple_switch`` default, ``set_queue_depth``).
-DEFAULT_DEPTH_PKTS = 64
-
 #: Egress callback: ``(port, item, enq_qdepth, deq_qdepth, deq_timedelta_us,
 #: enq_timestamp_us, start_us) -> frame bytes or None (dropped in egress)``.
 ServiceFn = Callable[[int, Any, int, int, int, int, int], "bytes | None"]
-
-
-@dataclass(frozen=True)
-class QueueConfig:
-    """Shaping of one egress port.
-
-    rate_bps: service rate in bits per second; None = unlimited.
-    depth_pkts: packets that may wait in the queue (the one in service not included), >= 1.
-    delay_us: propagation delay added after serialisation, microseconds, >= 0.
-    """
-
-    rate_bps: float | None = None
-    depth_pkts: int = DEFAULT_DEPTH_PKTS
-    delay_us: int = 0
-
-    def __post_init__(self) -> None:
-        if self.rate_bps is not None and not (self.rate_bps > 0 and math.isfinite(self.rate_bps)):
-            raise ValueError(f"queue rate_bps must be a positive finite number or None, got {self.rate_bps!r}")
-        if self.depth_pkts < 1:
-            raise ValueError(f"queue depth_pkts must be >= 1, got {self.depth_pkts!r}")
-        if self.delay_us < 0:
-            raise ValueError(f"queue delay_us must be >= 0, got {self.delay_us!r}")
-
-
-class _Port:
-    """State of one egress port (queue, shaping, counters)."""
-
-    __slots__ = ("config", "us_per_byte", "delay", "direct", "queue", "free_at", "tail_drops", "max_qdepth",
-                 "enqueued", "serviced", "pending", "ticks_per_us", "units")
-
-    def __init__(self, config: QueueConfig, ticks_per_us: int = 1) -> None:
-        self.config = config
-        self.ticks_per_us = ticks_per_us
-        self.us_per_byte = 0.0  # ticks per byte
-        self.delay = 0
-        self.queue: deque[tuple[Any, int, int, int]] = deque()  # (item, enq_us, enq_qdepth, units)
-        self.units = 0  # queue-depth units of the waiting packets (qdepth_unit; else packets)
-        self.free_at = -math.inf  # time (us, float) at which the port ends its current service
-        self.tail_drops = 0
-        self.max_qdepth = 0
-        self.enqueued = 0
-        self.serviced = 0
-        self.pending = 0  # departures of this port in the departure heap
-        self.direct = False
-        self.set_config(config)
-
-    def set_config(self, config: QueueConfig) -> None:
-        self.config = config
-        self.us_per_byte = 0.0 if config.rate_bps is None else 8e6 * self.ticks_per_us / config.rate_bps
-        self.delay = config.delay_us * self.ticks_per_us
-        # unlimited rate and no delay: an idle port forwards at once, bypassing the heap
-        self.direct = config.rate_bps is None and config.delay_us == 0
 
 
 class TrafficManager:
@@ -122,17 +70,15 @@ class TrafficManager:
                  default: QueueConfig | None = None, *, ticks_per_us: int = 1,
                  wire_overhead_bytes: int = 0, qdepth_unit: Callable[[Any], int] | None = None) -> None:
         cfg = default or QueueConfig()
-        if ticks_per_us < 1:
-            raise ValueError(f"ticks_per_us must be >= 1, got {ticks_per_us!r}")
-        if wire_overhead_bytes < 0:
-            raise ValueError(f"wire_overhead_bytes must be >= 0, got {wire_overhead_bytes!r}")
+        ports = [int(p) for p in ports]
+        self._ports: dict[int, FifoLink] = {p: FifoLink(cfg, ticks_per_us=ticks_per_us,
+                                                       wire_overhead_bytes=wire_overhead_bytes) for p in ports}
         self.ticks_per_us = ticks_per_us
         #: bytes each frame costs on the wire beyond its own (0: the frame only, as on a veth)
         self.wire_overhead_bytes = wire_overhead_bytes
         #: units a queued item counts for in enq_qdepth/deq_qdepth (None: 1, packets); the
         #: depth limit stays in packets. T2NA counts 176-byte buffer cells (t2na.qdepth_cells).
         self.qdepth_unit = qdepth_unit
-        self._ports: dict[int, _Port] = {int(p): _Port(cfg, ticks_per_us) for p in ports}
         self._service = service
         self._active: set[int] = set()  # ports with waiting packets
         # earliest free_at over the active ports (inf when none): service_until returns at once
@@ -151,17 +97,12 @@ class TrafficManager:
         """Port numbers, ascending."""
         return sorted(self._ports)
 
-    def has_port(self, port: int) -> bool:
-        """True if ``port`` is one of the switch's ports."""
-        return port in self._ports
-
     def config(self, port: int) -> QueueConfig:
         """Current shaping of ``port``; KeyError if unknown."""
         return self._ports[port].config
 
     def set_queue(self, port: int, config: QueueConfig) -> None:
-        """Replace the shaping of ``port``. Packets already waiting stay queued, even
-        beyond a smaller depth; a packet in service keeps its departure time."""
+        """Replace the shaping of ``port`` (:meth:`FifoLink.set_config`)."""
         self._ports[port].set_config(config)
 
     # -- data path -----------------------------------------------------------------
@@ -190,7 +131,7 @@ class TrafficManager:
                     self._ready_at = now_us
                 self._ready.append((port, frame))
             return 0
-        if depth >= p.config.depth_pkts:
+        if depth >= p.depth_limit:
             p.tail_drops += 1
             return None
         if self.qdepth_unit is None:
@@ -231,11 +172,9 @@ class TrafficManager:
         service = self._service
         frame = item if service is None else service(port, item, 0, 0, 0, now_us, now_us)
         if frame is not None:
-            end = start + (len(frame) + self.wire_overhead_bytes) * p.us_per_byte
-            p.free_at = end
             self._seq += 1
             p.pending += 1
-            heapq.heappush(self._departures, (end + p.delay, self._seq, port, frame))
+            heapq.heappush(self._departures, (p.serialise(start, len(frame)), self._seq, port, frame))
         return 0
 
     def service_until(self, now_us: int) -> None:
@@ -263,7 +202,6 @@ class TrafficManager:
         ports = self._ports
         service = self._service
         unit = self.qdepth_unit
-        overhead = self.wire_overhead_bytes
         deps = self._departures
         push = heapq.heappush
         ceil = math.ceil
@@ -291,11 +229,9 @@ class TrafficManager:
                             active.discard(port)
                 if frame is None:
                     continue
-                end = start + (len(frame) + overhead) * p.us_per_byte
-                p.free_at = end
                 self._seq += 1
                 p.pending += 1
-                push(deps, (end + p.delay, self._seq, port, frame))
+                push(deps, (p.serialise(start, len(frame)), self._seq, port, frame))
             if not q:
                 active.discard(port)
 

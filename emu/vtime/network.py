@@ -12,8 +12,9 @@ Built from the topology's :class:`~emu.topology.NetworkPlan`, like the Mininet n
   frame at the link rate (frame bytes plus the Ethernet wire overhead of
   :data:`emu.vtime.frames.WIRE_OVERHEAD_BYTES`), holds at most the link's queue depth and
   adds the propagation delay, as the controller configured it with ``set_queue``;
-- a host's access link towards its switch is :class:`HostLink`: a FIFO at the host's line
-  rate with the link's delay (the host NIC; hosts pace themselves, so it stays short);
+- a host's access link towards its switch is :class:`HostLink`: the host NIC, the same FIFO
+  link model (:class:`emu.embedded.link.FifoLink`) at the host's line rate with the link's
+  delay (unbounded depth: hosts pace themselves, so it stays short);
 - one :class:`EventLoop`: a heap of ``(time_ns, seq, callback, argument)``, integer
   nanoseconds, ties broken by insertion order, so a run is a function of its inputs.
 
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from emu.controller import NetworkError, ProgrammedNetwork
+from emu.embedded.link import FifoLink, QueueConfig
 from emu.p4build import DEFAULT_BUILD
 from emu.topology_plan import NetworkPlan
 from emu.topology_schema import Topology
@@ -110,32 +112,34 @@ class EventLoop:
 
 
 class HostLink:
-    """A host's access link towards its switch: FIFO at ``rate_bps``, then ``delay_ns``."""
+    """A host's access link towards its switch: the host NIC, a FIFO link on the event loop.
 
-    __slots__ = ("loop", "ns_per_byte", "delay_ns", "busy_until", "deliver", "packets", "bytes", "_heap", "_seq")
+    ``link`` is the same :class:`emu.embedded.link.FifoLink` as a switch egress port, on the
+    nanosecond clock with :data:`WIRE_OVERHEAD_BYTES`: the NIC serialises at ``config.rate_bps``
+    and the frame reaches the far end ``config.delay_us`` later, at the first nanosecond at or
+    after its departure. Nothing runs between the NIC's queue and the wire, so each frame's
+    departure is known when it is sent (:meth:`FifoLink.transmit`) and its arrival is one event.
+    The depth is unbounded (``depth_pkts=None``): hosts pace themselves, and a kernel holds
+    back a sender rather than drop its datagram.
+    """
 
-    def __init__(self, loop: EventLoop, rate_bps: float, delay_ns: int, deliver: Callable[[Any], None]) -> None:
+    __slots__ = ("loop", "link", "deliver", "_transmit", "_heap", "_seq")
+
+    def __init__(self, loop: EventLoop, config: QueueConfig, deliver: Callable[[Any], None]) -> None:
         self.loop = loop
-        self.ns_per_byte = 8e9 / rate_bps
-        self.delay_ns = delay_ns
-        self.busy_until = 0.0
+        self.link = FifoLink(config, ticks_per_us=TICKS_PER_US, wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
         self.deliver = deliver  #: called with the frame at its arrival at the far end
-        self.packets = 0
-        self.bytes = 0
+        self._transmit = self.link.transmit
         self._heap = loop._heap
         self._seq = loop._seq
 
     def send(self, frame: bytes) -> None:
-        """Queue ``frame`` now; it reaches the far end after queueing, serialisation and delay."""
-        now = self.loop.now
-        start = self.busy_until if self.busy_until > now else now
-        n = len(frame)
-        end = start + (n + WIRE_OVERHEAD_BYTES) * self.ns_per_byte
-        self.busy_until = end
-        self.packets += 1
-        self.bytes += n
-        # EventLoop.at inlined (the arrival is never before now)
-        heapq.heappush(self._heap, (math.ceil(end) + self.delay_ns, next(self._seq), self.deliver, frame))
+        """Queue ``frame`` now; it reaches the far end after queueing, serialisation and delay
+        (dropped only with a finite ``depth_pkts``: counted in ``link.tail_drops``)."""
+        depart = self._transmit(len(frame), self.loop.now)
+        if depart is not None:
+            # EventLoop.at inlined (the arrival is never before now)
+            heapq.heappush(self._heap, (math.ceil(depart), next(self._seq), self.deliver, frame))
 
 
 class SimSwitch:
@@ -269,7 +273,8 @@ class SimNetwork(ProgrammedNetwork):
         sw = self.switches[host.switch]
         sw.peers[host.switch_port] = receive
         self._host_rx[name] = receive
-        hl = HostLink(self.loop, host.line_rate_bps, link.delay_us * TICKS_PER_US, sw.port_input(host.switch_port))
+        nic = QueueConfig(rate_bps=host.line_rate_bps, depth_pkts=None, delay_us=link.delay_us)
+        hl = HostLink(self.loop, nic, sw.port_input(host.switch_port))
         self.host_links[name] = hl
         return hl
 
@@ -298,7 +303,7 @@ class SimNetwork(ProgrammedNetwork):
     def idle(self) -> bool:
         """No frame queued or in flight in any switch or on any host link."""
         now = self.loop.now
-        if any(hl.busy_until + hl.delay_ns > now for hl in self.host_links.values()):
+        if any(hl.link.in_flight(now) for hl in self.host_links.values()):
             return False
         return all(sw.core.tm.in_flight() == 0 for sw in self.switches.values())
 

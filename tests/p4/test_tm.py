@@ -9,7 +9,8 @@ import pytest
 
 from emu.embedded.core import SwitchCore
 from emu.embedded.errors import PacketError
-from emu.embedded.tm import QueueConfig, TrafficManager
+from emu.embedded.link import FifoLink, QueueConfig
+from emu.embedded.tm import TrafficManager
 
 
 def frame(n: int, tag: int = 0) -> bytes:
@@ -322,3 +323,37 @@ def test_enqueue_service_is_enqueue_then_service_until(unit) -> None:  # noqa: A
     a, b = run(False), run(True)
     assert a == b
     assert any(x is None for x in a[2]) and len(a[1]) > 1000  # drops and departures happened
+
+
+@pytest.mark.parametrize("depth", [None, 3])
+def test_fifo_link_transmit_is_the_traffic_managers_port(depth) -> None:  # noqa: ANN001
+    """One link model: a FifoLink driven frame by frame (transmit: the host NIC) gives the same
+    departures (rounded up to the ns), tail drops and largest depth as a traffic-manager port
+    with the same shaping and no egress stage, on random traffic."""
+    import math
+    import random
+
+    cfg = QueueConfig(rate_bps=25e9, depth_pkts=depth, delay_us=2)
+    tm = TrafficManager([1], ticks_per_us=1000, wire_overhead_bytes=24)
+    tm.set_queue(1, cfg)
+    link = FifoLink(cfg, ticks_per_us=1000, wire_overhead_bytes=24)
+    rng = random.Random(3)
+    now, from_tm, from_link, drops = 0, [], [], 0
+    for i in range(3000):
+        now += rng.choice([0, 0, 1, 50, 300, 2000])
+        while (d := tm.next_deadline_us()) is not None and d <= now:
+            tm.service_until(d)
+            from_tm += [(d, f) for _, f in tm.due(d)]
+        item = i.to_bytes(4, "big") + bytes(rng.choice([60, 1000, 4000]))
+        tm.service_until(now)
+        if tm.enqueue(1, item, now) is None:
+            drops += 1
+        tm.service_until(now)
+        depart = link.transmit(len(item), now)
+        if depart is not None:
+            from_link.append((math.ceil(depart), item))
+    from_tm += [(t, f) for t, _, f in drain(tm, 10**12)]
+    assert from_tm == from_link
+    assert link.tail_drops == drops == tm.tail_drops()[1]
+    assert link.max_qdepth == tm.max_qdepth()[1]
+    assert (drops > 100) == (depth is not None)

@@ -14,7 +14,8 @@ from scapy.layers.l2 import Ether
 
 from emu import runner
 from emu.embedded.core import SwitchCore
-from emu.embedded.tm import QueueConfig, TrafficManager
+from emu.embedded.link import QueueConfig
+from emu.embedded.tm import TrafficManager
 from emu.vtime import frames
 from emu.vtime.network import EventLoop, s_to_ns
 
