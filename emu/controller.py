@@ -158,7 +158,9 @@ class ProgrammedNetwork:
         """Per switch: per-job mark counters, per-port drops, and the switch core's stats.
 
         Shape: ``{switch: {"symphony_marks": [pkts per job], "queue_marks": [...],
-        "drops": [pkts per port], "parser_errors": [...], "stats": core.stats()}}``.
+        "symphony_eligible": [...], "drops": [pkts per port], "parser_errors": [...],
+        "stats": ctl.stats()}}`` (the keys are ``p4names.short_name`` of ``JOB_COUNTERS`` and
+        ``PORT_COUNTERS``). Counters are never reset: a caller takes differences of two reads.
         """
         out: dict[str, dict[str, Any]] = {}
         for name in self.switch_names:

@@ -91,8 +91,9 @@ ETH_HEADER_BYTES = 14
 
 
 @dataclasses.dataclass(frozen=True)
-class QueueConfig:
-    """Egress shaping of one switch port (``set_queue``), from the attached link."""
+class PortQueue:
+    """Egress shaping of one switch port, from the attached link: what ``set_queue`` gets
+    (the switch holds it as an ``emu.embedded.link.QueueConfig``)."""
 
     port: int
     rate_bps: float  #: service rate (bit/s)
@@ -109,7 +110,7 @@ class SwitchProgram:
 
     switch: str
     entries: tuple[TableEntry, ...]
-    queues: tuple[QueueConfig, ...]
+    queues: tuple[PortQueue, ...]
     #: job id -> expected_flows installed here (jobs with none are absent)
     expected_flows: dict[int, int]
 
@@ -605,7 +606,7 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
             entries.extend(marking_entries(topo, job_id))
             if scheme == "placebo" and placebo and job_id in placebo:
                 entries.extend(placebo_entries({job_id: placebo[job_id]}))
-        queues = tuple(QueueConfig(p.port, p.rate_bps, p.depth_pkts, p.delay_us) for p in sw.ports)
+        queues = tuple(PortQueue(p.port, p.rate_bps, p.depth_pkts, p.delay_us) for p in sw.ports)
         out[sw.name] = SwitchProgram(sw.name, tuple(entries), queues, dict(sorted(expected[sw.name].items())))
         log.debug("switch %s: %d entries, %d queues", sw.name, len(entries), len(queues))
     return out

@@ -133,6 +133,11 @@ class HostLink:
         self._heap = loop._heap
         self._seq = loop._seq
 
+    @property
+    def packets(self) -> int:
+        """Frames the host put on the link so far (tail drops not included)."""
+        return self.link.enqueued
+
     def send(self, frame: bytes) -> None:
         """Queue ``frame`` now; it reaches the far end after queueing, serialisation and delay
         (dropped only with a finite ``depth_pkts``: counted in ``link.tail_drops``)."""
