@@ -6,6 +6,10 @@ nodes (one transport each, optionally with an application such as
 :class:`hostapps.collectives.RingCollective`) and links. It has no ECN marking and no
 Symphony logic: the virtual-time mode of the emulator (:mod:`emu.vtime`, docs/DESIGN.md
 section 6) runs the P4 switches themselves, so marking exists only in ``p4/symphony.p4``.
+Nor is it the emulator's link model (:class:`emu.embedded.link.FifoLink`, which both modes'
+switch ports and the virtual-time host NIC use) or its event loop (:mod:`emu.vtime.network`):
+``hostapps`` imports nothing of ``emu``, and a channel that loses, duplicates and reorders
+packets in float seconds is a test fixture, not a mode.
 
 A packet from node A to node B crosses the links of the route (A, B) in order (by
 default one private link per ordered pair, built from ``default_link``). At each link:
