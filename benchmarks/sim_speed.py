@@ -3,7 +3,7 @@
 Usage::
 
     taskset -c 1 .venv/bin/python benchmarks/sim_speed.py [TOPOLOGY] [--size 4MiB]
-        [--iterations 1] [--scheme baseline] [--profile] [--repo DIR]
+        [--iterations 1] [--scheme baseline] [--payload digest] [--profile] [--repo DIR]
     .venv/bin/python benchmarks/sim_speed.py [TOPOLOGY] --against DIR [--rounds 3]
 
 Runs TOPOLOGY (default ``topologies/dc-leafspine-16.yaml``) in virtual time through the
@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", default="4MiB", help="bytes per rank (default 4MiB; K/M/G or KiB/MiB suffixes)")
     ap.add_argument("--iterations", type=int, default=1)
     ap.add_argument("--scheme", choices=["baseline", "symphony"], default="baseline")
+    ap.add_argument("--payload", choices=["exact", "digest"], default=None,
+                    help="the jobs' payload (run --payload; default the topology's: exact)")
     ap.add_argument("--profile", action="store_true", help="print the cProfile top 30 instead of the split")
     ap.add_argument("--repo", type=Path, help="run the code of this checkout (default: this script's)")
     ap.add_argument("--against", type=Path, metavar="DIR",
@@ -161,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             prof = cProfile.Profile()
             prof.enable()
         t0 = time.perf_counter()
+        extra = {"payload": args.payload} if args.payload is not None else {}  # (a checkout before it has none)
         result = runner.run(args.topology, schemes=(args.scheme,), iterations=args.iterations, size=size,
-                            mode="sim", out=out)
+                            mode="sim", out=out, **extra)
         total = time.perf_counter() - t0
         if args.profile:
             prof.disable()
@@ -204,7 +207,7 @@ def _against(args: argparse.Namespace) -> int:
     cpus = sorted(os.sched_getaffinity(0))
     cpu = cpus[-1] if len(cpus) > 1 else cpus[0]
     common = [args.topology, "--size", args.size, "--iterations", str(args.iterations), "--scheme", args.scheme,
-              "--json"]
+              "--json", *(["--payload", args.payload] if args.payload is not None else [])]
     sides = {"before": args.against.resolve(), "after": REPO}
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     print(f"before: {sides['before']}  after: {sides['after']}  CPU {cpu}, {args.rounds} round(s)")

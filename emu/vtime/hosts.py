@@ -207,8 +207,10 @@ class SimRank:
     The thin event-loop driver of the core: arriving datagrams (demultiplexed by the host) go
     to :meth:`RankWorker.on_datagram`, one wake-up per :meth:`RankWorker.next_timer` (integer
     ns, the first at or after the time asked, never now), what :meth:`RankWorker.poll` returns
-    is framed onto the host's access link. When the core ends, its records are written (one
-    JSON line each, simulated seconds as times) and ``on_end(self)`` is called.
+    is framed onto the host's access link. The core's records are written (one JSON line
+    each, simulated seconds as times) after each iteration it ends, so a run holds at most one
+    iteration's records per rank (2(N-1) step records: 2 million at 1,024 ranks); when the
+    core ends the rest are written and ``on_end(self)`` is called.
     """
 
     def __init__(self, spec: WorkerSpec, host: SimHost, verifier: Verifier,
@@ -225,6 +227,8 @@ class SimRank:
         self.port = spec.ranks[spec.rank].port
         self.port_of = {a.rank: a.port for a in spec.ranks}
         self.ended = False
+        self._written = 0  # iterations whose records are in the file
+        self._mode = "a" if spec.first_iteration else "w"  # later blocks append
         # the core's entry points, bound once (per-packet path)
         self._feed, self._poll, self._next_timer = self.core.on_datagram, self.core.poll, self.core.next_timer
         first = s_to_ns(self.core.start_at)
@@ -283,6 +287,8 @@ class SimRank:
                 self._close()
                 self.on_end(self)
             return
+        if self.core.iterations_done != self._written:
+            self._write()
         t = self._next_timer()
         if t is None:
             return
@@ -296,15 +302,24 @@ class SimRank:
             self.wake_at = ns
             self.loop.at(ns, self._wake, ns)
 
+    def _write(self) -> None:
+        """Append the core's records made so far to the spec's JSON lines file."""
+        self._written = self.core.iterations_done
+        records = self.core.take_records()
+        if not records and self._mode == "a":
+            return
+        path = self.spec.output_path
+        if self._mode == "w":
+            path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open(self._mode, encoding="utf-8") as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in records))
+        self._mode = "a"
+
     def _close(self) -> None:
-        """Write the core's records to the spec's JSON lines file; no more wake-ups."""
+        """Write the core's remaining records to the spec's JSON lines file; no more wake-ups."""
         self.ended = True
         self.wake_at = None
-        path = self.spec.output_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = "".join(json.dumps(r) + "\n" for r in self.core.take_records())
-        with path.open("a" if self.spec.first_iteration else "w", encoding="utf-8") as fh:  # later blocks append
-            fh.write(text)
+        self._write()
 
     def interrupt(self, message: str) -> None:
         """End this rank from outside (time limit, another rank failed): error record, file closed."""
