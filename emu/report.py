@@ -175,8 +175,9 @@ def write_report(
     mode: str = "mininet",
     paths: Mapping[str, Any] | None = None,
     order: Mapping[str, Any] | None = None,
+    plots: bool = True,
 ) -> RenderableType:
-    """Write summary.json, cct.csv, steps.csv, flows.csv and both PNGs; return the terminal table.
+    """Write summary.json, cct.csv, steps.csv, flows.csv and both PNGs (``plots``); return the terminal table.
 
     ``paths``: :meth:`emu.routing.Routes.flow_report` (where each ring flow went, flows per
     link), kept in summary.json as ``paths`` and in flows.csv (job, rank, dst_rank, path).
@@ -228,9 +229,10 @@ def write_report(
         s: {j: (jm.lead_times, jm.lead_values) for j, jm in sorted(metrics[s].jobs.items())}
         for s in _ordered(metrics)
     }
-    labels = job_labels(summary)
-    plot_cct_cdf(out / CDF_PLOT, ccts, title=title, job_labels=labels, notes=comparison_notes(summary))
-    plot_step_lead(out / LEAD_PLOT, leads, title=title, job_labels=labels)
+    if plots:
+        labels = job_labels(summary)
+        plot_cct_cdf(out / CDF_PLOT, ccts, title=title, job_labels=labels, notes=comparison_notes(summary))
+        plot_step_lead(out / LEAD_PLOT, leads, title=title, job_labels=labels)
     log.info("report written to %s", out)
     return report_table(summary)
 

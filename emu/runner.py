@@ -898,7 +898,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False,
         p4: str = "v1model", dilation: float | str | None = None, mtu: int | None = None,
         parallel: int | None = None, force: bool = False, order: str | None = None,
-        payload: str | None = None) -> RunResult:
+        payload: str | None = None, plots: bool = True) -> RunResult:
     """Run the topology's jobs once per scheme; write the results folder.
 
     Mininet runs the schemes one after the other on one network. Virtual time gives every
@@ -926,6 +926,8 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     ``p4``: the P4 build, "v1model" or "tofino" (T2NA on the embedded target; see Experiment.open).
     ``mode``: the back end, "mininet" (real time, root) or "sim" (virtual time).
     ``pcap``: the switches write one capture per port to ``<out>/pcap/`` (see Experiment.open).
+    ``plots``: False leaves out the two PNGs (a sweep's runs: about 1 s of CPU each; the CSVs
+    and summary.json have every number, ``symphony-emu report`` draws them later).
     Returns a RunResult (``ok`` False when a result was not verified). Raises TopologyError,
     UsageError, TargetUnavailable (user mistakes, before anything starts), RunError (a
     worker failed, a switch died, the time limit passed) and KeyboardInterrupt (Ctrl-C or
@@ -1018,7 +1020,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         extra = {**(extra or {}), "dilation": d, "dilation_auto": tried}
     summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
                                title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode, extra=extra,
-                               order=(order, blocks))
+                               order=(order, blocks), plots=plots)
     from emu import report
 
     exp.update_run_file(summary=report.SUMMARY_FILE,
@@ -1146,8 +1148,8 @@ def resolved_workload(topology: Any, *, iterations: int | None, size: int | None
 def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, iterations: int | None = None,
               size: int | None = None, title: str | None = None, dilation: float = 1.0,
               mode: str = "mininet", extra: dict[str, Any] | None = None,
-              order: tuple[str, Sequence[Block]] | None = None) -> tuple[dict[str, Any], Any]:
-    """Compute the metrics and write summary.json, cct.csv, steps.csv and the PNGs into ``out_dir``.
+              order: tuple[str, Sequence[Block]] | None = None, plots: bool = True) -> tuple[dict[str, Any], Any]:
+    """Compute the metrics and write summary.json, cct.csv, steps.csv and the PNGs (``plots``) into ``out_dir``.
 
     Returns (summary dict, rich table). Per-switch counters of each scheme are in
     ``<scheme>/counters.json``. ``topology``: the scenario as written (its bounds are in
@@ -1178,7 +1180,7 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
                       "order_words": order_words(blocks, name)}
     table = report.write_report(out_dir, scheme_metrics, counters, title=title, dilation=dilation, mode=mode,
                                 paths=compute_routes(topology).flow_report() if topology.jobs else None,
-                                order=order_info)
+                                order=order_info, plots=plots)
     summary = json.loads((out_dir / report.SUMMARY_FILE).read_text())
     if extra:
         summary.update(extra)

@@ -309,7 +309,7 @@ def run_task(task: SweepTask) -> dict[str, Any]:
         topo_file = out_dir.parent / f"{out_dir.name}.yaml"
         topo_file.write_text(config_yaml(Path(task.topology).read_text(), task.config))
         result = runner.run(topo_file, schemes=task.schemes, iterations=task.iterations, size=task.size,
-                            mode="sim", out=out_dir, seed=task.seed, parallel=1)
+                            mode="sim", out=out_dir, seed=task.seed, parallel=1, plots=False)
         if not result.ok:
             raise RuntimeError(f"{out_dir}: {result.failure}")
     return read_task(task)

@@ -79,6 +79,8 @@ def test_tiny_sweep_writes_its_tables_and_resumes(tmp_path: Path) -> None:
     assert len(rows) == 1 + 3 and rows[0].startswith("topology,config,scheme,job,seed")
     written = next(out.glob("*/seed1-symphony+placebo.yaml")).read_text()
     assert "slope: 1.0" in written and "lead_threshold: 0" in written
+    # a sweep's runs leave out the per-run PNGs (summary.json and the CSVs have every number)
+    assert list(out.glob("*/*/cct.csv")) and not list(out.glob("*/*/*.png"))
     # resume: the finished folders are read, not run again
     stamps = {p: p.stat().st_mtime_ns for p in out.glob("*/*/summary.json")}
     partial = next(out.glob("*/seed1-baseline"))
