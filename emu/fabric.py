@@ -195,6 +195,62 @@ No background, no straggler: the flows that do not share run ahead of the ones t
 SCENARIOS["dc-ecmp-16"] = _dc_ecmp_16
 
 
+#: Host-name letters of the big jobs of :func:`mix_stragglers` (the small job's hosts are ``c0, c1, ...``).
+_BIG_LETTERS = "abdefghijk"
+
+
+def mix_stragglers(*, name: str, description: str, big_jobs: int = 2, ranks: int = 8, straggler_rank: int = 3,
+                   straggler_gbps: float = 25.0, big_size: str = "4MiB", big_iterations: int = 5,
+                   small_ranks: int = 2, small_size: str = "1MiB", small_iterations: int = 20,
+                   link_gbps: float = 100.0, symphony: dict[str, Any] | None = None,
+                   ecn: dict[str, Any] | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Several jobs with stragglers sharing one link (the multi-job family of dc-mix-stragglers).
+
+    Two switches s1, s2 joined by one ``link_gbps`` link; host links 100 Gbit/s, 1 us. Each of
+    ``big_jobs`` jobs of ``ranks`` ranks (hosts ``a0..``, ``b0..``, ``d0..``, ...) has ranks
+    0..N-2 on s1 and rank N-1 on s2, and a NIC-rate straggler (``straggler_rank`` at
+    ``straggler_gbps``), so its ring flows N-2 -> N-1 and N-1 -> 0 cross the shared link with
+    slack. The small job (``small_ranks`` ranks ``c0..``, alternating s1, s2) has every ring flow
+    on the shared link. ValueError for a job that does not fit (fewer than 2 ranks, more than 10
+    big jobs, the straggler outside the ring).
+    """
+    if big_jobs < 0 or big_jobs > len(_BIG_LETTERS) or ranks < 2 or small_ranks < 2:
+        raise ValueError(f"mix_stragglers: 0-{len(_BIG_LETTERS)} big jobs of >= 2 ranks and a small job of >= 2")
+    if not 0 <= straggler_rank < ranks:
+        raise ValueError(f"mix_stragglers: straggler rank {straggler_rank} is not a rank of {ranks}")
+    big = [[f"{_BIG_LETTERS[j]}{i}" for i in range(ranks)] for j in range(big_jobs)]
+    small = [f"c{i}" for i in range(small_ranks)]
+    on_s2 = {ring[-1] for ring in big} | {h for i, h in enumerate(small) if i % 2}
+    hosts = [h for ring in big for h in ring] + small
+    job = {"collective": "allreduce", "step_timeout_s": 1}
+    shared: dict[str, Any] = {"a": "s1", "b": "s2"}
+    if link_gbps != 100.0:
+        shared["bandwidth_mbps"] = f"{link_gbps:g}Gbit/s"
+    doc: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "defaults": {"bandwidth_mbps": "100Gbit/s", "delay_ms": "1us", "queue_packets": 1024},
+        "mtu": 4096,
+        "dilation": 5000,
+        "dcqcn_preset": "hpcc-dcqcn-100g",
+        "dcqcn": dict(DC_DCQCN),
+    }
+    if ecn:
+        doc["ecn"] = dict(ecn)
+    doc.update({
+        "hosts": [{"name": h} for h in hosts],
+        "switches": [{"name": "s1"}, {"name": "s2"}],
+        "links": [{"a": h, "b": "s2" if h in on_s2 else "s1"} for h in hosts] + [shared],
+        "jobs": [{"id": j, "ranks": ring, **job, "size_bytes": big_size, "iterations": big_iterations,
+                  "stragglers": [{"rank": straggler_rank, "nic_mbps": f"{straggler_gbps:g}Gbit/s"}]}
+                 for j, ring in enumerate(big)]
+                + [{"id": big_jobs, "ranks": small, **job, "size_bytes": small_size, "iterations": small_iterations}],
+        "symphony": dict(symphony or {"lead_threshold": 1, "slope": 0.25, "queue_gate": 1}),
+    })
+    doc.update(extra or {})
+    return doc
+
+
 def _dc_mix_stragglers() -> tuple[str, dict[str, Any]]:
     comment = """Several jobs with stragglers share a link (the multi-job case of issue 15).
 
@@ -207,31 +263,11 @@ b6 -> b7 (and c1 -> c0 the s2 -> s1 link with a7 -> a0 and b7 -> b0). No backgro
 job runs at about 3x its bound in the baseline; Symphony (T = 1, slope 0.25: marks from a lead
 of 2 steps) slows the ahead flows and the small job's mean CCT falls by 16% (0.84 [0.80, 0.88] over
 seeds 1-3, docs/results.md); the big jobs' mean CCTs stay within the noise."""
-    hosts = [f"a{i}" for i in range(8)] + [f"b{i}" for i in range(8)] + ["c0", "c1"]
-    on_s2 = {"a7", "b7", "c1"}
-    job = {"collective": "allreduce", "step_timeout_s": 1}
-    doc: dict[str, Any] = {
-        "name": "dc-mix-stragglers",
-        "description": "Two 8-rank jobs, each with a 25 Gbit/s straggler, and a 2-rank job whose flows share "
-                       "the inter-switch link with their ahead flows; 100 Gbit/s, HPCC's DCQCN, Symphony T = 1, "
-                       "slope 0.25.",
-        "defaults": {"bandwidth_mbps": "100Gbit/s", "delay_ms": "1us", "queue_packets": 1024},
-        "mtu": 4096,
-        "dilation": 5000,
-        "dcqcn_preset": "hpcc-dcqcn-100g",
-        "dcqcn": dict(DC_DCQCN),
-        "hosts": [{"name": h} for h in hosts],
-        "switches": [{"name": "s1"}, {"name": "s2"}],
-        "links": [{"a": h, "b": "s2" if h in on_s2 else "s1"} for h in hosts] + [{"a": "s1", "b": "s2"}],
-        "jobs": [
-            {"id": 0, "ranks": [f"a{i}" for i in range(8)], **job, "size_bytes": "4MiB", "iterations": 5,
-             "stragglers": [{"rank": 3, "nic_mbps": "25Gbit/s"}]},
-            {"id": 1, "ranks": [f"b{i}" for i in range(8)], **job, "size_bytes": "4MiB", "iterations": 5,
-             "stragglers": [{"rank": 3, "nic_mbps": "25Gbit/s"}]},
-            {"id": 2, "ranks": ["c0", "c1"], **job, "size_bytes": "1MiB", "iterations": 20},
-        ],
-        "symphony": {"lead_threshold": 1, "slope": 0.25, "queue_gate": 1},
-    }
+    doc = mix_stragglers(
+        name="dc-mix-stragglers",
+        description="Two 8-rank jobs, each with a 25 Gbit/s straggler, and a 2-rank job whose flows share "
+                    "the inter-switch link with their ahead flows; 100 Gbit/s, HPCC's DCQCN, Symphony T = 1, "
+                    "slope 0.25.")
     return comment, doc
 
 
