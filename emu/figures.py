@@ -546,13 +546,15 @@ def fig_flow_rates(ctx: FigureContext) -> str:
         # with the run's start and draw each rate until the run's end (the steps' span)
         t0 = min((r["rate_samples"][0][0] for r in flows), default=0.0)
         span = (max(x.end for x in records.steps) - min(x.start for x in records.steps)) if records.steps else 0.0
+        blocks: dict[int, int] = {}
         for rec in flows:
             samples = rec["rate_samples"]
+            blocks[rec["rank"]] = blocks.get(rec["rank"], 0) + 1  # a scheme's blocks (--order abba: 2 of baseline)
             t = np.array([p[0] for p in samples] + [max(t0 + span, samples[-1][0])]) - t0
             rate = np.array([p[1] for p in samples] + [samples[-1][1]]) / 1e6
             ax.plot(t, rate, drawstyle="steps-post", label=f"rank {rec['rank']}", linewidth=1)
-            rows += [(scheme, rec["rank"], f"{a:.6f}", f"{b:.4f}") for a, b in zip(t, rate, strict=True)]
-            table.append([scheme, rec["rank"], len(samples), f"{rate.min():.2f}", f"{statistics.fmean(rate):.2f}",
+            rows += [(scheme, rec["rank"], blocks[rec["rank"]], f"{a:.6f}", f"{b:.4f}") for a, b in zip(t, rate, strict=True)]
+            table.append([scheme, rec["rank"], blocks[rec["rank"]], len(samples), f"{rate.min():.2f}", f"{statistics.fmean(rate):.2f}",
                           rec.get("cnps_received", "-")])
         marks = s.get(scheme, {}).get("marks", {})
         ax.set_title(f"{scheme}: Symphony marks {marks.get('symphony')}, queue marks {marks.get('queue')}",
@@ -562,13 +564,14 @@ def fig_flow_rates(ctx: FigureContext) -> str:
     np.atleast_1d(axes)[0].set_ylabel("DCQCN rate (Mbit/s)")
     np.atleast_1d(axes)[0].legend(fontsize=7)
     fig.savefig(ctx.out / "fig9.png")
-    write_csv(ctx.out / "fig9.csv", ("scheme", "rank", "time_s", "rate_mbps"), rows)
+    write_csv(ctx.out / "fig9.csv", ("scheme", "rank", "block", "time_s", "rate_mbps"), rows)
     comp = (s.get("comparison") or {}).get("symphony", {}).get("0", {})
     text = figure_header(ctx, "per-flow rates over time on the P4 switches",
                          "on the Tofino2 prototype the ahead flows are throttled and the lagging flow catches up",
                          f"real time under Mininet, {topology.name}, {iterations} iterations of {size} bytes, one run "
-                         "(the embedded P4 switch runs p4/symphony.p4)", "the scenario's own (10 Mbit/s, ECN K)")
-    text += md_table(("scheme", "rank (flow rank -> rank+1)", "rate samples", "min Mbit/s", "mean of samples Mbit/s",
+                         "(the embedded P4 switch runs p4/symphony.p4; the schemes' blocks in the runner's order, "
+                         "one row per rank and block)", "the scenario's own (10 Mbit/s, ECN K)")
+    text += md_table(("scheme", "rank (flow rank -> rank+1)", "block", "rate samples", "min Mbit/s", "mean of samples Mbit/s",
                       "CNPs received"), table)
     ratio = comp.get("ratio")
     ci = comp.get("ci95")
