@@ -166,8 +166,13 @@ class _PostLex:
                 rule = _UNSUPPORTED_WORDS.get(t.value)
                 if rule and prev != "." and (rule[0] is None or nxt == rule[0]):
                     self._fail(t, f"unsupported {rule[1]}")
-                if t.value == "type" and prev in ("", ";", "}") and nxt in ("bit", "int", "bool", "varbit"):
-                    self._fail(t, "unsupported type declaration")  # `type` stays a field name elsewhere
+                if t.value == "type" and prev in ("", ";", "}", ")") and (
+                        nxt in ("bit", "int", "bool") or (
+                        i + 3 < n and toks[i + 1].type == "NAME" and toks[i + 2].type == "NAME"
+                        and val[i + 3] == ";")):
+                    # `type T N;` (P4_16 spec 7.6): the keyword; `type` stays a field name elsewhere
+                    toks[i] = Token.new_borrow_pos("TYPE_KW", t.value, t)
+                    t = toks[i]
         # global type names
         types: set[str] = {"tuple"}  # tuple<T1, T2> (P4_16 spec 7.2.8), the one built-in generic type
         for i, t in enumerate(toks):
@@ -185,7 +190,7 @@ class _PostLex:
                     j += 1
                 if j + 1 < n and toks[j + 1].type == "NAME":
                     types.add(toks[j + 1].value)
-            elif v == "typedef" and t.type != "NAME":
+            elif (v == "typedef" and t.type != "NAME") or t.type == "TYPE_KW":
                 j = i + 1
                 while j < n and val[j] != ";":
                     j += 1
@@ -275,7 +280,7 @@ class _PostLex:
                     continue
                 prev_type, carry = False, None
                 continue
-            if v == "typedef":
+            if v == "typedef" or t.type == "TYPE_KW":
                 in_typedef = True
             elif v == ";":
                 in_typedef = False
@@ -509,6 +514,16 @@ class _Builder(Transformer):
 
     def typedef_decl(self, meta, ch):
         self.types[str(ch[1])] = ch[0]
+        return None
+
+    def type_decl(self, meta, ch):
+        """``type T N;`` (P4_16 spec 7.6): a new type with ``T``'s representation. Values of it
+        behave as ``T`` here (p4c also requires casts between ``N`` and ``T``; this front end
+        accepts a program that omits them, it never changes the result of one that has them)."""
+        base = ch[1]
+        if not isinstance(base, ir.BitT | ir.IntT | ir.BoolT):
+            self._fail(meta, f"unsupported type declaration of {str(ch[2])} (need bit<N>, int<N> or bool)")
+        self.types[str(ch[2])] = base
         return None
 
     def field(self, meta, ch):
