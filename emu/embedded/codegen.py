@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from . import ir
 from .errors import ControlError, P4FrontendError
 from .externs import DirectCounter, DirectMeter, Objects, csum, hash_value
-from .tables import ActionProfile, ActionSpec, KeySpec, Table
+from .tables import ActionProfile, ActionSpec, KeySpec, Table, ValueSet
 
 __all__ = ["ActionRef", "Architecture", "CodeGen", "Compiled", "assemble", "Ctx", "DeparseSite", "ExternRef", "ExternType",
            "ExtractSite", "HdrRef", "Leaf", "Line", "PacketRef", "StructRef", "TableRef", "UnionRef", "V", "mask",
@@ -186,6 +186,13 @@ class ExternRef:
     ext: ExternType
     #: the extern's P4 type name (``register``), for the declared methods' arity
     type_name: str = ""
+
+
+@dataclass
+class ValueSetRef:
+    """A ``value_set`` instance of a parser (its runtime :class:`~.tables.ValueSet`)."""
+
+    vs: ValueSet
 
 
 @dataclass
@@ -1915,10 +1922,41 @@ class CodeGen:
                 self.fail(inst.loc, f"parser {inst.type.name} instantiated outside a parser")
             scope[inst.name] = self.instantiate_parser(self.prog.parsers[inst.type.name], fq, inst, ctx)
             return
+        if inst.type.name == "value_set":
+            scope[inst.name] = self.value_set(fq, inst, scope, ctx)
+            return
         ext = self.arch.externs.get(inst.type.name)
         if ext is None:
             self.fail(inst.loc, f"unsupported extern {inst.type.name}")
         scope[inst.name] = ExternRef(ext.instantiate(self, fq, inst, scope), ext, inst.type.name)
+
+    def value_set(self, fq: str, inst: ir.Instance, scope: dict[str, Any], ctx: Ctx | None) -> ValueSetRef:
+        """``value_set<T>(size) name;`` in a parser (P4_16 spec 12.11): ``T`` a ``bit<W>`` or a
+        struct of ``bit<W>`` fields; its members are written by the control plane."""
+        if ctx is None or ctx.kind != "parser":
+            self.fail(inst.loc, f"value_set {inst.name} outside a parser")
+        if len(inst.type.args) != 1 or len(inst.args) != 1:
+            self.fail(inst.loc, f"value_set {inst.name} needs one type argument and a size: value_set<T>(size)")
+        t = inst.type.args[0]
+        if isinstance(t, ir.BitT):
+            fields = [("", t.width)]
+        elif isinstance(t, ir.StructT) and t.fields and all(isinstance(ft, ir.BitT) for _n, ft in t.fields):
+            fields = [(n, ft.width) for n, ft in t.fields]  # type: ignore[union-attr]
+        else:
+            self.fail(inst.loc, f"unsupported value_set element type {tname(t)} (need bit<W> or a struct of bit<W>)")
+        vs = ValueSet(fq, fields, self.const_of(inst.args[0], [scope]))
+        self.objects.value_sets[fq] = vs
+        return ValueSetRef(vs)
+
+    def select_value_set(self, k: ir.Expr, scopes) -> ValueSet | None:
+        """The value set a select keyset ``k`` names, if it names one."""
+        if not isinstance(k, ir.Name):
+            return None
+        for sc in reversed(scopes):
+            if k.name in sc:
+                b = sc[k.name]
+                return b.vs if isinstance(b, ValueSetRef) else None
+        return None
 
     def instantiate_control(self, decl: ir.ControlDecl, fq: str, inst: ir.Instance, ctx: Ctx) -> SubControlRef:
         """``C() c;`` inside a control: storage for C's parameters (copied in and out at each
@@ -2269,10 +2307,15 @@ class CodeGen:
         has_default = False
         for case in st.cases:
             conds = []
-            for (kv, kt), k in zip(keys, case.keys, strict=True):
+            for pos, ((kv, kt), k) in enumerate(zip(keys, case.keys, strict=True)):
                 if k[0] == "default":
                     continue
-                if k[0] == "value":
+                vs = self.select_value_set(k[1], sc) if k[0] in ("value", "set") else None
+                if vs is not None:
+                    conds.append(self.value_set_match(vs, keys if k[0] == "set" else [keys[pos]], case.loc))
+                elif k[0] == "set":
+                    self.fail(case.loc, f"select case has 1 key, expected {len(keys)}")
+                elif k[0] == "value":
                     conds.append(f"{kv} == {self.convert(self.expr(k[1], sc), kt, case.loc)}")
                 elif k[0] == "mask":
                     val = self.convert(self.expr(k[1], sc), kt, case.loc)
@@ -2305,6 +2348,23 @@ class CodeGen:
                 self.emit("else:")
                 self.emit(f"    _perr = {self.errors['NoMatch']}")
                 self.emit("    break")
+
+    def value_set_match(self, vs: ValueSet, keys: list[tuple[str, Any]], loc: ir.Loc) -> str:
+        """The condition that the select keys ``keys`` (concatenated, first high) are in ``vs``."""
+        widths = []
+        for _kv, kt in keys:
+            if not isinstance(kt, ir.BitT | ir.IntT):
+                self.fail(loc, f"value set {vs.name} matched against a {tname(kt)} key")
+            widths.append(kt.width)
+        if widths != [w for _n, w in vs.fields]:
+            self.fail(loc, f"value set {vs.name} of {'+'.join(str(w) for _n, w in vs.fields)} bits matched "
+                           f"against keys of {'+'.join(str(w) for w in widths)} bits")
+        code, shift = [], 0
+        for (kv, kt), w in zip(reversed(keys), reversed(widths), strict=True):
+            bits = f"({kv} & {hex(mask(w))})" if isinstance(kt, ir.IntT) else kv  # int<N>: its bits
+            code.append(f"({bits} << {shift})" if shift else bits)
+            shift += w
+        return f"{self.glob('PVS_' + vs.name, vs)}.match({' | '.join(reversed(code))})"
 
     def _goto(self, target: str, idx: dict[str, int], loc) -> None:
         if target == "accept":

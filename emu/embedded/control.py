@@ -42,7 +42,8 @@ __all__ = ["ControlAPI", "ControlClient", "ControlError", "ControlServer", "METH
 logger = logging.getLogger(__name__)
 
 #: The embedded switch's methods beyond the contract: meters and direct counters.
-EXTRA_METHODS = ("meter_set_rates", "direct_meter_set_rates", "direct_counter_read")
+EXTRA_METHODS = ("meter_set_rates", "direct_meter_set_rates", "direct_counter_read",
+                 "pvs_add", "pvs_remove", "pvs_clear", "pvs_get")
 #: Methods served over the socket: the SwitchControl contract, replication, the extras.
 METHODS = CONTRACT_METHODS + PRE_METHODS + EXTRA_METHODS
 
@@ -185,6 +186,8 @@ class ControlAPI(SwitchControl, ReplicationControl):
         for prof in getattr(pipe, "action_profiles", {}).values():  # after the tables using them
             prof.members.clear()
             prof.groups.clear()
+        for vs in getattr(pipe, "value_sets", {}).values():
+            vs.clear()
         for group in list(pipe.mcast_groups):
             pipe.mcast_group_delete(group)
         for session in list(pipe.mirror_sessions):
@@ -285,6 +288,24 @@ class ControlAPI(SwitchControl, ReplicationControl):
                                       priority: int | None = None) -> None:
         """An entry running the member of ``group`` the selector's hash picks per packet."""
         self._pipe("table_indirect_add_with_group", table, match, group, priority)
+
+    # -- parser value sets (runtime.Pipeline.pvs_*, bmv2's CLI names) ---------------------
+
+    def pvs_add(self, name: str, value: Any, mask: Any = None) -> None:
+        """Add a member (a value; with ``mask`` a ternary one) to parser value set ``name``."""
+        self._pipe("pvs_add", name, value, mask)
+
+    def pvs_remove(self, name: str, value: Any, mask: Any = None) -> None:
+        """Remove a member of parser value set ``name``."""
+        self._pipe("pvs_remove", name, value, mask)
+
+    def pvs_clear(self, name: str) -> None:
+        """Remove every member of parser value set ``name``."""
+        self._pipe("pvs_clear", name)
+
+    def pvs_get(self, name: str) -> list[tuple[int, int]]:
+        """The members of parser value set ``name``: ``(value, mask)`` in insertion order."""
+        return [tuple(m) for m in self._pipe("pvs_get", name)]  # type: ignore[misc]
 
     def ping(self) -> str:
         """Liveness check: returns ``"pong"``."""

@@ -186,3 +186,5 @@ class Objects:
     meters: dict[str, Meter] = field(default_factory=dict)
     #: action_profile / action_selector instances (tables.ActionProfile)
     action_profiles: dict[str, Any] = field(default_factory=dict)
+    #: parser value sets (tables.ValueSet)
+    value_sets: dict[str, Any] = field(default_factory=dict)

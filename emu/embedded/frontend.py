@@ -37,7 +37,6 @@ _GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar.lark"
 #: NAME tokens that start an unsupported construct, with the token that must follow
 #: (None: anything) and the construct name used in the error message.
 _UNSUPPORTED_WORDS: dict[str, tuple[str | None, str]] = {
-    "value_set": ("<", "value_set"),
     "for": ("(", "for loop"),  # P4_16 1.2.5 for loops
 }
 #: Method names (after '.') that are unsupported.
@@ -174,7 +173,8 @@ class _PostLex:
                     toks[i] = Token.new_borrow_pos("TYPE_KW", t.value, t)
                     t = toks[i]
         # global type names
-        types: set[str] = {"tuple"}  # tuple<T1, T2> (P4_16 spec 7.2.8), the one built-in generic type
+        # tuple<T1, T2> (P4_16 spec 7.2.8) and value_set<T> (12.11), the built-in generic types
+        types: set[str] = {"tuple", "value_set"}
         for i, t in enumerate(toks):
             v = val[i]
             if i + 1 >= n:
@@ -708,6 +708,9 @@ class _Builder(Transformer):
         for c in cases:
             if len(c.keys) == 1 and len(exprs) > 1 and c.keys[0][0] == "default":
                 c.keys = c.keys * len(exprs)
+            if len(c.keys) == 1 and len(exprs) > 1 and c.keys[0][0] == "value" and isinstance(c.keys[0][1], ir.Name):
+                # a value_set of a struct type matching every select expression (spec 12.11)
+                c.keys = [("set", c.keys[0][1])] + [("default",)] * (len(exprs) - 1)
             if len(c.keys) != len(exprs):
                 f, line = c.loc
                 raise P4FrontendError(f, line, f"select case has {len(c.keys)} keys, expected {len(exprs)}")

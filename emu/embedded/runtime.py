@@ -31,7 +31,7 @@ from . import ir, passes
 from .errors import ControlError
 from .externs import Counter, Register, csum16
 from .t2na import compile_t2na, qdepth_cells
-from .tables import ActionProfile, Table, closest, to_int
+from .tables import ActionProfile, Table, ValueSet, closest, to_int
 from .v1model import compile_v1model
 
 __all__ = ["ARCHITECTURES", "ControlError", "IngressResult", "Pipeline", "csum16"]
@@ -111,6 +111,8 @@ class Pipeline:
         self.counters: dict[str, Counter] = compiled.objects.counters
         self.meters: dict[str, Any] = compiled.objects.meters
         self.action_profiles: dict[str, ActionProfile] = compiled.objects.action_profiles
+        #: parser value sets by fully qualified name (``MyParser.pvs``)
+        self.value_sets: dict[str, ValueSet] = compiled.objects.value_sets
         self._field_lists = compiled.field_lists
         #: packet replication engine: multicast group -> [(egress port, egress_rid)]
         self.mcast_groups: dict[int, list[tuple[int, int]]] = {}
@@ -479,6 +481,34 @@ class Pipeline:
     def act_prof_remove_member_from_group(self, profile: str, member: int, group: int) -> None:
         """Take ``member`` out of ``group``."""
         self.action_profile(profile).remove_from_group(group, member)
+
+    # parser value sets (bmv2's pvs_* commands; P4_16 spec 12.11)
+    def value_set(self, name: str) -> ValueSet:
+        """The value set ``name`` (fully qualified; a unique short name is accepted)."""
+        v = self.value_sets.get(name)
+        if v is None:
+            matches = [x for k, x in self.value_sets.items() if k.split(".")[-1] == name]
+            if len(matches) != 1:
+                raise ControlError(f"unknown value set {name}{closest(name, self.value_sets)}")
+            v = matches[0]
+        return v
+
+    def pvs_add(self, name: str, value: Any, mask: Any = None) -> None:
+        """Add ``value`` (an int, a string as table values, or a struct's ``{field: value}``;
+        with ``mask``, a ternary member) to value set ``name``."""
+        self.value_set(name).add(value, mask)
+
+    def pvs_remove(self, name: str, value: Any, mask: Any = None) -> None:
+        """Remove a member of value set ``name``."""
+        self.value_set(name).remove(value, mask)
+
+    def pvs_clear(self, name: str) -> None:
+        """Remove every member of value set ``name``."""
+        self.value_set(name).clear()
+
+    def pvs_get(self, name: str) -> list[tuple[int, int]]:
+        """The members of value set ``name`` as ``(value, mask)``, in insertion order."""
+        return list(self.value_set(name).members)
 
     def table_indirect_add(self, table: str, match: dict[str, Any], member: int,
                            priority: int | None = None) -> None:

@@ -23,6 +23,9 @@ access)::
     mc_mgrp_create GROUP              multicast group (p4c STF / bmv2 CLI names);
     mc_node_create RID PORT...        node handles are 0, 1, ... in creation order
     mc_node_associate GROUP NODE
+    pvs_add NAME VALUE[&&&MASK]       parser value set member (bmv2 CLI names; a mask: ternary)
+    pvs_remove NAME VALUE[&&&MASK]
+    pvs_clear NAME
 
 Key values: ``0x0a000001`` or decimal (exact), ``0x0a000000/24`` (lpm),
 ``VALUE&&&MASK`` (ternary), ``LOW->HIGH`` (range, inclusive); other text (``10.0.0.1``)
@@ -446,6 +449,8 @@ class _Runner:
             self._replication(where, cmd, rest.split())
         elif cmd.startswith("act_prof_") or cmd.startswith("table_indirect_add"):
             self._action_profile(where, cmd, rest)
+        elif cmd in ("pvs_add", "pvs_remove", "pvs_clear"):
+            self._value_set(where, cmd, rest.split())
         else:
             raise StfError(f"{where}: unsupported STF command {cmd!r}")
 
@@ -526,6 +531,26 @@ class _Runner:
         if len(words) != want or not all(_INT_RE.match(w) for w in words[1:]):
             raise StfError(f"{where}: expected '{cmd} PROFILE {'MEMBER GROUP' if want == 3 else 'ID'}'")
         self._control(where, fn, profile, *(_int(w) for w in words[1:]))
+
+    def _value_set(self, where: str, cmd: str, words: list[str]) -> None:
+        """bmv2's parser value set commands: ``pvs_add NAME VALUE[&&&MASK]``, ``pvs_remove``, ``pvs_clear NAME``."""
+        fn = getattr(self.api, cmd, None)
+        sets = getattr(self.pipe, "value_sets", None)
+        if fn is None or sets is None:
+            raise StfError(f"{where}: {cmd}: this switch has no parser value sets")
+        want = 1 if cmd == "pvs_clear" else 2
+        if len(words) != want:
+            raise StfError(f"{where}: expected '{cmd} NAME{'' if want == 1 else ' VALUE[&&&MASK]'}'")
+        name = _resolve("value set", words[0], _names(sets), where)
+        if want == 1:
+            self._control(where, fn, name)
+            return
+        value, sep, mask = words[1].partition("&&&")
+        try:
+            args = [_int(value)] + ([_int(mask)] if sep else [])
+        except ValueError:
+            raise StfError(f"{where}: {cmd}: VALUE and MASK must be numbers") from None
+        self._control(where, fn, name, *args)
 
     def _add(self, where: str, rest: str) -> None:
         paren = rest.find("(")

@@ -18,7 +18,7 @@ from emu.control import EntryExistsError, EntryNotFoundError, TableFullError
 from .errors import ControlError
 from .externs import DirectState, hash_value
 
-__all__ = ["GROUP", "MEMBER", "ActionProfile", "ActionSpec", "KeySpec", "Table", "closest", "to_int"]
+__all__ = ["GROUP", "MEMBER", "ActionProfile", "ActionSpec", "KeySpec", "Table", "ValueSet", "closest", "to_int"]
 
 
 closest = encoding.closest
@@ -439,3 +439,76 @@ class ActionProfile:
 
 
 
+
+
+class ValueSet:
+    """``value_set<T>(size)`` (P4_16 spec 12.11): the keysets a parser ``select`` case matches,
+    written by the control plane (bmv2's ``pvs_add``/``pvs_remove``/``pvs_clear``/``pvs_get``).
+
+    ``fields`` are ``(name, width)``: one field ``""`` for ``T = bit<W>``, a struct's members in
+    order otherwise (a case ``vs: state`` of a ``select`` over as many expressions compares them
+    all). A member is a value, or a value and a mask (a ternary member, as P4Runtime's
+    ``ValueSetMember`` may give); a member matches a key ``k`` when ``k & mask == value & mask``.
+    A struct's value is its fields concatenated, the first field high (bmv2), or a dict
+    ``{field: value}``. At most ``size`` members.
+    """
+
+    def __init__(self, name: str, fields: list[tuple[str, int]], size: int) -> None:
+        self.name, self.fields, self.size = name, fields, size
+        self.width = sum(w for _n, w in fields)
+        self.full = (1 << self.width) - 1
+        #: members in insertion order: (value, mask), value already masked
+        self.members: list[tuple[int, int]] = []
+        #: members with every bit significant (the common case: a set lookup)
+        self.exact: set[int] = set()
+        #: the other members
+        self.masked: list[tuple[int, int]] = []
+
+    def _value(self, value: Any, what: str) -> int:
+        if isinstance(value, dict) and self.fields[0][0]:
+            names = [n for n, _w in self.fields]
+            unknown = [k for k in value if k not in names]
+            if unknown:
+                raise ControlError(f"{self.name}: no field {unknown[0]}{closest(unknown[0], names)}")
+            out = 0
+            for n, w in self.fields:
+                out = (out << w) | to_int(value.get(n, 0), w, f"{self.name}.{n}")
+            return out
+        return to_int(value, self.width, f"{self.name} {what}")
+
+    def _member(self, value: Any, mask: Any) -> tuple[int, int]:
+        m = self.full if mask is None else self._value(mask, "mask")
+        return self._value(value, "value") & m, m
+
+    def _rebuild(self) -> None:
+        self.exact = {v for v, m in self.members if m == self.full}
+        self.masked = [(v, m) for v, m in self.members if m != self.full]
+
+    def add(self, value: Any, mask: Any = None) -> None:
+        """Add a member (``mask`` None: every bit significant)."""
+        mem = self._member(value, mask)
+        if mem in self.members:
+            raise EntryExistsError(f"{self.name}: value {mem[0]:#x} mask {mem[1]:#x} already in the value set")
+        if len(self.members) >= self.size:
+            raise TableFullError(f"{self.name}: value set full ({self.size} members)")
+        self.members.append(mem)
+        self._rebuild()
+
+    def remove(self, value: Any, mask: Any = None) -> None:
+        """Remove a member."""
+        mem = self._member(value, mask)
+        if mem not in self.members:
+            raise EntryNotFoundError(f"{self.name}: value {mem[0]:#x} mask {mem[1]:#x} not in the value set")
+        self.members.remove(mem)
+        self._rebuild()
+
+    def clear(self) -> None:
+        """Remove every member."""
+        self.members.clear()
+        self._rebuild()
+
+    def match(self, key: int) -> bool:
+        """Whether ``key`` (the select expressions' values concatenated) is in the set."""
+        if key in self.exact:
+            return True
+        return any(key & m == v for v, m in self.masked)
