@@ -46,7 +46,8 @@ _UNSUPPORTED_METHODS = {
 #: an architecture implements is checked when the program is compiled.
 _SUPPORTED_EXTERN_INSTANCES = {"register", "counter", "meter", "direct_counter", "direct_meter",
                                "action_profile", "action_selector",
-                               "Register", "RegisterAction", "Random", "Hash", "Checksum", "Counter"}
+                               "Register", "RegisterAction", "Random", "Hash", "Checksum", "Counter",
+                               "ActionProfile", "ActionSelector"}
 #: Package types a program may instantiate at top level (``main`` and the pipes it takes).
 _PACKAGES = {"V1Switch", "Pipeline", "Switch"}
 _TYPE_DECL_WORDS = {"header", "header_union", "struct", "enum", "parser", "control", "package"}

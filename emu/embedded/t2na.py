@@ -61,6 +61,7 @@ from .codegen import (
 from .errors import P4FrontendError
 from .externs import Register, crc16
 from .optimize import optimize
+from .tables import ActionProfile
 from .v1model import CounterExtern as V1CounterExtern
 
 __all__ = ["CELL_BYTES", "T2NA", "compile_t2na", "qdepth_cells"]
@@ -224,6 +225,17 @@ def _crc32(x: int, nbytes: int) -> int:
     return zlib.crc32(x.to_bytes(nbytes, "big"))
 
 
+def hash_get(algo: str, width: int, x: int, bits: int) -> int:
+    """What ``Hash<bit<width>>(HashAlgorithm_t.algo).get(data)`` returns for the ``bits``-bit
+    data ``x``: IDENTITY its low ``width`` bits, CRC16/CRC32 of it left-aligned in whole bytes,
+    to ``width`` bits (the code :class:`HashExtern` generates computes the same)."""
+    if algo == "IDENTITY":
+        return x & mask(width)
+    nbytes = (bits + 7) // 8
+    data = x << (nbytes * 8 - bits)
+    return (_crc16(data, nbytes) if algo == "CRC16" else _crc32(data, nbytes)) & mask(width)
+
+
 class HashExtern:
     """``Hash<W>(HashAlgorithm_t.X)`` with ``get(data)``: IDENTITY (the data's low W bits),
     CRC16 (CRC-16/ARC) or CRC32 (zlib) of the data left-aligned in whole bytes, to W bits."""
@@ -307,10 +319,64 @@ class CounterExtern(V1CounterExtern):
     kind_enum = "CounterType_t"
 
 
+class ActionProfileExtern:
+    """``ActionProfile(size)``: members the control plane creates for the tables whose
+    ``implementation`` it is, or for an ActionSelector built on it (tables.ActionProfile)."""
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> ActionProfile:
+        if len(inst.args) != 1:
+            gen.fail(inst.loc, "ActionProfile takes 1 argument (size)")
+        prof = ActionProfile(fq, gen.const_of(inst.args[0], [scope]))
+        gen.objects.action_profiles[fq] = prof
+        return prof
+
+    def call(self, gen: CodeGen, prof: ActionProfile, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
+        gen.fail(e.loc, f"unsupported method call {meth}() on {prof.name} (an action profile has no methods)")
+
+
+class ActionSelectorExtern(ActionProfileExtern):
+    """``ActionSelector(ActionProfile ap, Hash<W> hash, SelectorMode_t mode, max_group_size,
+    num_groups)`` (or the deprecated ``ActionSelector(size, hash, mode)``, which makes its own
+    profile): groups of ``ap``'s members; a packet runs the member ``hash.get(selector keys) %
+    group size`` of its entry's group, members in ascending id order (:func:`hash_get`).
+
+    The selector and its profile are one object (members and groups through either name, as
+    bfrt splits them between the profile's and the selector's tables). ``max_group_size`` and
+    ``num_groups`` bound the groups. The hardware's member layout in its selector RAM words,
+    FAIR vs RESILIENT, is not modelled (docs/tofino.md).
+    """
+
+    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> ActionProfile:
+        if len(inst.args) not in (3, 5):
+            gen.fail(inst.loc, "ActionSelector takes (ActionProfile, Hash, SelectorMode_t, max_group_size, "
+                               "num_groups) or (size, Hash, SelectorMode_t)")
+        new_form = len(inst.args) == 5
+        if new_form:
+            ref = scope.get(inst.args[0].name) if isinstance(inst.args[0], ir.Name) else None
+            if not isinstance(ref, ExternRef) or not isinstance(ref.obj, ActionProfile) or ref.obj.is_selector:
+                gen.fail(inst.loc, f"ActionSelector {inst.name}: its first argument must be an ActionProfile "
+                                   "declared before it (and not another selector's)")
+            prof = ref.obj
+        else:
+            prof = ActionProfile(fq, gen.const_of(inst.args[0], [scope]))
+        h = scope.get(inst.args[1].name) if isinstance(inst.args[1], ir.Name) else None
+        if not isinstance(h, ExternRef) or not isinstance(h.ext, HashExtern):
+            gen.fail(inst.loc, f"ActionSelector {inst.name}: its hash must be a Hash<bit<W>> declared before it")
+        width, algo = h.obj
+        prof.algo = algo
+        prof.hash_fn = lambda x, bits: hash_get(algo, width, x, bits)
+        if new_form:
+            prof.max_group_size = gen.const_of(inst.args[3], [scope])
+            prof.num_groups = gen.const_of(inst.args[4], [scope])
+        gen.objects.action_profiles[fq] = prof
+        return prof
+
+
 #: T2NA: extern object types by P4 name; no extern functions.
 T2NA = Architecture(
     externs={"Register": RegisterExtern(), "RegisterAction": RegisterActionExtern(), "Random": RandomExtern(),
-             "Hash": HashExtern(), "Checksum": ChecksumExtern(), "Counter": CounterExtern()},
+             "Hash": HashExtern(), "Checksum": ChecksumExtern(), "Counter": CounterExtern(),
+             "ActionProfile": ActionProfileExtern(), "ActionSelector": ActionSelectorExtern()},
     functions={},
 )
 

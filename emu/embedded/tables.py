@@ -327,7 +327,10 @@ class Table:
             mids = prof.groups[e[1]]
             if not mids:
                 return self.default
-            h = hash_value(prof.algo, x, self.selector_bits) if prof.algo != "random" else x
+            if prof.hash_fn is not None:
+                h = prof.hash_fn(x, self.selector_bits)
+            else:
+                h = hash_value(prof.algo, x, self.selector_bits) if prof.algo != "random" else x
             mid = mids[h % len(mids)]
         name, args, _desc = prof.members[mid]
         return (self.actions[name].aid, args, True, e[3])
@@ -357,6 +360,12 @@ class ActionProfile:
         self.members: dict[int, tuple[str, tuple, dict[str, int]]] = {}
         self.groups: dict[int, list[int]] = {}
         self.tables: list[Table] = []
+        #: ``hash_fn(x, bits)``: the selector's hash of the ``bits``-bit key value ``x`` when the
+        #: architecture defines it (T2NA: its ``Hash<W>``), else :func:`hash_value` of ``algo``
+        self.hash_fn: Any = None
+        #: most members per group and most groups (T2NA's ActionSelector; None: no limit)
+        self.max_group_size: int | None = None
+        self.num_groups: int | None = None
 
     @property
     def is_selector(self) -> bool:
@@ -405,6 +414,8 @@ class ActionProfile:
         group = to_int(group, 32, f"{self.name}: group id")
         if group in self.groups:
             raise EntryExistsError(f"{self.name}: group {group} exists")
+        if self.num_groups is not None and len(self.groups) >= self.num_groups:
+            raise TableFullError(f"{self.name}: {self.num_groups} groups already (num_groups)")
         self.groups[group] = []
 
     def _group(self, group: int) -> list[int]:
@@ -427,6 +438,9 @@ class ActionProfile:
         self._check_member(member)
         if member in g:
             raise EntryExistsError(f"{self.name}: member {member} is already in group {group}")
+        if self.max_group_size is not None and len(g) >= self.max_group_size:
+            raise TableFullError(f"{self.name}: group {group} has {self.max_group_size} members already "
+                                 "(max_group_size)")
         g.append(member)
         g.sort()
 

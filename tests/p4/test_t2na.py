@@ -177,3 +177,41 @@ def test_egress_intrinsic_metadata_has_tofino2_widths() -> None:
     assert enq_ts == (5_000_000 * 1000) & 0xFFFFFFFF
     assert qdepth == 12345
     assert int.from_bytes(stamp[12:14], "big") == len(frame)
+
+
+SELECTOR = ROOT / "tests" / "p4" / "t2na" / "action_selector.p4"
+
+
+@pytest.mark.parametrize("optimize", [True, False], ids=["optimized", "reference"])
+def test_action_selector_vectors(optimize: bool) -> None:
+    """ActionProfile + ActionSelector (both forms): the members action_selector.stf computes by hand."""
+    from emu.embedded.stf import run_stf
+
+    result = run_stf(SELECTOR, SELECTOR.with_suffix(".stf"),
+                     pipeline=Pipeline(load_program(SELECTOR), seed=1, optimize=optimize))
+    failed = [str(o) for o in result.outcomes if not o.ok]
+    assert not failed, "\n".join(failed)
+    assert len(result.outcomes) == 8
+
+
+def test_action_selector_group_limits_and_mistakes(tmp_path: Path) -> None:
+    from emu.control import TableFullError
+
+    pl = Pipeline(load_program(SELECTOR), seed=1)
+    assert pl.action_profile("Ig.paths") is pl.action_profile("Ig.paths_ap")  # one object, two names
+    for m in range(5):
+        pl.act_prof_create_member("paths", m, "Ig.set_port", {"p": m})
+    pl.act_prof_create_group("paths", 1)
+    pl.act_prof_create_group("paths", 2)
+    with pytest.raises(TableFullError, match="Ig.paths_ap: 2 groups already"):
+        pl.act_prof_create_group("paths", 3)
+    for m in range(4):
+        pl.act_prof_add_member_to_group("paths", m, 1)
+    with pytest.raises(TableFullError, match="group 1 has 4 members already"):
+        pl.act_prof_add_member_to_group("paths", 4, 1)
+    text = SELECTOR.read_text()
+    bad = tmp_path / "bad.p4"
+    bad.write_text(text.replace("ActionSelector(paths_ap, path_hash,", "ActionSelector(lane_hash, path_hash,"))
+    with pytest.raises(P4FrontendError, match=r"bad.p4:\d+: ActionSelector paths: its first argument must be an "
+                                              "ActionProfile"):
+        Pipeline(load_program(bad))

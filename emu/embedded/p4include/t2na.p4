@@ -204,6 +204,26 @@ extern RegisterAction<T, I, U> {
     @synchronous(execute) abstract void apply(inout T value, @optional out U rv);
 }
 
+/* Action profiles and selectors (a table's `implementation`). The selector hashes the
+ * table's `selector` keys with `hash` (Hash<W>: IDENTITY, CRC16 or CRC32, W bits) and picks
+ * member hash % group size of a group (members in ascending id order); FAIR and RESILIENT
+ * pick alike here (docs/tofino.md). The real t2na.p4 types `hash` as Hash<_>. */
+enum SelectorMode_t {
+    FAIR,
+    RESILIENT
+}
+
+extern ActionProfile {
+    ActionProfile(bit<32> size);
+}
+
+extern ActionSelector {
+    ActionSelector(ActionProfile action_profile, Hash hash, SelectorMode_t mode,
+                   bit<32> max_group_size, bit<32> num_groups);
+    /* deprecated in TNA: the selector makes its own profile of `size` members */
+    ActionSelector(bit<32> size, Hash hash, SelectorMode_t mode);
+}
+
 /* Declared so that programs using them get a clear "unsupported extern" error. */
 extern Meter<I> {
     Meter(bit<32> size, CounterType_t type);
