@@ -202,8 +202,8 @@ class Ctx:
     ``kind`` is ``"parser"`` or ``"control"``; ``scopes`` the block's scopes (parameters,
     then its locals); ``meta`` the architecture's intrinsic metadata by role (v1model:
     ``"sm"`` = standard_metadata); ``depth`` the action-call nesting; ``in_loop`` whether
-    ``return`` can leave the current body with ``break``; ``ret`` where ``return expr``
-    stores the value of the function being inlined.
+    ``return`` can leave the current body with ``break`` (functions have none left:
+    passes.RemoveReturns).
     """
 
     kind: str
@@ -212,7 +212,6 @@ class Ctx:
     meta: dict[str, Any] = field(default_factory=dict)
     depth: int = 0
     in_loop: bool = False
-    ret: Leaf | None = None
 
 
 class ExternType(Protocol):
@@ -780,20 +779,9 @@ class CodeGen:
             if not isinstance(t, ir.BitT):
                 self.fail(e.loc, "unsupported lookahead of a header as a value (use .field)")
             return V(code, t)
-        if kind == "func" and obj in self.prog.functions and self.cur_ctx is not None \
-                and not any(obj in sc for sc in scopes):
-            fn = self.prog.functions[obj]
-            if fn.ret is None:
-                self.fail(e.loc, f"function {fn.name} returns void; it has no value")
-            # the body runs before the statement that uses its value
-            saved_lines, saved_ind = self.lines, self.ind
-            self.lines = []
-            ret = self.call_function(fn, e, scopes, self.cur_ctx)
-            body, self.lines, self.ind = self.lines, saved_lines, saved_ind
-            for ln in body:
-                ln.ind = max(0, ln.ind - saved_ind)
-            self.pre.extend(body)
-            return V(ret.var, ret.type)  # type: ignore[union-attr]
+        if kind == "func" and obj in self.prog.functions and not any(obj in sc for sc in scopes):
+            # passes.InlineFunctions inlines every call it can reach
+            self.fail(e.loc, f"unsupported call of function {obj} here")
         if kind == "method" and isinstance(obj, ExternRef):
             call_expr = getattr(obj.ext, "call_expr", None)  # optional part of ExternType
             if call_expr is not None:
@@ -826,17 +814,6 @@ class CodeGen:
         if nbytes * 8 != width:
             code = f"({code} >> {nbytes * 8 - width})"
         return code, t
-
-    def call_function(self, fn: ir.Function, e: ir.Call, scopes, ctx: Ctx) -> Leaf | None:
-        """Inline function ``fn`` called by ``e``; return the var holding its result (None: void)."""
-        ret = None
-        if fn.ret is not None:
-            ret = Leaf(self.fresh(fn.name + "_ret"), fn.ret)
-            self.flush_pre()
-            self.emit(f"{ret.var} = {'False' if isinstance(fn.ret, ir.BoolT) else '0'}")
-        act = ir.Action(fn.loc, fn.name, fn.params, fn.body)
-        self.inline_action(act, e.args, scopes, replace(ctx, ret=ret), e.loc, body_scopes=[{}])
-        return ret
 
     def pre_lines(self, gen_fn) -> None:
         """Run ``gen_fn()`` (which emits lines) so that its lines precede the current statement.
@@ -949,12 +926,8 @@ class CodeGen:
         self.emit("raise _Exit")
 
     def stmt_return(self, s: ir.Return, scopes, ctx) -> None:
-        if s.value is not None:
-            if ctx.ret is None:
-                self.fail(s.loc, "return with a value outside a function")
-            code = self.convert(self.expr(s.value, scopes), ctx.ret.type, s.loc)
-            self.flush_pre()
-            self.emit(f"{ctx.ret.var} = {code}")
+        if s.value is not None:  # passes.RemoveReturns took those out of functions
+            self.fail(s.loc, "return with a value outside a function")
         if not ctx.in_loop:
             self.fail(s.loc, "unsupported return here")
         self.emit("break")
@@ -1283,8 +1256,7 @@ class CodeGen:
         if name in self.prog.actions and not any(name in sc for sc in scopes):
             return self.inline_action(self.prog.actions[name], e.args, scopes, ctx, loc)
         if name in self.prog.functions and not any(name in sc for sc in scopes):
-            self.call_function(self.prog.functions[name], e, scopes, ctx)
-            return
+            self.fail(loc, f"unsupported call of function {name} here")  # passes.InlineFunctions inlines the others
         if name == "verify":
             if ctx.kind != "parser":
                 self.fail(loc, "verify() outside a parser")
@@ -1306,12 +1278,11 @@ class CodeGen:
         self.fail(loc, f"unknown function {name}")
 
     # -- actions
-    def inline_action(self, act: ir.Action, args: list[ir.Expr], scopes, ctx, loc, bound: dict | None = None,
-                      body_scopes: Scopes | None = None) -> None:
-        """Inline ``act`` (or a function as an action) with ``args``; ``bound`` binds action data.
+    def inline_action(self, act: ir.Action, args: list[ir.Expr], scopes, ctx, loc, bound: dict | None = None) -> None:
+        """Inline ``act`` with ``args``; ``bound`` binds action data.
 
         Parameters are copied in and out (:meth:`copy_in`, :meth:`body_with_copy_out`). The body
-        sees ``body_scopes`` (default: its control's scopes) plus its parameters.
+        sees its control's scopes plus its parameters.
         """
         depth = ctx.depth
         if depth > 16:
@@ -1325,7 +1296,7 @@ class CodeGen:
                 scope[p.name] = bound[p.name]
                 continue
             scope[p.name] = self.copy_in(p, args[i], scopes, loc, act.name, copy_out)
-        body_sc = (ctx.scopes if body_scopes is None else body_scopes) + [scope]
+        body_sc = ctx.scopes + [scope]
         uses_return = contains(act.body, ir.Return)
         sub = replace(ctx, depth=depth + 1, in_loop=uses_return or ctx.in_loop)
         guard = bool(copy_out) and self.may_exit(act.body, body_sc)
@@ -1978,7 +1949,7 @@ class CodeGen:
             b = self.param_storage(p, fq, f"control {decl.name} instantiated in another control")
             scope[p.name] = b
             params.append((p, b))
-        sub_ctx = replace(ctx, block=fq, scopes=[scope], in_loop=False, ret=None)
+        sub_ctx = replace(ctx, block=fq, scopes=[scope], in_loop=False)
         self.emit(f"# control {decl.name} as {fq}")
         self.declare_locals(sub, sub_ctx)
         return SubControlRef(sub, params, sub_ctx)
@@ -2010,7 +1981,7 @@ class CodeGen:
                 b = self.param_storage(p, fq, f"parser {decl.name} instantiated in another parser")
             scope[p.name] = b
             params.append((p, b))
-        sub_ctx = replace(ctx, block=fq, scopes=[scope], in_loop=False, ret=None)
+        sub_ctx = replace(ctx, block=fq, scopes=[scope], in_loop=False)
         self.declare_locals(sub, sub_ctx)
         return SubParserRef(sub, params, sub_ctx)
 

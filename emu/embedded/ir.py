@@ -355,6 +355,9 @@ class Function:
     ret: Type | None
     params: list[Param]
     body: Block
+    #: after ``passes.RemoveReturns``: the variable the body assigns its value to (None: void, or
+    #: returns not removed yet)
+    result: str | None = None
 
 
 @dataclass

@@ -12,6 +12,11 @@ the lowered IR. Adding a piece of language semantics is one more pass here.
 - :class:`SideEffectOrdering` (p4c ``SideEffectOrdering``): a call with side effects
   inside an expression is evaluated left to right, after the operands before it are read,
   and ``&&``, ``||``, ``?:`` short-circuit (P4_16 spec 8.1 and 8.5).
+- :class:`RemoveReturns` (p4c ``RemoveReturns``): a function's ``return`` becomes an
+  assignment of its result variable, the statements after it guarded by a flag.
+- :class:`InlineFunctions` (p4c ``InlineFunctions``): each function call becomes the
+  function's body with copy-in/copy-out of its arguments (P4_16 spec 6.8), so code
+  generation never sees a function call.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from dataclasses import replace
 from typing import Any
 
 from . import ir
+from .errors import P4FrontendError
 
-__all__ = ["PASSES", "ConstantFolding", "SideEffectOrdering", "has_effect", "lower"]
+__all__ = ["PASSES", "ConstantFolding", "InlineFunctions", "RemoveReturns", "SideEffectOrdering", "has_effect",
+           "lower"]
 
 logger = logging.getLogger(__name__)
 
@@ -457,8 +464,367 @@ class ConstantFolding:
         return e
 
 
+def _map_children(e: ir.Expr, f: Any) -> ir.Expr:
+    """``e`` with ``f`` applied to each sub-expression in evaluation order (a called name stays)."""
+    if isinstance(e, ir.Member):
+        return replace(e, expr=f(e.expr))
+    if isinstance(e, ir.Index):
+        return replace(e, expr=f(e.expr), index=f(e.index))
+    if isinstance(e, ir.Slice):
+        return replace(e, expr=f(e.expr), hi=f(e.hi), lo=f(e.lo))
+    if isinstance(e, ir.Call):
+        func = e.func if isinstance(e.func, ir.Name) else f(e.func)
+        return replace(e, func=func, args=[f(a) for a in e.args])
+    if isinstance(e, ir.Unary | ir.Cast):
+        return replace(e, expr=f(e.expr))
+    if isinstance(e, ir.Binary):
+        return replace(e, left=f(e.left), right=f(e.right))
+    if isinstance(e, ir.Cond):
+        return replace(e, cond=f(e.cond), then=f(e.then), other=f(e.other))
+    if isinstance(e, ir.ListExpr):
+        return replace(e, items=[f(a) for a in e.items])
+    return e
+
+
+def _has_return(s: ir.Stmt | None) -> bool:
+    """Whether statement ``s`` contains a ``return``."""
+    if isinstance(s, ir.Return):
+        return True
+    if isinstance(s, ir.Block):
+        return any(_has_return(x) for x in s.stmts)
+    if isinstance(s, ir.If):
+        return _has_return(s.then) or _has_return(s.other)
+    if isinstance(s, ir.Switch):
+        return any(_has_return(b) for _labels, b in s.cases)
+    return False
+
+
+class RemoveReturns:
+    """Remove ``return`` from function bodies (p4c ``RemoveReturns``).
+
+    ``return e;`` becomes an assignment of ``e`` to the function's result variable
+    (:attr:`ir.Function.result`, :data:`RESULT`); a ``return`` that is not the last thing the body
+    runs also sets the flag :data:`RETURNED`, and the statements after the one that contains
+    it run under ``if (!RETURNED)``. A body whose returns all end it gets no flag. The body is
+    then a plain block a caller can inline (:class:`InlineFunctions`).
+    """
+
+    name = "RemoveReturns"
+    RESULT = f"{TEMP}result"
+    RETURNED = f"{TEMP}returned"
+
+    def __init__(self) -> None:
+        self.flag = False
+
+    def run(self, prog: ir.Program) -> ir.Program:
+        if not prog.functions:
+            return prog
+        return replace(prog, functions={k: self.function(f) for k, f in prog.functions.items()})
+
+    def function(self, f: ir.Function) -> ir.Function:
+        self.flag = False
+        stmts = self.stmts(f.body.stmts, tail=True)
+        if self.flag:
+            stmts = [ir.VarDecl(f.loc, ir.BoolT(), self.RETURNED, ir.BoolLit(f.loc, False)), *stmts]
+        return replace(f, body=replace(f.body, stmts=stmts), result=self.RESULT if f.ret is not None else None)
+
+    def stmts(self, stmts: list[ir.Stmt], tail: bool) -> list[ir.Stmt]:
+        """``stmts`` without returns; ``tail``: nothing of the body runs after them."""
+        out: list[ir.Stmt] = []
+        for i, s in enumerate(stmts):
+            rest = stmts[i + 1:]
+            if isinstance(s, ir.Return):
+                if s.value is not None:
+                    out.append(ir.Assign(s.loc, ir.Name(s.loc, self.RESULT), s.value))
+                if not tail:
+                    self.flag = True
+                    out.append(ir.Assign(s.loc, ir.Name(s.loc, self.RETURNED), ir.BoolLit(s.loc, True)))
+                return out  # what follows a return never runs
+            if not _has_return(s):
+                out.append(s)
+                continue
+            out.append(self.stmt(s, tail and not rest))
+            guarded = self.stmts(rest, tail)
+            if guarded:
+                cond = ir.Unary(s.loc, "!", ir.Name(s.loc, self.RETURNED))
+                out.append(ir.If(s.loc, cond, ir.Block(s.loc, guarded), None))
+            return out
+        return out
+
+    def nested(self, s: ir.Stmt, tail: bool) -> ir.Stmt:
+        got = self.stmts([s], tail)
+        return got[0] if len(got) == 1 else ir.Block(s.loc, got)
+
+    def stmt(self, s: ir.Stmt, tail: bool) -> ir.Stmt:
+        if isinstance(s, ir.Block):
+            return replace(s, stmts=self.stmts(s.stmts, tail))
+        if isinstance(s, ir.If):
+            other = self.nested(s.other, tail) if s.other is not None else None
+            return replace(s, then=self.nested(s.then, tail), other=other)
+        if isinstance(s, ir.Switch):
+            return replace(s, cases=[(labels, replace(b, stmts=self.stmts(b.stmts, tail))) for labels, b in s.cases])
+        return s
+
+
+class _Rename:
+    """Fresh names for a function body's parameters and locals, scope by scope (one inlined copy)."""
+
+    def __init__(self, names: dict[str, str], fresh: Any) -> None:
+        self.scopes = [names]
+        self.fresh = fresh
+        #: names the body uses that it does not declare: (name, loc, called)
+        self.free: list[tuple[str, ir.Loc, bool]] = []
+
+    def name(self, n: str) -> str | None:
+        for sc in reversed(self.scopes):
+            if n in sc:
+                return sc[n]
+        return None
+
+    def expr(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Name):
+            new = self.name(e.name)
+            if new is None:
+                self.free.append((e.name, e.loc, False))
+                return e
+            return replace(e, name=new)
+        if isinstance(e, ir.Call) and isinstance(e.func, ir.Name):
+            self.free.append((e.func.name, e.loc, True))
+        return _map_children(e, self.expr)
+
+    def block(self, b: ir.Block) -> ir.Block:
+        self.scopes.append({})
+        try:
+            return replace(b, stmts=[self.stmt(x) for x in b.stmts])
+        finally:
+            self.scopes.pop()
+
+    def nested(self, s: ir.Stmt) -> ir.Stmt:
+        if isinstance(s, ir.Block):
+            return self.block(s)
+        self.scopes.append({})
+        try:
+            return self.stmt(s)
+        finally:
+            self.scopes.pop()
+
+    def stmt(self, s: ir.Stmt) -> ir.Stmt:
+        if isinstance(s, ir.Block):
+            return self.block(s)
+        if isinstance(s, ir.VarDecl | ir.ConstDecl):
+            field = "init" if isinstance(s, ir.VarDecl) else "value"
+            v = getattr(s, field)
+            v = self.expr(v) if v is not None else None  # the initialiser sees the outer name
+            new = self.fresh(s.name)
+            self.scopes[-1][s.name] = new
+            return replace(s, name=new, **{field: v})
+        if isinstance(s, ir.If):
+            other = self.nested(s.other) if s.other is not None else None
+            return replace(s, cond=self.expr(s.cond), then=self.nested(s.then), other=other)
+        if isinstance(s, ir.Switch):
+            return replace(s, expr=self.expr(s.expr),
+                           cases=[([self.expr(x) if x is not None else None for x in labels], self.block(b))
+                                  for labels, b in s.cases])
+        if isinstance(s, ir.Assign):
+            return replace(s, target=self.expr(s.target), value=self.expr(s.value))
+        if isinstance(s, ir.Return) and s.value is not None:
+            return replace(s, value=self.expr(s.value))
+        if isinstance(s, ir.CallStmt):
+            return replace(s, call=self.expr(s.call))
+        return s
+
+
+class InlineFunctions:
+    """Replace each call of a function by its body, with copy-in/copy-out (p4c ``InlineFunctions``;
+    P4_16 spec 6.8, 10.3).
+
+    Runs after :class:`RemoveReturns` and :class:`SideEffectOrdering`. A call inside an
+    expression is taken out of it, in evaluation order, into the statements before the
+    statement (SideEffectOrdering has already made that order the language's), and the
+    expression reads the function's result variable. The inlined block declares one fresh
+    local per parameter: an ``in``/``inout``/directionless one initialised from its argument
+    (a copy, also of a header or struct), an ``out`` one uninitialised; after the body, each
+    ``out``/``inout`` argument is assigned its local, left to right. The body's own locals get
+    fresh names too, so nothing of the caller is captured; a name the body uses without
+    declaring it (a top-level constant, a called action or extern) that the caller's block
+    declares as well is refused. Functions calling functions are inlined in turn (at most
+    16 deep: P4 has no recursion).
+    """
+
+    name = "InlineFunctions"
+    MAX_DEPTH = 16
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.prog: ir.Program | None = None
+        #: names declared anywhere in the block being rewritten (ConstantFolding's ``_declared``)
+        self.shadow: set[str] = set()
+        self.owner = ""
+
+    def fresh(self, base: str) -> str:
+        self.n += 1
+        return f"{TEMP}f{self.n}_{base}"
+
+    def run(self, prog: ir.Program) -> ir.Program:
+        if not prog.functions:
+            return prog
+        self.prog = prog
+        controls = {k: self.within(c, self.control) for k, c in prog.controls.items()}
+        parsers = {k: self.within(p, self.parser) for k, p in prog.parsers.items()}
+        actions = {k: self.within(a, lambda a: replace(a, body=self.block(a.body))) for k, a in prog.actions.items()}
+        return replace(prog, controls=controls, parsers=parsers, actions=actions)
+
+    def within(self, decl: Any, fn: Any) -> Any:
+        self.shadow = set()
+        _declared(decl, self.shadow)
+        self.owner = decl.name
+        return fn(decl)
+
+    def control(self, c: ir.ControlDecl) -> ir.ControlDecl:
+        return replace(c, apply=self.block(c.apply),
+                       actions={k: replace(a, body=self.block(a.body)) for k, a in c.actions.items()},
+                       instances=[self.instance(i) for i in c.instances])
+
+    def parser(self, p: ir.ParserDecl) -> ir.ParserDecl:
+        states = {}
+        for k, st in p.states.items():
+            stmts = self.stmts(st.stmts)
+            select = st.select
+            if select is not None:
+                pre: list[ir.Stmt] = []
+                select = [self.expr(e, pre, 0) for e in select]
+                stmts += pre
+            states[k] = replace(st, stmts=stmts, select=select)
+        locals_ = [self.instance(x) if isinstance(x, ir.Instance) else x for x in p.locals]
+        return replace(p, states=states, locals=locals_)
+
+    def instance(self, inst: ir.Instance) -> ir.Instance:
+        if not inst.methods:
+            return inst
+        return replace(inst, methods={k: replace(m, body=self.block(m.body)) for k, m in inst.methods.items()})
+
+    # -- statements
+    def block(self, b: ir.Block, depth: int = 0) -> ir.Block:
+        return replace(b, stmts=self.stmts(b.stmts, depth))
+
+    def stmts(self, stmts: list[ir.Stmt], depth: int = 0) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s, depth))
+        return out
+
+    def nested(self, s: ir.Stmt, depth: int) -> ir.Stmt:
+        got = self.stmt(s, depth)
+        return got[0] if len(got) == 1 else ir.Block(s.loc, got)
+
+    def stmt(self, s: ir.Stmt, depth: int) -> list[ir.Stmt]:
+        pre: list[ir.Stmt] = []
+        if isinstance(s, ir.Block):
+            return [self.block(s, depth)]
+        if isinstance(s, ir.If):
+            cond = self.expr(s.cond, pre, depth)
+            other = self.nested(s.other, depth) if s.other is not None else None
+            return pre + [replace(s, cond=cond, then=self.nested(s.then, depth), other=other)]
+        if isinstance(s, ir.Switch):
+            cases = [(labels, self.block(b, depth)) for labels, b in s.cases]
+            e = s.expr
+            if not (isinstance(e, ir.Member) and e.name == "action_run"):
+                e = self.expr(e, pre, depth)
+            return pre + [replace(s, expr=e, cases=cases)]
+        if isinstance(s, ir.Assign):
+            value = self.expr(s.value, pre, depth)
+            return pre + [replace(s, value=value)]
+        if isinstance(s, ir.VarDecl) and isinstance(s.type, ir.TypeOfT):
+            s = replace(s, type=ir.TypeOfT(tuple(self.typed(e) for e in s.type.exprs)))
+        if isinstance(s, ir.VarDecl) and s.init is not None:
+            init = self.expr(s.init, pre, depth)
+            return pre + [replace(s, init=init)]
+        if isinstance(s, ir.Return) and s.value is not None:
+            value = self.expr(s.value, pre, depth)
+            return pre + [replace(s, value=value)]
+        if isinstance(s, ir.CallStmt):
+            fn = self.function(s.call)
+            if fn is not None:
+                args = [self.expr(a, pre, depth) for a in s.call.args]
+                got, _result = self.inline(fn, args, s.call.loc, depth)
+                return pre + got
+            call = self.expr(s.call, pre, depth)
+            return pre + [replace(s, call=call)]
+        return [s]
+
+    def typed(self, e: ir.Expr) -> ir.Expr:
+        """``e`` for the type of a temporary (:class:`ir.TypeOfT`, never evaluated): a call of a
+        function with a ``bit<N>``/``int<N>``/``bool`` result becomes a literal of that type."""
+        fn = self.function(e)
+        if fn is None:
+            return _map_children(e, self.typed)
+        if isinstance(fn.ret, ir.BitT | ir.IntT):
+            return ir.Lit(e.loc, 0, fn.ret)
+        if isinstance(fn.ret, ir.BoolT):
+            return ir.BoolLit(e.loc, False)
+        return e
+
+    def function(self, e: ir.Expr) -> ir.Function | None:
+        """The function ``e`` calls, when it calls one the current block does not shadow."""
+        assert self.prog is not None
+        if isinstance(e, ir.Call) and isinstance(e.func, ir.Name) and e.func.name not in self.shadow:
+            return self.prog.functions.get(e.func.name)
+        return None
+
+    def expr(self, e: ir.Expr, pre: list[ir.Stmt], depth: int) -> ir.Expr:
+        """``e`` with its function calls inlined into ``pre`` (evaluation order: operands first)."""
+        fn = self.function(e)
+        if fn is None:
+            return _map_children(e, lambda c: self.expr(c, pre, depth))
+        assert isinstance(e, ir.Call)
+        args = [self.expr(a, pre, depth) for a in e.args]
+        got, result = self.inline(fn, args, e.loc, depth)
+        if result is None:
+            raise P4FrontendError(e.loc[0], e.loc[1], f"function {fn.name} returns void; it has no value")
+        pre.extend(got)
+        return result
+
+    def inline(self, fn: ir.Function, args: list[ir.Expr], loc: ir.Loc, depth: int) -> tuple[list[ir.Stmt], ir.Name | None]:
+        """The statements of one call of ``fn`` and the name holding its value (None: void)."""
+        if depth >= self.MAX_DEPTH:
+            raise P4FrontendError(loc[0], loc[1], "function calls nested too deeply")
+        if len(args) != len(fn.params):
+            raise P4FrontendError(loc[0], loc[1], f"function {fn.name} takes {len(fn.params)} arguments, got {len(args)}")
+        out: list[ir.Stmt] = []
+        names: dict[str, str] = {}
+        result = None
+        if fn.ret is not None:
+            rname = self.fresh(f"{fn.name}_result")
+            out.append(ir.VarDecl(loc, fn.ret, rname, None))
+            names[RemoveReturns.RESULT] = rname
+            result = ir.Name(loc, rname)
+        body: list[ir.Stmt] = []
+        copy_out: list[ir.Stmt] = []
+        for p, a in zip(fn.params, args, strict=True):
+            local = self.fresh(f"{fn.name}_{p.name}")
+            names[p.name] = local
+            body.append(ir.VarDecl(a.loc, p.type, local, None if p.direction == "out" else a))
+            if p.direction in ("out", "inout"):
+                if not (_is_path(a) or (isinstance(a, ir.Slice) and _is_path(a.expr))):
+                    raise P4FrontendError(a.loc[0], a.loc[1],
+                                          f"argument {p.name} of {fn.name} is {p.direction}: it must be a variable")
+                copy_out.append(ir.Assign(a.loc, a, ir.Name(a.loc, local)))
+        ren = _Rename(names, self.fresh)
+        renamed = ren.block(fn.body)
+        for n, where, called in ren.free:
+            if n in self.shadow:
+                raise P4FrontendError(where[0], where[1], f"unsupported: function {fn.name} uses {n}, "
+                                      f"which {self.owner} declares too")
+            if not called and self.prog is not None and n not in self.prog.consts:
+                raise P4FrontendError(where[0], where[1], f"unknown name {n}")
+        body += self.stmts(renamed.stmts, depth + 1)
+        body += copy_out
+        out.append(ir.Block(loc, body))
+        return out, result
+
+
 #: the passes :func:`lower` runs, in order
-PASSES: tuple[type, ...] = (ConstantFolding, SideEffectOrdering)
+PASSES: tuple[type, ...] = (ConstantFolding, SideEffectOrdering, RemoveReturns, InlineFunctions)
 
 
 def lower(prog: ir.Program) -> ir.Program:

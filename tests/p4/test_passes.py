@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from emu.embedded import ir, passes
+from emu.embedded.errors import P4FrontendError
 from emu.embedded.frontend import load_program
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -58,3 +61,77 @@ def test_side_effect_ordering_short_circuits_calls() -> None:
     text = repr(_ingress(prog).apply)
     assert "TypeOfT" in text  # temporaries of the operands read before bump()
     assert "Unary(loc=" in text and "op='!'" in text  # || became if (!t) { t = yes(n); }
+
+
+def _stmts_of(node, cls) -> list:
+    """Every statement of class ``cls`` inside ``node`` (a statement or a list of them)."""
+    out = []
+    todo = list(node) if isinstance(node, list) else [node]
+    while todo:
+        s = todo.pop()
+        if isinstance(s, cls):
+            out.append(s)
+        if isinstance(s, ir.Block):
+            todo.extend(s.stmts)
+        elif isinstance(s, ir.If):
+            todo.extend(x for x in (s.then, s.other) if x is not None)
+        elif isinstance(s, ir.Switch):
+            todo.extend(b for _labels, b in s.cases)
+    return out
+
+
+def test_remove_returns_guards_what_follows_an_early_return() -> None:
+    prog = passes.RemoveReturns().run(load_program(PROGRAMS / "switch_functions.p4"))
+    for f in prog.functions.values():
+        assert not _stmts_of(f.body, ir.Return), f.name
+    # max8: `if (x > y) { return x; } return y;`: the early return sets the flag, `return y` runs under !flag
+    body = prog.functions["max8"].body.stmts
+    assert isinstance(body[0], ir.VarDecl) and body[0].name == passes.RemoveReturns.RETURNED
+    guard = body[-1]
+    assert isinstance(guard, ir.If) and isinstance(guard.cond, ir.Unary) and guard.cond.op == "!"
+    assert prog.functions["max8"].result == passes.RemoveReturns.RESULT
+    # mark (void, no return) is unchanged and has no result
+    assert prog.functions["mark"].result is None and not isinstance(prog.functions["mark"].body.stmts[0], ir.VarDecl)
+
+
+def test_remove_returns_needs_no_flag_when_every_return_ends_the_body(tmp_path: Path) -> None:
+    p = tmp_path / "tail.p4"
+    p.write_text((PROGRAMS / "switch_functions.p4").read_text().replace(
+        "    if (x > y) {\n        return x;\n    }\n    return y;",
+        "    if (x > y) {\n        return x;\n    } else {\n        return y;\n    }"))
+    body = passes.RemoveReturns().run(load_program(p)).functions["max8"].body.stmts
+    assert len(body) == 1 and isinstance(body[0], ir.If)  # two assignments of the result, no flag
+    assert all(isinstance(b.stmts[0], ir.Assign) for b in (body[0].then, body[0].other))
+
+
+def test_inline_functions_copies_in_and_out_with_fresh_names() -> None:
+    prog = load_program(PROGRAMS / "switch_functions.p4")
+    low = passes.InlineFunctions().run(passes.RemoveReturns().run(prog))
+    calls = [c for c in repr(_ingress(low)).split("Call(")[1:] if "name='mark'" in c.split("args=")[0]]
+    assert not calls  # no call of a function is left
+    blocks = [b for b in _stmts_of(_ingress(low).apply.stmts, ir.Block)
+              if b.stmts and isinstance(b.stmts[0], ir.VarDecl) and "_mark_t" in b.stmts[0].name]
+    assert blocks
+    b = blocks[0]
+    # inout t: a local initialised from the argument, assigned back after the body
+    t_decl, v_decl = b.stmts[0], b.stmts[1]
+    assert t_decl.name.startswith(passes.TEMP) and t_decl.init is not None
+    assert v_decl.name.endswith("_mark_bit_value")
+    last = b.stmts[-1]
+    assert isinstance(last, ir.Assign) and isinstance(last.value, ir.Name) and last.value.name == t_decl.name
+    assert repr(last.target) == repr(t_decl.init)  # the same location is written back
+
+
+def test_inline_functions_refuses_a_free_name_the_caller_redeclares(tmp_path: Path) -> None:
+    """Without ConstantFolding first, the function's K would be the caller's K: refused, not captured."""
+    p = tmp_path / "capture.p4"
+    p.write_text((PROGRAMS / "switch_functions.p4").read_text().replace(
+        "    t = t | bit_value;", "    t = t | bit_value | OP_MAX;").replace(
+        "control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {",
+        "control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {\n"
+        "    bit<8> OP_MAX = 0;"))
+    prog = load_program(p)
+    with pytest.raises(P4FrontendError, match=r"capture.p4:\d+: unsupported: function mark uses OP_MAX, "
+                                              "which I declares too"):
+        passes.InlineFunctions().run(passes.RemoveReturns().run(prog))
+    passes.lower(prog)  # with ConstantFolding first, mark's OP_MAX is the literal: nothing to capture
