@@ -135,3 +135,19 @@ def test_inline_functions_refuses_a_free_name_the_caller_redeclares(tmp_path: Pa
                                               "which I declares too"):
         passes.InlineFunctions().run(passes.RemoveReturns().run(prog))
     passes.lower(prog)  # with ConstantFolding first, mark's OP_MAX is the literal: nothing to capture
+
+
+@pytest.mark.parametrize(("decls", "body", "message"), [
+    ("void f(inout bit<8> x) { x = 1; }", "hdr.h.a = f(hdr.h.b);", "function f returns void; it has no value"),
+    ("bit<8> f(in bit<8> x) { return f(x); }", "hdr.h.a = f(hdr.h.b);", "function calls nested too deeply"),
+    ("bit<8> f(out bit<8> x) { x = 1; return 2; }", "hdr.h.a = f(hdr.h.b + 1);",
+     "argument x of f is out: it must be a variable"),
+])
+def test_inline_functions_names_what_it_cannot_inline(tmp_path: Path, decls: str, body: str, message: str) -> None:
+    from emu.embedded.runtime import Pipeline
+
+    from .p4util import write_program
+
+    path = write_program(tmp_path, "apply { " + body + " }", decls=decls)
+    with pytest.raises(P4FrontendError, match=r"prog.p4:\d+: " + message):
+        Pipeline(load_program(path))
