@@ -1250,11 +1250,9 @@ class CodeGen:
                     self.fail(loc, f"{desc_call(e)}: too few arguments ({len(e.args)})")
             self.fail(loc, f"unsupported method call {desc_call(e)}")
         name = obj
-        for sc in reversed(scopes):
-            if isinstance(sc.get(name), ActionRef):
-                return self.inline_action(sc[name].action, e.args, scopes, ctx, loc)
-        if name in self.prog.actions and not any(name in sc for sc in scopes):
-            return self.inline_action(self.prog.actions[name], e.args, scopes, ctx, loc)
+        if any(isinstance(sc.get(name), ActionRef) for sc in scopes) or (
+                name in self.prog.actions and not any(name in sc for sc in scopes)):
+            self.fail(loc, f"unsupported call of action {name} here")  # passes.InlineActions inlines the others
         if name in self.prog.functions and not any(name in sc for sc in scopes):
             self.fail(loc, f"unsupported call of function {name} here")  # passes.InlineFunctions inlines the others
         if name == "verify":
@@ -1278,8 +1276,10 @@ class CodeGen:
         self.fail(loc, f"unknown function {name}")
 
     # -- actions
-    def inline_action(self, act: ir.Action, args: list[ir.Expr], scopes, ctx, loc, bound: dict | None = None) -> None:
-        """Inline ``act`` with ``args``; ``bound`` binds action data.
+    def inline_action(self, act: ir.Action, args: list[ir.Expr], scopes, ctx, loc, bound: dict) -> None:
+        """The body of table action ``act``: ``bound`` binds its action data, ``args`` are the
+        directional arguments of the table's actions list (direct calls of actions are
+        inlined by ``passes.InlineActions``).
 
         Parameters are copied in and out (:meth:`copy_in`, :meth:`body_with_copy_out`). The body
         sees its control's scopes plus its parameters.
@@ -1287,12 +1287,10 @@ class CodeGen:
         depth = ctx.depth
         if depth > 16:
             self.fail(loc, "action calls nested too deeply")
-        if bound is None and len(args) != len(act.params):
-            self.fail(loc, f"action {act.name} takes {len(act.params)} arguments, got {len(args)}")
         scope: dict[str, Any] = {}
         copy_out: list[tuple[Any, Any]] = []  # (argument binding, parameter local)
         for i, p in enumerate(act.params):
-            if bound is not None and p.name in bound:
+            if p.name in bound:
                 scope[p.name] = bound[p.name]
                 continue
             scope[p.name] = self.copy_in(p, args[i], scopes, loc, act.name, copy_out)

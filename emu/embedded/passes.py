@@ -17,6 +17,8 @@ the lowered IR. Adding a piece of language semantics is one more pass here.
 - :class:`InlineFunctions` (p4c ``InlineFunctions``): each function call becomes the
   function's body with copy-in/copy-out of its arguments (P4_16 spec 6.8), so code
   generation never sees a function call.
+- :class:`InlineActions` (p4c ``InlineActions``): a direct call of an action likewise, its
+  ``exit`` copying out first (spec 12.5); a table's actions stay actions.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 from . import ir
 from .errors import P4FrontendError
 
-__all__ = ["PASSES", "ConstantFolding", "InlineFunctions", "RemoveReturns", "SideEffectOrdering", "has_effect",
+__all__ = ["PASSES", "ConstantFolding", "InlineActions", "InlineFunctions", "RemoveReturns", "SideEffectOrdering", "has_effect",
            "lower"]
 
 logger = logging.getLogger(__name__)
@@ -823,8 +825,176 @@ class InlineFunctions:
         return out, result
 
 
+def _exits_copy_out(stmts: list[ir.Stmt], copy_out: list[ir.Stmt]) -> list[ir.Stmt]:
+    """``stmts`` with each ``exit`` preceded by ``copy_out`` (spec 12.5: an action's ``out`` and
+    ``inout`` arguments are copied out when ``exit`` leaves it)."""
+    out: list[ir.Stmt] = []
+    for s in stmts:
+        if isinstance(s, ir.Exit):
+            out.append(ir.Block(s.loc, [*copy_out, s]))
+        elif isinstance(s, ir.Block):
+            out.append(replace(s, stmts=_exits_copy_out(s.stmts, copy_out)))
+        elif isinstance(s, ir.If):
+            then = ir.Block(s.then.loc, _exits_copy_out([s.then], copy_out))
+            other = ir.Block(s.other.loc, _exits_copy_out([s.other], copy_out)) if s.other is not None else None
+            out.append(replace(s, then=then, other=other))
+        elif isinstance(s, ir.Switch):
+            out.append(replace(s, cases=[(labels, replace(b, stmts=_exits_copy_out(b.stmts, copy_out)))
+                                         for labels, b in s.cases]))
+        else:
+            out.append(s)
+    return out
+
+
+def _contains_exit(stmts: list[ir.Stmt]) -> bool:
+    for s in stmts:
+        if isinstance(s, ir.Exit):
+            return True
+        if isinstance(s, ir.Block) and _contains_exit(s.stmts):
+            return True
+        if isinstance(s, ir.If) and _contains_exit([x for x in (s.then, s.other) if x is not None]):
+            return True
+        if isinstance(s, ir.Switch) and any(_contains_exit(b.stmts) for _labels, b in s.cases):
+            return True
+    return False
+
+
+class InlineActions:
+    """Replace each direct call of an action, ``a(args);``, by its body with copy-in/copy-out
+    (p4c ``InlineActions``; P4_16 spec 6.8, 12.5).
+
+    The block declares one fresh local per parameter (directionless and ``in``/``inout`` ones
+    initialised from the argument, ``out`` ones uninitialised), then runs the body (its locals
+    renamed, its ``return``s removed as :class:`RemoveReturns` does, the actions it calls
+    inlined in turn, at most 16 deep), then assigns each ``out``/``inout`` argument its local,
+    left to right; every ``exit`` in the body runs that copy-out first. The body of an action
+    of the control sees the control's names: a local variable of a block around the call with
+    the name of one of them is refused rather than captured (likewise a control's declaration
+    with the name of one a top-level action uses). A table's actions stay actions (the table's
+    dispatch binds their data and arguments, ``codegen.CodeGen.inline_action``); direct calls
+    inside them are inlined.
+    """
+
+    name = "InlineActions"
+    MAX_DEPTH = 16
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.prog: ir.Program | None = None
+        self.actions: dict[str, ir.Action] = {}
+        self.local_actions: set[str] = set()
+        self.shadow: set[str] = set()
+        self.owner = ""
+        #: names declared by the blocks around the statement being rewritten
+        self.blocks: list[set[str]] = []
+
+    def fresh(self, base: str) -> str:
+        self.n += 1
+        return f"{TEMP}a{self.n}_{base}"
+
+    def run(self, prog: ir.Program) -> ir.Program:
+        self.prog = prog
+        controls = {k: self.control(c) for k, c in prog.controls.items()}
+        self.actions, self.local_actions, self.shadow, self.owner = dict(prog.actions), set(), set(), ""
+        actions = {k: replace(a, body=self.block(a.body)) for k, a in prog.actions.items()}
+        return replace(prog, controls=controls, actions=actions)
+
+    def control(self, c: ir.ControlDecl) -> ir.ControlDecl:
+        assert self.prog is not None
+        self.actions = {**self.prog.actions, **c.actions}
+        self.local_actions = set(c.actions)
+        self.shadow = set()
+        _declared(c, self.shadow)
+        self.owner = c.name
+        return replace(c, apply=self.block(c.apply),
+                       actions={k: replace(a, body=self.block(a.body)) for k, a in c.actions.items()})
+
+    # -- statements
+    def block(self, b: ir.Block, depth: int = 0) -> ir.Block:
+        self.blocks.append(set())
+        try:
+            return replace(b, stmts=self.stmts(b.stmts, depth))
+        finally:
+            self.blocks.pop()
+
+    def stmts(self, stmts: list[ir.Stmt], depth: int) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s, depth))
+        return out
+
+    def nested(self, s: ir.Stmt, depth: int) -> ir.Stmt:
+        if isinstance(s, ir.Block):
+            return self.block(s, depth)
+        self.blocks.append(set())
+        try:
+            got = self.stmt(s, depth)
+        finally:
+            self.blocks.pop()
+        return got[0] if len(got) == 1 else ir.Block(s.loc, got)
+
+    def stmt(self, s: ir.Stmt, depth: int) -> list[ir.Stmt]:
+        if isinstance(s, ir.Block):
+            return [self.block(s, depth)]
+        if isinstance(s, ir.VarDecl | ir.ConstDecl):
+            if self.blocks:
+                self.blocks[-1].add(s.name)
+            return [s]
+        if isinstance(s, ir.If):
+            other = self.nested(s.other, depth) if s.other is not None else None
+            return [replace(s, then=self.nested(s.then, depth), other=other)]
+        if isinstance(s, ir.Switch):
+            return [replace(s, cases=[(labels, self.block(b, depth)) for labels, b in s.cases])]
+        if isinstance(s, ir.CallStmt) and isinstance(s.call.func, ir.Name):
+            act = self.actions.get(s.call.func.name)
+            if act is not None and not any(s.call.func.name in sc for sc in self.blocks):
+                return self.inline(act, s.call.args, s.call.loc, depth)
+        return [s]
+
+    def inline(self, act: ir.Action, args: list[ir.Expr], loc: ir.Loc, depth: int) -> list[ir.Stmt]:
+        """The block of one call of ``act``."""
+        if depth >= self.MAX_DEPTH:
+            raise P4FrontendError(loc[0], loc[1], "action calls nested too deeply")
+        if len(args) != len(act.params):
+            raise P4FrontendError(loc[0], loc[1], f"action {act.name} takes {len(act.params)} arguments, "
+                                                  f"got {len(args)}")
+        names: dict[str, str] = {}
+        body: list[ir.Stmt] = []
+        copy_out: list[ir.Stmt] = []
+        for p, a in zip(act.params, args, strict=True):
+            local = self.fresh(f"{act.name}_{p.name}")
+            names[p.name] = local
+            body.append(ir.VarDecl(a.loc, p.type, local, None if p.direction == "out" else a))
+            if p.direction in ("out", "inout"):
+                if not (_is_path(a) or (isinstance(a, ir.Slice) and _is_path(a.expr))):
+                    raise P4FrontendError(a.loc[0], a.loc[1],
+                                          f"argument {p.name} of {act.name} is {p.direction}: it must be a variable")
+                copy_out.append(ir.Assign(a.loc, a, ir.Name(a.loc, local)))
+        ren = _Rename(names, self.fresh)
+        renamed = ren.block(act.body)
+        top_level = act.name not in self.local_actions
+        for n, where, _called in ren.free:
+            if any(n in sc for sc in self.blocks) or (top_level and n in self.shadow):
+                raise P4FrontendError(where[0], where[1], f"unsupported: action {act.name} uses {n}, which "
+                                      f"{'a block around its call' if not top_level else self.owner} "
+                                      "declares too")
+        rr = RemoveReturns()
+        rr.RETURNED = self.fresh("returned")
+        stmts = rr.stmts(renamed.stmts, tail=True)
+        if rr.flag:
+            stmts = [ir.VarDecl(loc, ir.BoolT(), rr.RETURNED, ir.BoolLit(loc, False)), *stmts]
+        saved, self.blocks = self.blocks, []  # the body does not see the caller's blocks
+        try:
+            stmts = self.stmts(stmts, depth + 1)
+        finally:
+            self.blocks = saved
+        if copy_out and _contains_exit(stmts):
+            stmts = _exits_copy_out(stmts, copy_out)
+        return [ir.Block(loc, body + stmts + copy_out)]
+
+
 #: the passes :func:`lower` runs, in order
-PASSES: tuple[type, ...] = (ConstantFolding, SideEffectOrdering, RemoveReturns, InlineFunctions)
+PASSES: tuple[type, ...] = (ConstantFolding, SideEffectOrdering, RemoveReturns, InlineFunctions, InlineActions)
 
 
 def lower(prog: ir.Program) -> ir.Program:

@@ -151,3 +151,35 @@ def test_inline_functions_names_what_it_cannot_inline(tmp_path: Path, decls: str
     path = write_program(tmp_path, "apply { " + body + " }", decls=decls)
     with pytest.raises(P4FrontendError, match=r"prog.p4:\d+: " + message):
         Pipeline(load_program(path))
+
+
+def test_inline_actions_copies_out_before_every_exit() -> None:
+    """outer(hdr.t.a) calls set_and_exit(hdr.t.b, hdr.t.c), which exits: set_and_exit's copy-out,
+    then outer's, then the exit (spec 12.5); after inlining no direct action call is left."""
+    low = passes.InlineActions().run(load_program(PROGRAMS / "exit_copy_out.p4"))
+    apply = _ingress(low).apply
+    called = [s.call.func.name for s in _stmts_of(apply.stmts, ir.CallStmt) if isinstance(s.call.func, ir.Name)]
+    assert not {"set_and_exit", "outer", "maybe_exit"} & set(called)
+    blocks = _stmts_of(apply.stmts, ir.Block)
+
+    def copy_back(s: ir.Stmt) -> bool:
+        return isinstance(s, ir.Assign) and isinstance(s.value, ir.Name) and s.value.name.startswith(passes.TEMP)
+
+    exits = [b for b in blocks if b.stmts and isinstance(b.stmts[-1], ir.Exit)]
+    assert len(exits) == 3  # set_and_exit twice (directly and in outer), maybe_exit once
+    assert all(b.stmts[:-1] and all(copy_back(x) for x in b.stmts[:-1]) for b in exits)
+    # in outer: set_and_exit's x and y back, then {outer's z back; exit}
+    chained = [b for b in blocks if len(b.stmts) == 3 and copy_back(b.stmts[0]) and copy_back(b.stmts[1])
+               and isinstance(b.stmts[2], ir.Block) and b.stmts[2] in exits]
+    assert len(chained) == 1
+    assert "name='a'" in repr(chained[0].stmts[2].stmts[0].target)  # outer's z is hdr.t.a
+
+
+def test_inline_actions_refuses_a_block_local_that_hides_what_the_action_uses(tmp_path: Path) -> None:
+    from .p4util import write_program
+
+    path = write_program(tmp_path, "    bit<8> k = 3;\n    action a() { hdr.h.a = k; }\n"
+                                   "    apply { if (hdr.h.b == 1) { bit<8> k = 9; a(); } }")
+    with pytest.raises(P4FrontendError, match=r"prog.p4:\d+: unsupported: action a uses k, which a block "
+                                              "around its call declares too"):
+        passes.lower(load_program(path))
