@@ -1276,29 +1276,15 @@ class CodeGen:
         self.fail(loc, f"unknown function {name}")
 
     # -- actions
-    def inline_action(self, act: ir.Action, args: list[ir.Expr], scopes, ctx, loc, bound: dict) -> None:
-        """The body of table action ``act``: ``bound`` binds its action data, ``args`` are the
-        directional arguments of the table's actions list (direct calls of actions are
-        inlined by ``passes.InlineActions``).
-
-        Parameters are copied in and out (:meth:`copy_in`, :meth:`body_with_copy_out`). The body
-        sees its control's scopes plus its parameters.
-        """
-        depth = ctx.depth
-        if depth > 16:
-            self.fail(loc, "action calls nested too deeply")
-        scope: dict[str, Any] = {}
-        copy_out: list[tuple[Any, Any]] = []  # (argument binding, parameter local)
-        for i, p in enumerate(act.params):
-            if p.name in bound:
-                scope[p.name] = bound[p.name]
-                continue
-            scope[p.name] = self.copy_in(p, args[i], scopes, loc, act.name, copy_out)
-        body_sc = ctx.scopes + [scope]
+    def table_action(self, act: ir.Action, ctx, bound: dict) -> None:
+        """The body of table action ``act`` with ``bound`` binding its action data (its directional
+        parameters were made copy-in/copy-out locals by ``passes.RemoveActionParameters``; direct
+        calls of actions were inlined by ``passes.InlineActions``). The body sees its control's
+        scopes plus its parameters; a ``return`` leaves it (``while True`` ... ``break``)."""
+        body_sc = ctx.scopes + [{p.name: bound[p.name] for p in act.params}]
         uses_return = contains(act.body, ir.Return)
-        sub = replace(ctx, depth=depth + 1, in_loop=uses_return or ctx.in_loop)
-        guard = bool(copy_out) and self.may_exit(act.body, body_sc)
-        self.body_with_copy_out(act.body.stmts, body_sc, sub, copy_out, guard, uses_return)
+        sub = replace(ctx, depth=ctx.depth + 1, in_loop=uses_return or ctx.in_loop)
+        self.body_with_copy_out(act.body.stmts, body_sc, sub, [], False, uses_return)
 
     def copy_in(self, p: ir.Param, a: ir.Expr, scopes, loc, owner: str, copy_out: list[tuple[Any, Any]],
                 local: Any = None) -> Any:
@@ -1364,22 +1350,6 @@ class CodeGen:
                 self.emit(f"{tgt.var} = {self.store_code(tgt, local.var)}")
             else:
                 self.copy_ref(tgt, local)
-
-    def may_exit(self, body: ir.Stmt, scopes, depth: int = 0) -> bool:
-        """Whether ``body`` runs ``exit``, itself or in an action it calls."""
-        if contains(body, ir.Exit):
-            return True
-        if depth > 16:
-            return False
-        for call in calls_in(body):
-            f = call.func
-            if not isinstance(f, ir.Name):
-                continue
-            act = next((sc[f.name].action for sc in reversed(scopes) if isinstance(sc.get(f.name), ActionRef)),
-                       self.prog.actions.get(f.name))
-            if act is not None and self.may_exit(act.body, scopes, depth + 1):
-                return True
-        return False
 
     def alloc_local(self, t: Any, path: str) -> Any:
         """Storage for a local header, struct or header stack value (not part of the packet state)."""
@@ -1528,14 +1498,7 @@ class CodeGen:
             if names:
                 self.emit(f"{', '.join(names)}, = {ent}[1]")
             start = len(self.lines)
-            # directional parameters come first; their arguments are bound in the table's
-            # actions list, `actions = { a(hdr.x); }` (P4_16 spec 14.2.1.2)
-            ref = decl.actions[aid]
-            ref_args = list(ref.args or [])
-            if len(ref_args) != n_directional(act):
-                self.fail(ref.loc, f"table {decl.name}: action {act.name} needs its {n_directional(act)} "
-                                   f"directional argument(s) in the actions list, got {len(ref_args)}")
-            self.inline_action(act, ref_args, ctx.scopes, ctx, loc, bound=bound)
+            self.table_action(act, ctx, bound)
             if len(self.lines) == start:
                 self.emit("pass")
             self.ind -= 1
@@ -2064,7 +2027,7 @@ class CodeGen:
         actions: list[ir.Action] = []
         specs: list[ActionSpec] = []
         for aid, ref in enumerate(t.actions):
-            act = self._find_action(decl, ref.name, ref.loc)
+            act = ref.action or self._find_action(decl, ref.name, ref.loc)  # passes.RemoveActionParameters' copy
             actions.append(act)
             params = []
             for p in act.params:
@@ -2096,7 +2059,7 @@ class CodeGen:
                                       f"default action {ref.name} is not in the actions of table {t.name}")
             aid = names.index(ref.name)
             spec = specs[aid]
-            vals = [self.const_of(a, scopes) for a in (ref.args or [])[n_directional(actions[aid]):]]
+            vals = [self.const_of(a, scopes) for a in (ref.args or [])]
             if len(vals) != len(spec.params):
                 raise P4FrontendError(ref.loc[0], ref.loc[1], f"default action {ref.name} needs {len(spec.params)} arguments")
             table.set_default(spec.name, {n: v & mask(w) for (n, w), v in zip(spec.params, vals, strict=True)}, force=True)
@@ -2187,7 +2150,7 @@ class CodeGen:
                 self.fail(ref.loc, f"action {ref.name} is not in the actions of table {t.name}")
             act_i = names.index(ref.name)
             spec = specs[act_i]
-            vals = [self.const_of(a, scopes) for a in (ref.args or [])[n_directional(actions[act_i]):]]
+            vals = [self.const_of(a, scopes) for a in (ref.args or [])]
             if len(vals) != len(spec.params):
                 self.fail(ref.loc, f"action {ref.name} needs {len(spec.params)} arguments")
             params = {p: v & mask(w) for (p, w), v in zip(spec.params, vals, strict=True)}
@@ -2442,24 +2405,6 @@ def desc_call(e: ir.Call) -> str:
     if isinstance(f, ir.Name):
         return f"{f.name}()"
     return "call"
-
-
-def n_directional(act: ir.Action) -> int:
-    """How many parameters of ``act`` have a direction (they precede the action data ones)."""
-    return sum(1 for p in act.params if p.direction)
-
-
-def calls_in(node: Any) -> list[ir.Call]:
-    """The call statements of statement ``node`` (through blocks, ifs and switches)."""
-    if isinstance(node, ir.CallStmt):
-        return [node.call]
-    if isinstance(node, ir.Block):
-        return [c for s in node.stmts for c in calls_in(s)]
-    if isinstance(node, ir.If):
-        return calls_in(node.then) + (calls_in(node.other) if node.other is not None else [])
-    if isinstance(node, ir.Switch):
-        return [c for _labels, b in node.cases for c in calls_in(b)]
-    return []
 
 
 def control_may_exit(decl: ir.ControlDecl, prog: ir.Program, depth: int = 0) -> bool:

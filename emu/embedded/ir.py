@@ -409,6 +409,9 @@ class ActionRef:
     loc: Loc
     name: str
     args: list[Expr] | None = None
+    #: after ``passes.RemoveActionParameters``: this table's copy of the action, its directional
+    #: arguments copied in and out in its body (None: the action as declared)
+    action: Action | None = None
 
 
 @dataclass

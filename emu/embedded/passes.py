@@ -19,6 +19,8 @@ the lowered IR. Adding a piece of language semantics is one more pass here.
   generation never sees a function call.
 - :class:`InlineActions` (p4c ``InlineActions``): a direct call of an action likewise, its
   ``exit`` copying out first (spec 12.5); a table's actions stay actions.
+- :class:`RemoveActionParameters` (p4c ``RemoveActionParameters``): a table's action gets its
+  directional arguments (bound in the table's actions list) as copy-in/copy-out in its body.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from typing import Any
 from . import ir
 from .errors import P4FrontendError
 
-__all__ = ["PASSES", "ConstantFolding", "InlineActions", "InlineFunctions", "RemoveReturns", "SideEffectOrdering", "has_effect",
-           "lower"]
+__all__ = ["PASSES", "ConstantFolding", "InlineActions", "InlineFunctions", "RemoveActionParameters",
+           "RemoveReturns", "SideEffectOrdering", "has_effect", "lower"]
 
 logger = logging.getLogger(__name__)
 
@@ -871,7 +873,7 @@ class InlineActions:
     of the control sees the control's names: a local variable of a block around the call with
     the name of one of them is refused rather than captured (likewise a control's declaration
     with the name of one a top-level action uses). A table's actions stay actions (the table's
-    dispatch binds their data and arguments, ``codegen.CodeGen.inline_action``); direct calls
+    dispatch binds their data, :class:`RemoveActionParameters` their arguments); direct calls
     inside them are inlined.
     """
 
@@ -993,8 +995,99 @@ class InlineActions:
         return [ir.Block(loc, body + stmts + copy_out)]
 
 
+def _directional(act: ir.Action) -> int:
+    """How many of ``act``'s parameters have a direction (they come first, spec 14.1)."""
+    return sum(1 for p in act.params if p.direction)
+
+
+class RemoveActionParameters:
+    """Give each table's action its directional arguments as copy-in/copy-out in its body (p4c
+    ``RemoveActionParameters``; P4_16 spec 6.8, 14.2.1.2).
+
+    ``actions = { a(hdr.x); }`` binds ``a``'s directional parameters for that table: the entry
+    of the actions list gets its own copy of ``a`` (:attr:`ir.ActionRef.action`) whose
+    parameters are the action data alone and whose body declares one fresh local per
+    directional parameter (initialised from its argument; ``out``: uninitialised), runs the body
+    (its ``return``s removed as :class:`RemoveReturns` does), then assigns each ``out``/``inout``
+    argument its local, left to right, also before each ``exit`` (spec 12.5). The directional
+    arguments that ``default_action`` and ``const entries`` repeat are dropped (the actions list
+    binds them). The control plane still sees ``a`` with its action data.
+    """
+
+    name = "RemoveActionParameters"
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def fresh(self, base: str) -> str:
+        self.n += 1
+        return f"{TEMP}p{self.n}_{base}"
+
+    def run(self, prog: ir.Program) -> ir.Program:
+        controls = {}
+        for k, c in prog.controls.items():
+            acts = {**prog.actions, **c.actions}
+            controls[k] = replace(c, tables={n: self.table(t, acts) for n, t in c.tables.items()})
+        return replace(prog, controls=controls)
+
+    def table(self, t: ir.Table, acts: dict[str, ir.Action]) -> ir.Table:
+        if not any(r.name in acts and _directional(acts[r.name]) for r in t.actions):
+            return t
+        refs = [self.localize(r, acts[r.name]) if r.name in acts and _directional(acts[r.name]) else r
+                for r in t.actions]
+
+        def strip(r: ir.ActionRef | None) -> ir.ActionRef | None:
+            if r is None or r.name not in acts or not r.args:
+                return r
+            return replace(r, args=r.args[_directional(acts[r.name]):])
+
+        entries = t.entries
+        if entries is not None:
+            entries = [replace(e, action=strip(e.action)) for e in entries]
+        return replace(t, actions=refs, default_action=strip(t.default_action), entries=entries)
+
+    def localize(self, ref: ir.ActionRef, act: ir.Action) -> ir.ActionRef:
+        nd = _directional(act)
+        args = list(ref.args or [])
+        if len(args) != nd:
+            raise P4FrontendError(ref.loc[0], ref.loc[1], f"action {act.name} needs its {nd} directional "
+                                  f"argument(s) in the actions list, got {len(args)}")
+        data = [p.name for p in act.params[nd:]]
+        names: dict[str, str] = {}
+        body: list[ir.Stmt] = []
+        copy_out: list[ir.Stmt] = []
+        for p, a in zip(act.params[:nd], args, strict=True):
+            local = self.fresh(f"{act.name}_{p.name}")
+            names[p.name] = local
+            body.append(ir.VarDecl(a.loc, p.type, local, None if p.direction == "out" else a))
+            if p.direction in ("out", "inout"):
+                if not (_is_path(a) or (isinstance(a, ir.Slice) and _is_path(a.expr))):
+                    raise P4FrontendError(a.loc[0], a.loc[1],
+                                          f"argument {p.name} of {act.name} is {p.direction}: it must be a variable")
+                copy_out.append(ir.Assign(a.loc, a, ir.Name(a.loc, local)))
+        for a in args:  # the arguments must not read the action's data parameters by accident
+            probe = _Rename({}, self.fresh)
+            probe.expr(a)
+            hit = next((n for n, _l, called in probe.free if not called and n in data), None)
+            if hit is not None:
+                raise P4FrontendError(a.loc[0], a.loc[1], f"unsupported: an argument of {act.name} in the "
+                                      f"actions list uses {hit}, the name of one of its action data parameters")
+        ren = _Rename(dict(names, **{d: d for d in data}), self.fresh)
+        renamed = ren.block(act.body)
+        rr = RemoveReturns()
+        rr.RETURNED = self.fresh("returned")
+        stmts = rr.stmts(renamed.stmts, tail=True)
+        if rr.flag:
+            stmts = [ir.VarDecl(act.loc, ir.BoolT(), rr.RETURNED, ir.BoolLit(act.loc, False)), *stmts]
+        if copy_out and _contains_exit(stmts):
+            stmts = _exits_copy_out(stmts, copy_out)
+        local = replace(act, params=act.params[nd:], body=ir.Block(act.body.loc, body + stmts + copy_out))
+        return replace(ref, args=None, action=local)
+
+
 #: the passes :func:`lower` runs, in order
-PASSES: tuple[type, ...] = (ConstantFolding, SideEffectOrdering, RemoveReturns, InlineFunctions, InlineActions)
+PASSES: tuple[type, ...] = (ConstantFolding, SideEffectOrdering, RemoveReturns, InlineFunctions, InlineActions,
+                            RemoveActionParameters)
 
 
 def lower(prog: ir.Program) -> ir.Program:

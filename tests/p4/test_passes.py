@@ -183,3 +183,20 @@ def test_inline_actions_refuses_a_block_local_that_hides_what_the_action_uses(tm
     with pytest.raises(P4FrontendError, match=r"prog.p4:\d+: unsupported: action a uses k, which a block "
                                               "around its call declares too"):
         passes.lower(load_program(path))
+
+
+def test_remove_action_parameters_gives_a_table_its_copy_of_the_action() -> None:
+    """count_into(hdr.t.a) in t's actions list: t runs a copy with only `step` as a parameter,
+    whose body copies hdr.t.a in and out; the default action keeps only its action data."""
+    prog = load_program(PROGRAMS / "table_dir_params.p4")
+    t = passes.RemoveActionParameters().run(prog).controls["I"].tables["t"]
+    ref = t.actions[0]
+    local = ref.action
+    assert ref.args is None and local is not None and [p.name for p in local.params] == ["step"]
+    first, last = local.body.stmts[0], local.body.stmts[-1]
+    assert isinstance(first, ir.VarDecl) and first.name.startswith(passes.TEMP) and "name='a'" in repr(first.init)
+    assert isinstance(last, ir.Assign) and last.value == ir.Name(last.value.loc, first.name)
+    put = t.actions[1].action
+    assert put is not None and put.body.stmts[0].init is None  # out: not copied in
+    assert [a.value for a in t.default_action.args] == [0x10]
+    assert prog.controls["I"].tables["t"].actions[0].action is None  # the front end's program is unchanged
