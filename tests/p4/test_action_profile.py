@@ -73,3 +73,24 @@ def test_compile_refusals(tmp_path: Path, body: str, needle: str, message: str) 
     with pytest.raises(P4FrontendError) as ei:
         Pipeline(load_program(path), seed=1)
     assert message in str(ei.value) and ei.value.line in (line_of(path, needle), line_of(path, needle) + 1)
+
+
+def test_random_selector_draws_every_member_of_the_group_and_no_other() -> None:
+    """HashAlgorithm.random (tests/p4/programs/selector_hashes.p4): the member of a packet is a
+    uniform draw from the group, the same flow included; 300 draws over 3 members reach each
+    (the chance that a uniform draw misses one is 3 * (2/3)**300, about 1e-52) and nothing else."""
+    pipe = Pipeline(load_program(PROGRAM.with_name("selector_hashes.p4")), seed=1)
+    for m in (1, 2, 3):
+        pipe.act_prof_create_member("s_random", m, "set4", {"v": 0x40 | m})
+    pipe.act_prof_create_member("s_random", 4, "set4", {"v": 0x44})  # a member outside the group
+    pipe.act_prof_create_group("s_random", 9)
+    for m in (1, 2, 3):
+        pipe.act_prof_add_member_to_group("s_random", m, 9)
+    pipe.table_indirect_add_with_group("t_random", {"hdr.eth.etherType": 0x88B5}, 9)
+    frame = bytes.fromhex("000000000002" "000000000001" "88b5" "0a000001" "04d2") + bytes(4)
+    seen = []
+    for i in range(300):
+        r = pipe.ingress(frame, 0, i)
+        assert r is not None
+        seen.append(pipe.egress_at(r, r.egress_spec, 0, 0, 0, i, i)[14 + 6 + 3])
+    assert set(seen) == {0x41, 0x42, 0x43}
