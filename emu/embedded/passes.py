@@ -124,7 +124,7 @@ class _Lowering:
             e = replace(e, expr=call)
             return e if top else self.temp(loc, ir.BoolT(), e, out)
         if isinstance(e, ir.Call):
-            args = self.lower_list(e.args, out, paths_stay=True)
+            args = self.lower_list(e.args, out, paths_stay=True, params=self.owner.params_of(e))
             call = replace(e, args=args)
             if top or not _impure_call(e):
                 return call
@@ -171,21 +171,27 @@ class _Lowering:
             return replace(e, items=self.lower_list(e.items, out))
         return e
 
-    def lower_list(self, items: list[ir.Expr], out: list[ir.Stmt], paths_stay: bool = False) -> list[ir.Expr]:
+    def lower_list(self, items: list[ir.Expr], out: list[ir.Stmt], paths_stay: bool = False,
+                   params: list[ir.Param] | None = None) -> list[ir.Expr]:
         """``items`` evaluated left to right: before an item with a side effect runs, the values of
         the items before it are read into temporaries (a call may write what they read).
 
         ``paths_stay``: items that are storage locations stay as they are (call arguments, which
-        may be ``out``/``inout``; copy-in happens at the call).
+        may be ``out``/``inout``; copy-in happens at the call). With the callee's ``params``
+        known, only its ``out``/``inout`` arguments stay; an ``in`` or directionless one is
+        copied into a temporary of the parameter's type, as its copy-in would (spec 6.8).
         """
         results: list[ir.Expr] = []
         for it in items:
             if has_effect(it):
                 for j, r in enumerate(results):
-                    if self.constant(r) or (paths_stay and _is_path(r)):
+                    p = params[j] if params is not None and j < len(params) else None
+                    if self.constant(r):
+                        continue
+                    if paths_stay and _is_path(r) and (p is None or p.direction in ("out", "inout")):
                         continue
                     self.changed = True
-                    results[j] = self.temp(r.loc, ir.TypeOfT((r,)), r, out)
+                    results[j] = self.temp(r.loc, p.type if p is not None else ir.TypeOfT((r,)), r, out)
             results.append(self.lower(it, out))
         return results
 
@@ -207,14 +213,27 @@ class SideEffectOrdering:
     def __init__(self) -> None:
         self.n = 0
         self.prog: ir.Program | None = None
+        #: the actions of the control being ordered
+        self.actions: dict[str, ir.Action] = {}
 
     def fresh(self) -> str:
         self.n += 1
         return f"{TEMP}t{self.n}"
 
+    def params_of(self, call: ir.Call) -> list[ir.Param] | None:
+        """The parameters of the function or action ``call`` calls (None: an extern, a method)."""
+        assert self.prog is not None
+        f = call.func
+        if not isinstance(f, ir.Name):
+            return None
+        decl = self.actions.get(f.name) or self.prog.functions.get(f.name) or self.prog.actions.get(f.name)
+        return decl.params if decl is not None else None
+
     def run(self, prog: ir.Program) -> ir.Program:
         self.prog = prog
+        self.actions = {}
         controls = {k: self.control(c) for k, c in prog.controls.items()}
+        self.actions = {}
         parsers = {k: self.parser(p) for k, p in prog.parsers.items()}
         actions = {k: replace(a, body=self.block(a.body)) for k, a in prog.actions.items()}
         functions = {k: replace(f, body=self.block(f.body)) for k, f in prog.functions.items()}
@@ -223,6 +242,7 @@ class SideEffectOrdering:
                        instances=instances)
 
     def control(self, c: ir.ControlDecl) -> ir.ControlDecl:
+        self.actions = c.actions
         return replace(c, apply=self.block(c.apply),
                        actions={k: replace(a, body=self.block(a.body)) for k, a in c.actions.items()},
                        instances=[self.instance(i) for i in c.instances])

@@ -16,6 +16,11 @@ bit<8> bump(inout bit<8> x, inout bit<8> n) {
     return x;
 }
 
+// a + b
+bit<8> add2(in bit<8> a, in bit<8> b) {
+    return a + b;
+}
+
 // always true; 0x10 more in n
 bool yes(inout bit<8> n) {
     n = n + 0x10;
@@ -53,6 +58,9 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         } else if (hdr.t.c == 3) {
             // only the chosen arm runs
             hdr.t.r1 = hdr.t.v == 0 ? bump(hdr.t.v, hdr.t.n) : bump(hdr.t.w, hdr.t.n);
+        } else if (hdr.t.c == 5) {
+            // an `in` argument is copied in before the argument after it runs (spec 6.8)
+            hdr.t.r1 = add2(hdr.t.v, bump(hdr.t.v, hdr.t.n));
         } else {
             // a table applied in the right operand of || only when the left one is false
             if (hdr.t.v == 1 || probe.apply().hit) { hdr.t.r2 = 0x55; }
