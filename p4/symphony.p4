@@ -24,6 +24,11 @@ struct metadata {
     bit<16> expected_flows;     /* the job's ring flows crossing this switch */
     bit<19> queue_gate;         /* minimum enq_qdepth (packets) for a Symphony mark */
     bit<16> lead;               /* step - frontier (serial, 0 if not newer), DESIGN 4 step 5 */
+    bit<16> tracker;            /* tracker instance: job id, or symphony_tracker's (job, port) id */
+    bit<9>  out_port;           /* ingress: egress_spec after routing (symphony_tracker key) */
+    bit<32> slack_bytes;        /* from symphony_slack: offsets below it count one step less */
+    bit<32> mark_gap;           /* egress: from symphony_spacing, us between a flow's marks */
+    bit<1>  spaced;             /* egress: 1 when symphony_spacing has the job */
     bit<9>  egress_port;        /* egress: standard_metadata.egress_port (queue_ecn key) */
     bit<19> enq_qdepth;         /* egress: standard_metadata.enq_qdepth, packets (queue_ecn key) */
     bit<17> ecn_threshold;      /* egress: from queue_ecn, 0 = no queue mark */
@@ -117,8 +122,8 @@ control MyIngress(inout headers hdr,
     /* Symphony progress tracker (docs/DESIGN.md section 4). Each register is read and
      * written once per packet at one index (the v1model form of a Tofino RegisterAction). */
     register<bit<16>>(FLOW_SLOTS) flow_step;   /* [job << MAX_RANKS_LOG2 | rank]: newest step of the flow */
-    register<bit<32>>(STEP_SLOTS) step_count;  /* [job << STEP_WINDOW_LOG2 | step % W]: step id ++ flows entered */
-    register<bit<16>>(MAX_JOBS)   frontier;    /* [job]: newest step every expected flow has entered */
+    register<bit<32>>(STEP_SLOTS) step_count;  /* [tracker << STEP_WINDOW_LOG2 | step % W]: step id ++ flows entered */
+    register<bit<16>>(MAX_TRACKERS) frontier;  /* [tracker]: newest step every expected flow has entered */
 
     counter(MAX_PORTS, CounterType.packets) drops;          /* by ingress port: every ingress drop */
     counter(MAX_PORTS, CounterType.packets) parser_errors;  /* by ingress port: malformed headers */
@@ -156,6 +161,8 @@ control MyIngress(inout headers hdr,
         meta.tracked = 0;
         meta.lead = 0;
         meta.ecmp = 0;
+        meta.tracker = 0;
+        meta.slack_bytes = 0;
         if (standard_metadata.parser_error != error.NoError) {
             parser_errors.count((bit<32>)standard_metadata.ingress_port);
             drop();
@@ -197,8 +204,14 @@ control MyIngress(inout headers hdr,
                 symphony_config.apply();
             }
             if (meta.tracked == 1) {
+                /* The tracker instance: job-wide unless symphony_tracker has (job, port). */
+                meta.out_port = standard_metadata.egress_spec;
+                meta.tracker = hdr.cth.job_id;
+                symphony_tracker.apply();
+                symphony_slack.apply();
                 bit<16> step = hdr.cth.step;
                 bit<32> job = (bit<32>)hdr.cth.job_id;
+                bit<32> tracker = (bit<32>)(meta.tracker & (MAX_TRACKERS - 1));
 
                 /* 1. flow_step[j, r]: entered = newer(s, old); if so old = s. */
                 bit<32> flow_index = (job << MAX_RANKS_LOG2) | (bit<32>)hdr.cth.src_rank;
@@ -212,7 +225,7 @@ control MyIngress(inout headers hdr,
                  *    holds another step: c = flows that entered s. */
                 bit<16> count = 0;
                 if (entered) {
-                    bit<32> slot_index = (job << STEP_WINDOW_LOG2)
+                    bit<32> slot_index = (tracker << STEP_WINDOW_LOG2)
                                          | (bit<32>)(step & (STEP_WINDOW - 1));
                     bit<32> slot;
                     step_count.read(slot, slot_index);
@@ -227,18 +240,22 @@ control MyIngress(inout headers hdr,
                 /* 3. Every expected flow has entered s. */
                 bool reached = entered && count >= meta.expected_flows;
 
-                /* 4. frontier[j] jumps to s when s is reached and newer. */
+                /* 4. frontier[t] jumps to s when s is reached and newer. */
                 bit<16> front;
-                frontier.read(front, job);
+                frontier.read(front, tracker);
                 bit<16> ahead = step - front;
                 if (reached && ahead != 0 && ahead < SERIAL_HALF) {
                     front = step;
                 }
-                frontier.write(job, front);
+                frontier.write(tracker, front);
 
-                /* 5. Lead over the slowest flow (0 when s is not newer), carried to egress. */
+                /* 5. Lead over the slowest flow (0 when s is not newer), carried to egress;
+                 *    the `slack` variant: the first slack_bytes of a step ahead count one less. */
                 bit<16> lead = step - front;
                 meta.lead = lead < SERIAL_HALF ? lead : 0;
+                if (meta.lead != 0 && hdr.cth.offset < meta.slack_bytes) {
+                    meta.lead = meta.lead - 1;
+                }
             }
         }
     }
@@ -255,6 +272,7 @@ control MyEgress(inout headers hdr,
     counter(MAX_JOBS, CounterType.packets) symphony_marks;  /* [job]: CE set by Symphony */
     counter(MAX_JOBS, CounterType.packets) queue_marks;     /* [job]: CE set on queue depth */
     counter(MAX_JOBS, CounterType.packets) symphony_eligible;  /* [job]: packets at the Symphony/placebo decision */
+    register<bit<32>>(FLOW_SLOTS) mark_clock;  /* [job << MAX_RANKS_LOG2 | rank]: time (us) of the flow's last mark */
 
 #include "include/egress_tables.p4"
 
@@ -268,6 +286,8 @@ control MyEgress(inout headers hdr,
             meta.enq_qdepth = standard_metadata.enq_qdepth;
             meta.ecn_threshold = 0;
             meta.symphony_threshold = 0;
+            meta.mark_gap = 0;
+            meta.spaced = 0;
             bool queue_marked = false;
 
             /* Queue-depth ECN (both modes): the RED-like ramp of queue_ecn. */
@@ -295,10 +315,25 @@ control MyEgress(inout headers hdr,
                 } else {
                     symphony_marking.apply();
                 }
+                symphony_spacing.apply();
                 if (meta.symphony_threshold != 0) {
                     bit<16> draw;
                     random(draw, 0, 0xFFFF);
-                    if ((bit<17>)draw < meta.symphony_threshold) {
+                    bool hit = (bit<17>)draw < meta.symphony_threshold;
+                    /* `spaced`: mark_clock[j, r] is read and written once, only for a hit. */
+                    if (hit && meta.spaced == 1) {
+                        bit<32> clock_index = ((bit<32>)hdr.cth.job_id << MAX_RANKS_LOG2)
+                                              | (bit<32>)hdr.cth.src_rank;
+                        bit<32> now = (bit<32>)standard_metadata.egress_global_timestamp;
+                        bit<32> cutoff = now - meta.mark_gap;
+                        bit<32> last;
+                        mark_clock.read(last, clock_index);
+                        /* due iff now - last >= gap (serial: the difference below 2^31) */
+                        bit<32> since = cutoff - last;
+                        hit = since < 0x80000000;
+                        mark_clock.write(clock_index, hit ? now : last);
+                    }
+                    if (hit) {
                         mark_ce();
                         symphony_marks.count((bit<32>)hdr.cth.job_id);
                     }

@@ -67,4 +67,25 @@
         default_action = NoAction();
     }
 
+    /* Marking variant `spaced`: a flow gets at most one Symphony (or placebo) mark per `gap`
+     * (microseconds on v1model, nanoseconds on T2NA: the egress timestamp's unit), the curve
+     * still deciding which packets may be marked; the per-flow register mark_clock holds the
+     * time of the flow's last mark. No entry: every packet the curve draws is marked. */
+    action set_mark_gap(bit<32> gap) {
+        meta.mark_gap = gap;
+        meta.spaced = 1;
+    }
+
+    table symphony_spacing {
+        key = {
+            hdr.cth.job_id: exact;
+        }
+        actions = {
+            set_mark_gap;
+            NoAction;
+        }
+        size = MAX_JOBS;
+        default_action = NoAction();
+    }
+
 #endif

@@ -35,4 +35,47 @@
         default_action = untracked();
     }
 
+    /* Tracker variant (docs/DESIGN.md section 4): which tracker instance (step_count slots and
+     * frontier) a packet counts in and how many flows that instance expects. A miss keeps the
+     * job-wide tracker (tracker = job id, flows from symphony_config); the controller's `port`
+     * variant installs one entry per (job, egress port) with a tracker id >= MAX_JOBS and the
+     * job's ring flows that leave this switch on that port. meta.out_port is the egress port
+     * routing chose (egress_spec on v1model, ucast_egress_port on T2NA). */
+    action set_tracker(bit<16> tracker, bit<16> flows) {
+        meta.tracker = tracker;
+        meta.expected_flows = flows;
+    }
+
+    table symphony_tracker {
+        key = {
+            hdr.cth.job_id: exact;
+            meta.out_port: exact;
+        }
+        actions = {
+            set_tracker;
+            NoAction;
+        }
+        size = MAX_TRACKERS;
+        default_action = NoAction();
+    }
+
+    /* Lead variant `slack`: the first `bytes` of a step a flow is ahead in are pipelining, so
+     * while hdr.cth.offset < bytes the lead counts one step less. No entry: bytes = 0, the
+     * lead is the step lead. */
+    action set_slack(bit<32> bytes) {
+        meta.slack_bytes = bytes;
+    }
+
+    table symphony_slack {
+        key = {
+            hdr.cth.job_id: exact;
+        }
+        actions = {
+            set_slack;
+            NoAction;
+        }
+        size = MAX_JOBS;
+        default_action = NoAction();
+    }
+
 #endif

@@ -21,10 +21,11 @@
 
 #include "../include/headers.p4"
 
-/* Register index widths: job << MAX_RANKS_LOG2 | rank and job << STEP_WINDOW_LOG2 | step. */
+/* Register index widths: job << MAX_RANKS_LOG2 | rank, tracker << STEP_WINDOW_LOG2 | step
+ * and tracker (the job id, or the per-(job, port) id of symphony_tracker). */
 typedef bit<(MAX_JOBS_LOG2 + MAX_RANKS_LOG2)>   flow_index_t;
-typedef bit<(MAX_JOBS_LOG2 + STEP_WINDOW_LOG2)> slot_index_t;
-typedef bit<MAX_JOBS_LOG2>                      job_index_t;
+typedef bit<(MAX_TRACKERS_LOG2 + STEP_WINDOW_LOG2)> slot_index_t;
+typedef bit<MAX_TRACKERS_LOG2>                  tracker_index_t;
 
 /* Ingress -> egress: what the v1model build carries in user metadata (bridged header). */
 header bridge_t {
@@ -60,7 +61,10 @@ struct ingress_metadata_t {
     bool         checksum_err;    /* the IPv4 header checksum is wrong */
     flow_index_t flow_index;
     slot_index_t slot_index;
-    job_index_t  job;
+    tracker_index_t tracker_index; /* the tracker's index in step_count and frontier */
+    bit<16>      tracker;         /* job id, or symphony_tracker's (job, port) id */
+    bit<9>       out_port;        /* ucast_egress_port after routing (symphony_tracker key) */
+    bit<32>      slack_bytes;     /* from symphony_slack: offsets below it count one step less */
     bit<1>       entered;         /* DESIGN 4 step 1 */
     bit<16>      count;           /* DESIGN 4 step 2 */
     bit<1>       reached;         /* DESIGN 4 step 3 */
@@ -82,6 +86,11 @@ struct egress_metadata_t {
     bit<19> enq_qdepth;           /* eg_intr_md.enq_qdepth, cells (queue_ecn key) */
     bit<17> ecn_threshold;        /* from queue_ecn, 0 = no queue mark */
     bit<17> symphony_threshold;   /* from symphony_marking, 0 = no Symphony mark */
+    bit<32> mark_gap;             /* from symphony_spacing: ns between a flow's marks */
+    bit<1>  spaced;               /* 1 when symphony_spacing has the job */
+    bit<32> now;                  /* global_tstamp, ns (low 32 bits) */
+    bit<32> mark_cutoff;          /* now - mark_gap: a flow whose last mark is older is due */
+    flow_index_t clock_index;     /* job << MAX_RANKS_LOG2 | rank */
 }
 
 /*************************************************************************
@@ -106,7 +115,10 @@ parser MyIngressParser(packet_in pkt,
         meta.checksum_err = false;
         meta.flow_index = 0;
         meta.slot_index = 0;
-        meta.job = 0;
+        meta.tracker_index = 0;
+        meta.tracker = 0;
+        meta.out_port = 0;
+        meta.slack_bytes = 0;
         meta.entered = 0;
         meta.count = 0;
         meta.reached = 0;
@@ -164,7 +176,7 @@ control MyIngress(inout switch_headers_t hdr,
     /* Symphony progress tracker (docs/DESIGN.md section 4): one RegisterAction each. */
     Register<bit<16>, flow_index_t>(FLOW_SLOTS, 0) flow_step;  /* newest step of the flow */
     Register<step_slot_t, slot_index_t>(STEP_SLOTS) step_count; /* step id, flows entered */
-    Register<bit<16>, job_index_t>(MAX_JOBS, 0) frontier;       /* newest step all entered */
+    Register<bit<16>, tracker_index_t>(MAX_TRACKERS, 0) frontier; /* newest step all entered */
 
     Counter<bit<32>, PortId_t>(MAX_PORTS, CounterType_t.PACKETS) drops;          /* by ingress port */
     Counter<bit<32>, PortId_t>(MAX_PORTS, CounterType_t.PACKETS) parser_errors;  /* by ingress port */
@@ -201,7 +213,7 @@ control MyIngress(inout switch_headers_t hdr,
     };
 
     /* 4. The frontier jumps to s when every expected flow has entered it and s is newer. */
-    RegisterAction<bit<16>, job_index_t, bit<16>>(frontier) advance_frontier = {
+    RegisterAction<bit<16>, tracker_index_t, bit<16>>(frontier) advance_frontier = {
         void apply(inout bit<16> value, out bit<16> front) {
             if (meta.reached == 1 && (int<16>)(hdr.cth.step - value) > 0) {
                 value = hdr.cth.step;
@@ -246,6 +258,7 @@ control MyIngress(inout switch_headers_t hdr,
         meta.queue_gate = 0;
         meta.lead = 0;
         meta.ecmp = 0;
+        meta.slack_bytes = 0;
         if (ig_prsr_md.parser_err != PARSER_ERROR_OK) {
             parser_errors.count(ig_intr_md.ingress_port);
             drop();
@@ -280,10 +293,15 @@ control MyIngress(inout switch_headers_t hdr,
                 symphony_config.apply();
             }
             if (meta.tracked == 1) {
-                meta.job = hdr.cth.job_id[MAX_JOBS_LOG2 - 1:0];
+                /* The tracker instance: job-wide unless symphony_tracker has (job, port). */
+                meta.out_port = ig_tm_md.ucast_egress_port;
+                meta.tracker = hdr.cth.job_id;
+                symphony_tracker.apply();
+                symphony_slack.apply();
+                meta.tracker_index = meta.tracker[MAX_TRACKERS_LOG2 - 1:0];
                 meta.flow_index = flow_index_hash.get({hdr.cth.job_id[MAX_JOBS_LOG2 - 1:0],
                                                        hdr.cth.src_rank[MAX_RANKS_LOG2 - 1:0]});
-                meta.slot_index = slot_index_hash.get({hdr.cth.job_id[MAX_JOBS_LOG2 - 1:0],
+                meta.slot_index = slot_index_hash.get({meta.tracker_index,
                                                        hdr.cth.step[STEP_WINDOW_LOG2 - 1:0]});
                 /* 1. */
                 meta.entered = enter_step.execute(meta.flow_index);
@@ -298,11 +316,15 @@ control MyIngress(inout switch_headers_t hdr,
                     meta.reached = 1;
                 }
                 /* 4. */
-                meta.front = advance_frontier.execute(meta.job);
-                /* 5. lead = s - f, 0 when s is not newer than f (sign bit of the difference). */
+                meta.front = advance_frontier.execute(meta.tracker_index);
+                /* 5. lead = s - f, 0 when s is not newer than f (sign bit of the difference);
+                 *    the `slack` variant: the first slack_bytes of a step ahead count one less. */
                 meta.lead = hdr.cth.step - meta.front;
                 if (meta.lead[15:15] == 1) {
                     meta.lead = 0;
+                }
+                if (meta.lead != 0 && hdr.cth.offset < meta.slack_bytes) {
+                    meta.lead = meta.lead - 1;
                 }
             }
         }
@@ -348,6 +370,11 @@ parser MyEgressParser(packet_in pkt,
         meta.enq_qdepth = 0;       /* parameter is left uninitialized (p4test) */
         meta.ecn_threshold = 0;
         meta.symphony_threshold = 0;
+        meta.mark_gap = 0;
+        meta.spaced = 0;
+        meta.now = 0;
+        meta.mark_cutoff = 0;
+        meta.clock_index = 0;
         transition parse_ethernet;
     }
 
@@ -395,6 +422,21 @@ control MyEgress(inout switch_headers_t hdr,
     Random<bit<16>>() ecn_random;
     Random<bit<16>>() symphony_random;
 
+    /* `spaced` marking: the time of each flow's last mark, one RegisterAction per packet the
+     * curve draws (docs/DESIGN.md section 4). */
+    Register<bit<32>, flow_index_t>(FLOW_SLOTS, 0) mark_clock;
+    Hash<flow_index_t>(HashAlgorithm_t.IDENTITY) clock_index_hash;
+    RegisterAction<bit<32>, flow_index_t, bit<1>>(mark_clock) space_mark = {
+        void apply(inout bit<32> value, out bit<1> due) {
+            if ((int<32>)(meta.mark_cutoff - value) >= 0) {
+                value = meta.now;
+                due = 1;
+            } else {
+                due = 0;
+            }
+        }
+    };
+
 #include "../include/egress_tables.p4"
 
     action mark_ce() {
@@ -407,6 +449,8 @@ control MyEgress(inout switch_headers_t hdr,
             meta.enq_qdepth = eg_intr_md.enq_qdepth;
             meta.ecn_threshold = 0;
             meta.symphony_threshold = 0;
+            meta.mark_gap = 0;
+            meta.spaced = 0;
             bool queue_marked = false;
 
             /* Queue-depth ECN (both modes): the RED-like ramp of queue_ecn. */
@@ -433,9 +477,22 @@ control MyEgress(inout switch_headers_t hdr,
                 } else {
                     symphony_marking.apply();
                 }
+                symphony_spacing.apply();
                 if (meta.symphony_threshold != 0) {
                     bit<16> draw = symphony_random.get();
+                    bit<1> hit = 0;
                     if ((bit<17>)draw < meta.symphony_threshold) {
+                        hit = 1;
+                    }
+                    /* `spaced`: at most one mark per flow per mark_gap. */
+                    if (hit == 1 && meta.spaced == 1) {
+                        meta.now = eg_prsr_md.global_tstamp[31:0];
+                        meta.mark_cutoff = meta.now - meta.mark_gap;
+                        meta.clock_index = clock_index_hash.get({hdr.cth.job_id[MAX_JOBS_LOG2 - 1:0],
+                                                                 hdr.cth.src_rank[MAX_RANKS_LOG2 - 1:0]});
+                        hit = space_mark.execute(meta.clock_index);
+                    }
+                    if (hit == 1) {
                         mark_ce();
                         symphony_marks.count(hdr.cth.job_id);
                     }

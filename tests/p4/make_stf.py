@@ -30,7 +30,7 @@ from scapy.packet import Raw
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from hostapps.wire import CTH_UDP_PORT, MAX_RANKS, STEP_WINDOW, Cth, CthType, encode  # noqa: E402
+from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS, STEP_WINDOW, Cth, CthType, encode  # noqa: E402
 
 OUT = REPO / "tests" / "p4" / "stf"
 
@@ -69,8 +69,9 @@ def udp_pkt(dst: str, *, ttl: int = 64, ecn: int = NOT_ECT, sport: int = 40000, 
 
 
 def data_pkt(job: int, rank: int, step: int, *, ecn: int = ECT0, dst: str = "10.0.0.2",
-             kind: CthType = CthType.DATA) -> Ether:
-    cth = encode(Cth(type=kind, job_id=job, step=step, src_rank=rank, dst_rank=rank + 1, psn=step), b"payload!")
+             kind: CthType = CthType.DATA, offset: int = 0) -> Ether:
+    cth = encode(Cth(type=kind, job_id=job, step=step, src_rank=rank, dst_rank=rank + 1, psn=step,
+                     offset=offset), b"payload!")
     return udp_pkt(dst, ecn=ecn, sport=CTH_UDP_PORT, dport=CTH_UDP_PORT, payload=cth)
 
 
@@ -480,6 +481,137 @@ check_counter MyEgress.symphony_eligible(3) packets == {n}
 """
 
 
+def tracker_entry(job: int, port: int, tracker: int, flows: int) -> str:
+    return (f"add MyIngress.symphony_tracker hdr.cth.job_id:{job} meta.out_port:{port} "
+            f"MyIngress.set_tracker(tracker:{tracker}, flows:{flows})")
+
+
+def slack_entry(job: int, nbytes: int) -> str:
+    return f"add MyIngress.symphony_slack hdr.cth.job_id:{job} MyIngress.set_slack(bytes:{nbytes})"
+
+
+def spacing_entry(job: int, gap: int) -> str:
+    return f"add MyEgress.symphony_spacing hdr.cth.job_id:{job} MyEgress.set_mark_gap(gap:{gap})"
+
+
+def variants() -> str:
+    """The tracker and marking variants (docs/DESIGN.md section 4): a tracker per (job, egress
+    port), the slack lead, spaced marks."""
+    h3_mac = "00:00:00:00:00:03"
+    to_h3 = lambda pkt, ecn=None: hexs(forwarded(pkt, src_mac=SW_MAC, dst_mac=h3_mac, ecn=ecn)) + "$"  # noqa: E731
+    w = STEP_WINDOW
+    t2, t3 = MAX_JOBS, MAX_JOBS + 1  # per-port tracker ids of job 0 (ports 2 and 3)
+    # ranks 0, 1 leave on port 2 (to 10.0.0.2), ranks 2, 3 on port 3 (to 10.0.0.3)
+    dst = {0: "10.0.0.2", 1: "10.0.0.2", 2: "10.0.0.3", 3: "10.0.0.3"}
+    out = {0: to_h2, 1: to_h2, 2: to_h3, 3: to_h3}
+    pp = lambda job, r, s: data_pkt(job, r, s, dst=dst[r])  # noqa: E731
+
+    def send(pkt: Ether, r: int, ecn: int | None = None) -> str:
+        return f"packet 1 {hexs(bytes(pkt))}\nexpect {2 if dst[r] == '10.0.0.2' else 3} {out[r](pkt, ecn)}"
+
+    slack = {(s, off): data_pkt(2, 0, s, offset=off) for s in (1, 2) for off in (0, 999, 1000)}
+    slack_r1 = data_pkt(2, 1, 1)
+    spaced, dense, plac = data_pkt(3, 0, 1), data_pkt(4, 0, 1), data_pkt(5, 0, 1)
+    long_ago = 2**32 - 2**30  # mark_clock value: now - it is about 2^30 (< 2^31) in either unit
+    gap = 2**20  # 1 s (v1model, us) or 1 ms (T2NA, ns): far beyond the vector's packets
+    n = 4
+    rep = lambda pkt, ecn=None: "\n".join(  # noqa: E731
+        f"packet 1 {hexs(bytes(pkt))}\nexpect 2 {to_h2(pkt, ecn)}" for _ in range(n))
+    return HEADER.format(what="The variants (docs/DESIGN.md section 4): symphony_tracker's per-(job, egress "
+                         "port) trackers against the job-wide tracker; symphony_slack (the first bytes of a "
+                         "step ahead count one step less); symphony_spacing (at most one mark per flow per "
+                         "gap, in symphony and placebo modes). Lead 1 marks with probability 1.") + f"""
+{route("10.0.0.2", 32, 2)}
+{route("10.0.0.3", 32, 3, dst_mac=h3_mac)}
+{symphony_config(0, flows=4)}
+{symphony_config(1, flows=4)}
+{tracker_entry(0, 2, t2, 2)}
+{tracker_entry(0, 3, t3, 2)}
+{symphony_config(2, flows=2)}
+{slack_entry(2, 1000)}
+{symphony_config(3, flows=2)}
+{spacing_entry(3, gap)}
+{symphony_config(4, flows=2)}
+{spacing_entry(4, 0)}
+{symphony_config(5, flows=2, mode=PLACEBO)}
+{spacing_entry(5, gap)}
+{placebo(5, PROB_ONE)}
+{chr(10).join(marking(job, 1, PROB_ONE) for job in range(5))}
+
+# -- port trackers (job 0): each port's frontier counts the two flows that leave on it ----
+# rank 0 enters step 1 on port 2: one of its port's two flows, lead 1, marked
+{send(pp(0, 0, 1), 0, CE)}
+# rank 1 enters step 1 on port 2: port 2's frontier is 1, lead 0
+{send(pp(0, 1, 1), 1)}
+# ranks 2, 3 on port 3: the same, on their own tracker
+{send(pp(0, 2, 1), 2, CE)}
+{send(pp(0, 3, 1), 3)}
+# rank 0 runs ahead into step 2: lead 1 over port 2's flows
+{send(pp(0, 0, 2), 0, CE)}
+wait
+register_read MyIngress.frontier {t2} 1
+register_read MyIngress.frontier {t3} 1
+register_read MyIngress.step_count {t2 * w + 1} {slot(1, 2)}
+register_read MyIngress.step_count {t3 * w + 1} {slot(1, 2)}
+register_read MyIngress.step_count {t2 * w + 2} {slot(2, 1)}
+register_read MyIngress.frontier 0 0
+check_counter MyEgress.symphony_marks(0) packets == 3
+
+# -- the same traffic on job 1's job-wide tracker (flows=4, no symphony_tracker entry): ----
+# rank 1 is marked too, behind no flow of its port, until rank 3 completes step 1
+{send(pp(1, 0, 1), 0, CE)}
+{send(pp(1, 1, 1), 1, CE)}
+{send(pp(1, 2, 1), 2, CE)}
+{send(pp(1, 3, 1), 3)}
+wait
+register_read MyIngress.frontier 1 1
+register_read MyIngress.step_count {w + 1} {slot(1, 4)}
+check_counter MyEgress.symphony_marks(1) packets == 3
+
+# -- slack (job 2, 1000 bytes): rank 0 one step ahead, offsets 0 and 999 count as lead 0 --
+packet 1 {hexs(bytes(slack[(1, 0)]))}
+expect 2 {to_h2(slack[(1, 0)])}
+packet 1 {hexs(bytes(slack[(1, 999)]))}
+expect 2 {to_h2(slack[(1, 999)])}
+# offset 1000: past the slack, lead 1, marked
+packet 1 {hexs(bytes(slack[(1, 1000)]))}
+expect 2 {to_h2(slack[(1, 1000)], CE)}
+# rank 1 enters step 1: frontier 1; lead 0 stays 0 at offset 0
+packet 1 {hexs(bytes(slack_r1))}
+expect 2 {to_h2(slack_r1)}
+# rank 0 one step ahead again: step 2, offset 0 counts as lead 0, offset 1000 as lead 1
+packet 1 {hexs(bytes(slack[(2, 0)]))}
+expect 2 {to_h2(slack[(2, 0)])}
+packet 1 {hexs(bytes(slack[(2, 1000)]))}
+expect 2 {to_h2(slack[(2, 1000)], CE)}
+wait
+register_read MyIngress.frontier 2 1
+check_counter MyEgress.symphony_marks(2) packets == 2
+
+# -- spaced (job 3, gap 2^20): the flow's last mark long ago, one mark, then none ---------
+register_write MyEgress.mark_clock {3 * MAX_RANKS} {long_ago}
+packet 1 {hexs(bytes(spaced))}
+expect 2 {to_h2(spaced, CE)}
+{chr(10).join(f"packet 1 {hexs(bytes(spaced))}{chr(10)}expect 2 {to_h2(spaced)}" for _ in range(n - 1))}
+wait
+check_counter MyEgress.symphony_marks(3) packets == 1
+check_counter MyEgress.symphony_eligible(3) packets == {n}
+
+# -- gap 0 (job 4): every packet the curve draws is marked --------------------------------
+{rep(dense, CE)}
+wait
+check_counter MyEgress.symphony_marks(4) packets == {n}
+
+# -- spaced placebo (job 5): the placebo's marks are spaced alike ------------------------
+register_write MyEgress.mark_clock {5 * MAX_RANKS} {long_ago}
+packet 1 {hexs(bytes(plac))}
+expect 2 {to_h2(plac, CE)}
+{chr(10).join(f"packet 1 {hexs(bytes(plac))}{chr(10)}expect 2 {to_h2(plac)}" for _ in range(n - 1))}
+wait
+check_counter MyEgress.symphony_marks(5) packets == 1
+"""
+
+
 def queue_ecn() -> str:
     d = data_pkt(2, 0, 1)
     plain = udp_pkt("10.0.0.2", ecn=NOT_ECT)
@@ -642,6 +774,7 @@ VECTORS = {
     "queue_ecn.stf": queue_ecn,
     "parser_errors.stf": parser_errors,
     "ecmp.stf": ecmp,
+    "variants.stf": variants,
 }
 
 

@@ -20,7 +20,8 @@ SYMPHONY = ROOT / "p4" / "symphony.p4"
 def test_symphony_is_accepted_with_its_objects() -> None:
     prog = load_program(SYMPHONY)
     ing = prog.controls["MyIngress"]
-    assert set(ing.tables) == {"ipv4_lpm", "symphony_config", "ecmp_nhop", "path_pin"}
+    assert set(ing.tables) == {"ipv4_lpm", "symphony_config", "ecmp_nhop", "path_pin", "symphony_tracker",
+                               "symphony_slack"}
     lpm = ing.tables["ipv4_lpm"]
     assert [(k.text, k.match_kind) for k in lpm.keys] == [("hdr.ipv4.dstAddr", "lpm")]
     assert [a.name for a in lpm.actions] == ["ipv4_forward", "ipv4_ecmp", "drop"]

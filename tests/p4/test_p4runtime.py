@@ -34,6 +34,7 @@ from emu.embedded.frontend import load_program  # noqa: E402
 from emu.embedded.p4info import build_p4info, jenkins_hash  # noqa: E402
 from emu.embedded.p4runtime_server import P4RuntimeServer, P4RuntimeService  # noqa: E402
 from emu.embedded.runtime import Pipeline  # noqa: E402
+from hostapps.wire import MAX_TRACKERS  # noqa: E402
 
 from .p4util import write_program  # noqa: E402
 
@@ -334,7 +335,7 @@ def test_registers_over_p4runtime(shell: Target, embedded: Target) -> None:
     entity = p4runtime_pb2.Entity()
     entity.register_entry.register_id = reg.preamble.id
     cells = [x.register_entry for rep in sh.client.read_one(entity) for x in rep.entities]
-    assert len(cells) == 16 and cells[4].data.bitstring == b"\x01\x02" and cells[0].data.bitstring == b"\x00"
+    assert len(cells) == MAX_TRACKERS and cells[4].data.bitstring == b"\x01\x02" and cells[0].data.bitstring == b"\x00"
     embedded.core.pipeline.register_reset("MyIngress.frontier")
 
 

@@ -135,12 +135,13 @@ def test_both_builds_expose_the_same_control_plane() -> None:
                [x.SerializeToString(deterministic=True) for x in b], part
     assert {t.preamble.name for t in infos[0].tables} == {
         "MyIngress.ipv4_lpm", "MyIngress.symphony_config", "MyIngress.ecmp_nhop", "MyIngress.path_pin",
-        "MyEgress.queue_ecn", "MyEgress.symphony_marking", "MyEgress.placebo_marking"}
+        "MyEgress.queue_ecn", "MyEgress.symphony_marking", "MyEgress.placebo_marking",
+        "MyIngress.symphony_tracker", "MyIngress.symphony_slack", "MyEgress.symphony_spacing"}
 
 
 @pytest.mark.parametrize(("old", "new", "words"), [
-    ("    RegisterAction<bit<16>, job_index_t, bit<16>>(frontier) advance_frontier = {\n        void apply(",
-     "    RegisterAction<bit<16>, job_index_t, bit<16>>(frontier) advance_frontier = {\n        void other(",
+    ("    RegisterAction<bit<16>, tracker_index_t, bit<16>>(frontier) advance_frontier = {\n        void apply(",
+     "    RegisterAction<bit<16>, tracker_index_t, bit<16>>(frontier) advance_frontier = {\n        void other(",
      "RegisterAction advance_frontier does not implement apply"),
     ("void apply(inout bit<16> value, out bit<1> entered)", "void apply(in bit<16> value, out bit<1> entered)",
      "apply must be (inout T value[, out U rv])"),

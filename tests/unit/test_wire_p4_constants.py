@@ -44,6 +44,7 @@ def _cth_fields() -> list[tuple[str, int]]:
         ("MAX_JOBS", wire.MAX_JOBS),
         ("MAX_RANKS", wire.MAX_RANKS),
         ("STEP_WINDOW", wire.STEP_WINDOW),
+        ("MAX_TRACKERS", wire.MAX_TRACKERS),
         ("ECN_NOT_ECT", wire.ECN_NOT_ECT),
         ("ECN_ECT1", wire.ECN_ECT1),
         ("ECN_ECT0", wire.ECN_ECT0),
@@ -63,7 +64,9 @@ def test_constant_agrees(p4_name: str, py_value: int) -> None:
 def test_register_slots_follow_from_sizes() -> None:
     consts = _p4_constants()
     assert consts["FLOW_SLOTS"] == wire.MAX_JOBS * wire.MAX_RANKS
-    assert consts["STEP_SLOTS"] == wire.MAX_JOBS * wire.STEP_WINDOW
+    assert consts["STEP_SLOTS"] == wire.MAX_TRACKERS * wire.STEP_WINDOW
+    assert wire.MAX_TRACKERS > wire.MAX_JOBS  # job-wide trackers first, then per-port ones
+    assert 1 << consts["MAX_TRACKERS_LOG2"] == wire.MAX_TRACKERS
     assert wire.STEP_WINDOW > wire.MAX_RANKS
     # indices are shifts (no run-time multiplication, docs/DESIGN.md section 4)
     assert 1 << consts["MAX_RANKS_LOG2"] == wire.MAX_RANKS
