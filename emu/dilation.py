@@ -71,7 +71,11 @@ def dilate(topology: Any, d: float) -> Any:
         assert link.bandwidth_mbps is not None and link.delay_ms is not None  # resolved by load
         link.bandwidth_mbps = link.bandwidth_mbps / d
         link.delay_ms = link.delay_ms * d
+    if t.symphony.mark_gap_ms is not None:
+        t.symphony.mark_gap_ms *= d
     for job in t.jobs:
+        if job.symphony is not None and job.symphony.mark_gap_ms is not None:
+            job.symphony.mark_gap_ms *= d
         job.compute_ms *= d
         job.start_offset_ms *= d
         job.step_timeout_s *= d

@@ -37,6 +37,9 @@ class P4Build:
     architecture: Literal["v1model", "t2na"]
     qdepth_unit: Literal["packets", "cells"]
     cell_bytes: int | None = None
+    #: Nanoseconds per tick of the egress timestamp the ``spaced`` marking compares
+    #: (v1model ``egress_global_timestamp``: microseconds; T2NA ``global_tstamp``: ns).
+    timestamp_ns: int = 1000
 
     def units_per_frame(self, frame_bytes: int) -> int:
         """Queue-depth units one queued frame of ``frame_bytes`` bytes occupies: 1 packet, or
@@ -49,7 +52,7 @@ class P4Build:
 #: ``--p4`` name -> build.
 P4_BUILDS: dict[str, P4Build] = {
     "v1model": P4Build("v1model", _P4_DIR / "symphony.p4", "v1model", "packets"),
-    "tofino": P4Build("tofino", _P4_DIR / "tofino" / "symphony.p4", "t2na", "cells", T2NA_CELL_BYTES),
+    "tofino": P4Build("tofino", _P4_DIR / "tofino" / "symphony.p4", "t2na", "cells", T2NA_CELL_BYTES, 1),
 }
 #: The build a run uses unless ``--p4`` says otherwise.
 DEFAULT_BUILD = P4_BUILDS["v1model"]

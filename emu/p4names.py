@@ -28,6 +28,16 @@ ACTION_FORWARD = "MyIngress.ipv4_forward"
 ACTION_SYMPHONY = "MyIngress.set_symphony_config"
 ACTION_ECN = "MyEgress.set_ecn_mark"
 ACTION_MARKING = "MyEgress.set_symphony_mark"
+#: The variants of docs/DESIGN.md section 4 (p4/include/*_tables.p4); no entry keeps the default.
+#: ``tracker: port``: (job, egress port) -> its own tracker id and expected flows.
+TABLE_TRACKER = "MyIngress.symphony_tracker"
+ACTION_TRACKER = "MyIngress.set_tracker"
+#: ``lead: slack``: job -> the bytes of a step ahead that count one step less.
+TABLE_SLACK = "MyIngress.symphony_slack"
+ACTION_SLACK = "MyIngress.set_slack"
+#: ``marking: spaced``: job -> least time between two marks of a flow (the build's timestamp unit).
+TABLE_SPACING = "MyEgress.symphony_spacing"
+ACTION_SPACING = "MyEgress.set_mark_gap"
 
 #: ``mode`` parameter of ``MyIngress.set_symphony_config`` per scheme (``MODE_BASELINE``,
 #: ``MODE_SYMPHONY``, ``MODE_PLACEBO`` in p4/include/constants.p4). The schemes differ only in
@@ -40,10 +50,12 @@ SCHEME_MODES: dict[str, int] = {"baseline": 0, "symphony": 1, "placebo": 2}
 REGISTER_FLOW_STEP = "MyIngress.flow_step"
 #: ``[job * STEP_WINDOW + step % STEP_WINDOW]``: step id (high 16 bits), flows that entered it (low 16).
 REGISTER_STEP_COUNT = "MyIngress.step_count"
-#: ``[job]``: the job's frontier step.
+#: ``[tracker]``: the tracker's frontier step (tracker = job id, or a ``TABLE_TRACKER`` id).
 REGISTER_FRONTIER = "MyIngress.frontier"
+#: ``[job * MAX_RANKS + rank]``: time of the flow's last spaced mark (``marking: spaced``).
+REGISTER_MARK_CLOCK = "MyEgress.mark_clock"
 #: The registers zeroed before each run of the jobs (every index: all jobs start together).
-JOB_REGISTERS = (REGISTER_FLOW_STEP, REGISTER_STEP_COUNT, REGISTER_FRONTIER)
+JOB_REGISTERS = (REGISTER_FLOW_STEP, REGISTER_STEP_COUNT, REGISTER_FRONTIER, REGISTER_MARK_CLOCK)
 
 # -- counters the runner reads (docs/interfaces.md section 2) --------------------------------
 #: Per job (index job id): packets Symphony (or the placebo) marked, packets the queue-depth

@@ -53,7 +53,8 @@ from typing import Any, Literal
 
 from emu.control import TableEntry
 from emu.p4build import P4_BUILDS, p4_build
-from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS
+from hostapps.transport import TransportConfig
+from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS, MAX_TRACKERS
 
 from . import ecmp
 from .p4names import (
@@ -61,7 +62,10 @@ from .p4names import (
     ACTION_ECN,
     ACTION_FORWARD,
     ACTION_MARKING,
+    ACTION_SLACK,
+    ACTION_SPACING,
     ACTION_SYMPHONY,
+    ACTION_TRACKER,
     MAX_QDEPTH,
     PROB_ONE,
     SCHEME_MODES,
@@ -71,7 +75,10 @@ from .p4names import (
     TABLE_PATH_PIN,
     TABLE_PLACEBO,
     TABLE_QUEUE_ECN,
+    TABLE_SLACK,
+    TABLE_SPACING,
     TABLE_SYMPHONY,
+    TABLE_TRACKER,
 )
 from .topology_plan import NetworkPlan, PortPlan
 from .topology_schema import Topology
@@ -339,6 +346,16 @@ class Routes:
                     out[sw][job.id] = out[sw].get(job.id, 0) + 1
         return out
 
+    def port_flows(self, switch: str, job_id: int) -> dict[int, int]:
+        """Egress port of ``switch`` -> ring flows of job ``job_id`` that leave on it (the
+        ``tracker: port`` variant's expected flows; only counts >= 1)."""
+        out: dict[int, int] = {}
+        for flow in self.ring_flows(job_id):
+            if switch in flow.switches:
+                port = self.egress(switch, flow.src_host, flow.dst_host).port
+                out[port] = out.get(port, 0) + 1
+        return dict(sorted(out.items()))
+
     def hop_load(self, job_id: int) -> dict[tuple[str, str], list[int]]:
         """Directed hop ``(from, to)`` -> src ranks of the job's ring flows on it."""
         load: dict[tuple[str, str], list[int]] = {}
@@ -445,6 +462,47 @@ def marking_entries(topo: Topology, job_id: int) -> list[TableEntry]:
         if threshold:
             out.append(TableEntry(table=TABLE_MARKING, match={"hdr.cth.job_id": job_id, "meta.lead": lead},
                                   action=ACTION_MARKING, params={"threshold": threshold}))
+    return out
+
+
+def variant_entries(topo: Topology, routes: Routes, switch: str, p4: str = "v1model") -> list[TableEntry]:
+    """The variant tables of one switch (docs/DESIGN.md section 4), for every job crossing it:
+
+    - ``tracker: port``: one ``MyIngress.symphony_tracker`` entry per (job, egress port) its ring
+      flows leave on, with a tracker id MAX_JOBS, MAX_JOBS + 1, ... (in job, port order) and the
+      flows on that port (:meth:`Routes.port_flows`);
+    - ``lead: slack``: ``MyIngress.symphony_slack``, ``round(slack * size_bytes / N)`` bytes;
+    - ``marking: spaced``: ``MyEgress.symphony_spacing``, the gap (``mark_gap_ms``, else the job's
+      CNP interval) in ticks of the build's egress timestamp (:attr:`P4Build.timestamp_ns`), >= 1.
+
+    Jobs on the defaults (job, step, random) get no entry. ValueError (one line) when the
+    per-port trackers of the switch exceed MAX_TRACKERS - MAX_JOBS.
+    """
+    build = p4_build(p4)
+    out: list[TableEntry] = []
+    next_tracker = MAX_JOBS
+    for job_id in sorted(routes.expected_flows()[switch]):
+        _check_job(job_id)
+        params = topo.symphony_for(job_id)
+        job = topo.job(job_id)
+        if params.tracker == "port":
+            for port, flows in routes.port_flows(switch, job_id).items():
+                if next_tracker >= MAX_TRACKERS:
+                    raise ValueError(f"switch {switch}: tracker: port needs more than {MAX_TRACKERS - MAX_JOBS} "
+                                     "(job, egress port) trackers (MAX_TRACKERS in p4/include/constants.p4)")
+                out.append(TableEntry(table=TABLE_TRACKER, match={"hdr.cth.job_id": job_id, "meta.out_port": port},
+                                      action=ACTION_TRACKER, params={"tracker": next_tracker, "flows": flows}))
+                next_tracker += 1
+        if params.lead == "slack":
+            chunk = job.size_bytes // len(job.ranks)
+            out.append(TableEntry(table=TABLE_SLACK, match={"hdr.cth.job_id": job_id}, action=ACTION_SLACK,
+                                  params={"bytes": round(params.slack * chunk)}))
+        if params.marking == "spaced":
+            gap_s = (params.mark_gap_ms / 1000.0 if params.mark_gap_ms is not None
+                     else float(topo.transport_for(job_id).get("cnp_interval", TransportConfig().cnp_interval)))
+            ticks = max(1, round(gap_s * 1e9 / build.timestamp_ns))
+            out.append(TableEntry(table=TABLE_SPACING, match={"hdr.cth.job_id": job_id}, action=ACTION_SPACING,
+                                  params={"gap": min(ticks, 2**31 - 1)}))
     return out
 
 
@@ -566,7 +624,9 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
     counters count, ``mode`` 0 for baseline and 1 for symphony) and ``symphony_marking``
     (that job's thresholds per lead, both schemes: the P4 marks only in symphony mode),
     then, for ``scheme`` "placebo" only, ``placebo_marking`` (per job its probability from
-    ``placebo``, job id -> 0..1; a job not in it is never marked).
+    ``placebo``, job id -> 0..1; a job not in it is never marked), then the variant tables of
+    the jobs that pick one (:func:`variant_entries`; the placebo keeps the job's tracker, lead
+    and spacing, so it differs from Symphony only in ignoring the lead).
     ``p4`` is the build (a key of :data:`emu.p4build.P4_BUILDS`): queue depths are converted to
     its unit for the topology's MTU (:func:`qdepth_unit`).
     """
@@ -606,6 +666,7 @@ def switch_programs(topo: Topology, scheme: Scheme, routes: Routes | None = None
             entries.extend(marking_entries(topo, job_id))
             if scheme == "placebo" and placebo and job_id in placebo:
                 entries.extend(placebo_entries({job_id: placebo[job_id]}))
+        entries.extend(variant_entries(topo, routes, sw.name, p4))
         queues = tuple(PortQueue(p.port, p.rate_bps, p.depth_pkts, p.delay_us) for p in sw.ports)
         out[sw.name] = SwitchProgram(sw.name, tuple(entries), queues, dict(sorted(expected[sw.name].items())))
         log.debug("switch %s: %d entries, %d queues", sw.name, len(entries), len(queues))

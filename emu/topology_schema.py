@@ -104,12 +104,30 @@ class LinkSpec(_Model):
     queue_packets: Count | None = Field(None, ge=1, lt=2**19)
 
 
+#: Tracker variant (docs/DESIGN.md section 4): one frontier per job at a switch (``job``), or one
+#: per (job, egress port) over the job's ring flows that leave on that port (``port``).
+Tracker = Literal["job", "port"]
+#: Lead variant: steps ahead of the frontier (``step``), or the same with the first ``slack``
+#: of a step's chunk counted as one step less (``slack``: a flow just into the next step is
+#: pipelining, one deep into it has slack).
+LeadKind = Literal["step", "slack"]
+#: Marking variant: each packet the curve draws is marked (``random``), or at most one per flow
+#: per ``mark_gap_ms`` (``spaced``: marks spread to the CNP interval, so DCQCN sees a steady
+#: stream of CNPs however fast the flow sends).
+Marking = Literal["random", "spaced"]
+
+
 class SymphonyOverride(_Model):
     """Per-job Symphony parameters; unset fields use the top-level ``symphony``."""
 
     lead_threshold: Count | None = Field(None, ge=0, le=0xFFFF)
     slope: Number | None = Field(None, ge=0, allow_inf_nan=False)
     queue_gate: Count | None = Field(None, ge=0, lt=2**19)
+    tracker: Tracker | None = None
+    lead: LeadKind | None = None
+    slack: Number | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    marking: Marking | None = None
+    mark_gap_ms: Milliseconds | None = Field(None, gt=0, le=1000)
 
 
 class SymphonyParams(_Model):
@@ -117,6 +135,8 @@ class SymphonyParams(_Model):
 
     Mark probability ``min(1, (lead - lead_threshold) * slope)`` when
     ``lead > lead_threshold`` and the egress queue holds at least ``queue_gate`` packets.
+    ``tracker``, ``lead`` (with ``slack``) and ``marking`` (with ``mark_gap_ms``) pick the
+    variants of section 4; the P4 program holds all of them, table entries select.
     """
 
     #: T, lead (steps) tolerated before marking. Default 1: a ring's pipeline has one step of
@@ -130,6 +150,18 @@ class SymphonyParams(_Model):
     slope: Number = Field(0.25, ge=0, allow_inf_nan=False)
     #: Minimum egress queue depth (packets) for a Symphony mark; 1 = queue non-empty.
     queue_gate: Count = Field(1, ge=0, lt=2**19)
+    #: Tracker variant: ``job`` (one frontier per job and switch) or ``port`` (per egress port).
+    tracker: Tracker = "job"
+    #: Lead variant: ``step`` or ``slack`` (the first ``slack`` of a step ahead counts one less).
+    lead: LeadKind = "step"
+    #: Fraction of a step's chunk (``size_bytes / N``) a flow ahead may send before ``lead:
+    #: slack`` counts its full lead (0..1).
+    slack: Number = Field(0.5, ge=0, le=1, allow_inf_nan=False)
+    #: Marking variant: ``random`` (every draw below the curve marks) or ``spaced``.
+    marking: Marking = "random"
+    #: ``marking: spaced``: least time between two marks of one flow (ms, or with a unit,
+    #: ``4us``); unset: the job's CNP interval (the transport's ``cnp_interval``).
+    mark_gap_ms: Milliseconds | None = Field(None, gt=0, le=1000)
 
     def merged(self, override: SymphonyOverride | None) -> SymphonyParams:
         """These parameters with the set fields of ``override`` applied."""

@@ -114,3 +114,15 @@ def test_metrics_in_scenario_time(tmp_path: Path) -> None:
     scaled = metrics.compute_metrics(tmp_path, scheme="baseline", time_scale=1 / 50)
     assert plain.ccts[0].cct_s == pytest.approx(10.0)
     assert scaled.ccts[0].cct_s == pytest.approx(0.2)
+
+
+def test_spaced_mark_gap_is_dilated() -> None:
+    """marking: spaced's mark_gap_ms (top level and a job's own) is a time: D times longer."""
+    from emu.topology_schema import SymphonyOverride
+
+    topo = load_topology(REPO / "topologies" / "dc-mix-stragglers.yaml")
+    topo.symphony.mark_gap_ms = 0.004
+    topo.job(1).symphony = SymphonyOverride(mark_gap_ms=0.008)
+    t = dilate(topo, 10)
+    assert t.symphony.mark_gap_ms == pytest.approx(0.04)
+    assert t.job(1).symphony.mark_gap_ms == pytest.approx(0.08)

@@ -374,3 +374,73 @@ def test_long_ecn_ramp_is_unbiased(kmin: int, kmax: int, pmax: float) -> None:
     assert abs(mean) < 2 / PROB_ONE + pmax / (kmax - kmin), (mean, worst)
     assert worst <= pmax / pieces / 2 + pmax / (kmax - kmin) + 1 / PROB_ONE, (mean, worst)
     assert ecn_ramp(kmin, kmax, pmax)[0][2] > 0  # the first piece marks too
+
+
+def _variant_entries(topo: Topology, p4: str = "v1model") -> dict[str, list]:
+    from emu.p4names import TABLE_SLACK, TABLE_SPACING, TABLE_TRACKER
+
+    return {sw: [e for e in prog.entries if e.table in (TABLE_TRACKER, TABLE_SLACK, TABLE_SPACING)]
+            for sw, prog in switch_programs(topo, "symphony", p4=p4).items()}
+
+
+def test_variants_default_to_no_entries() -> None:
+    """tracker: job, lead: step, marking: random (the defaults) install no variant entry."""
+    assert all(not entries for entries in _variant_entries(_load("default")).values())
+
+
+def test_port_tracker_entries_count_the_flows_of_each_egress_port() -> None:
+    """tracker: port: one entry per (job, egress port) the job's ring flows leave on, tracker ids
+    MAX_JOBS, MAX_JOBS + 1, ... per switch, the flows of each port summing to expected_flows."""
+    from emu.p4names import TABLE_TRACKER
+    from hostapps.wire import MAX_JOBS
+
+    topo = _load("default")
+    topo.symphony.tracker = "port"
+    routes = compute_routes(topo)
+    expected = routes.expected_flows()
+    for sw, entries in _variant_entries(topo).items():
+        tracker = [e for e in entries if e.table == TABLE_TRACKER]
+        assert [e.params["tracker"] for e in tracker] == list(range(MAX_JOBS, MAX_JOBS + len(tracker)))
+        assert sum(e.params["flows"] for e in tracker) == expected[sw].get(0, 0)
+        # every port is where a ring flow of job 0 leaves this switch
+        ports = {routes.egress(sw, f.src_host, f.dst_host).port for f in routes.ring_flows(0) if sw in f.switches}
+        assert {e.match["meta.out_port"] for e in tracker} == ports
+    # spine1 in default.yaml: its 4 ring flows leave on 2 ports, 2 flows each
+    assert [e.params["flows"] for e in _variant_entries(topo)["spine1"]] == [2, 2]
+
+
+def test_port_trackers_beyond_max_trackers_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import emu.routing
+
+    topo = _load("default")
+    topo.symphony.tracker = "port"
+    monkeypatch.setattr(emu.routing, "MAX_TRACKERS", 18)
+    with pytest.raises(ValueError, match=r"tracker: port needs more than 2 \(job, egress port\) trackers"):
+        switch_programs(topo, "symphony")
+
+
+def test_slack_and_spacing_entries_per_build() -> None:
+    """lead: slack gives round(slack * size / N) bytes; marking: spaced the gap in the build's
+    timestamp ticks (v1model us, T2NA ns), the CNP interval when mark_gap_ms is unset."""
+    from emu.p4names import TABLE_SLACK, TABLE_SPACING
+
+    topo = load_topology(REPO / "topologies" / "dc-leafspine-16.yaml")  # HPCC preset: CNP interval 4 us
+    topo.symphony.lead, topo.symphony.slack, topo.symphony.marking = "slack", 0.25, "spaced"
+    job = topo.job(0)
+    for p4, gap in (("v1model", 4), ("tofino", 4000)):
+        entries = [e for es in _variant_entries(topo, p4).values() for e in es]
+        assert {e.params["bytes"] for e in entries if e.table == TABLE_SLACK} == \
+            {round(0.25 * job.size_bytes // len(job.ranks))}
+        assert {e.params["gap"] for e in entries if e.table == TABLE_SPACING} == {gap}
+    topo.symphony.mark_gap_ms = 0.016
+    entries = [e for es in _variant_entries(topo, "v1model").values() for e in es]
+    assert {e.params["gap"] for e in entries if e.table == TABLE_SPACING} == {16}
+
+
+def test_variant_keys_in_the_schema() -> None:
+    text = (REPO / "topologies" / "single.yaml").read_text()
+    topo = parse_topology(text + "\n" if "symphony:" in text else text)
+    assert (topo.symphony.tracker, topo.symphony.lead, topo.symphony.marking) == ("job", "step", "random")
+    bad = text.replace("jobs:", "symphony: {tracker: flow}\njobs:", 1)
+    with pytest.raises(Exception, match="tracker"):
+        parse_topology(bad)
