@@ -159,8 +159,9 @@ def check_configs(topology: str | Path, configs: Sequence[Sequence[tuple[str, An
 
 
 def base_config(config: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """The configuration without the keys the baseline does not read (``symphony.*``)."""
-    return [(k, v) for k, v in config if not k.startswith(SYMPHONY_ONLY_PREFIXES)]
+    """The configuration without the keys the baseline does not read (``symphony.*``, and
+    ``symphony`` itself: a whole section per grid value, e.g. one variant per entry)."""
+    return [(k, v) for k, v in config if k != "symphony" and not k.startswith(SYMPHONY_ONLY_PREFIXES)]
 
 
 # --------------------------------------------------------------------------------------

@@ -58,6 +58,19 @@ grid: {{symphony.slope: [0.1, 0.2], ecn.kmin_packets: [5]}}
     assert configs[0]["tasks"]["symphony"] != configs[1]["tasks"]["symphony"]
 
 
+def test_whole_symphony_sections_share_the_baseline(tmp_path: Path) -> None:
+    """A grid over ``symphony`` itself (one section per value: the variants of DESIGN 4)."""
+    spec, topos = sweep.load_spec(_spec(tmp_path, f"""topology: {SINGLE}
+schemes: [baseline, symphony]
+grid:
+  symphony: [{{lead_threshold: 1}}, {{lead_threshold: 0, lead: slack, marking: spaced}}]
+"""))
+    tasks, configs = sweep.plan_tasks(spec, topos, tmp_path)
+    assert len([t for t in tasks if t.schemes == ("baseline",)]) == 1
+    assert len([t for t in tasks if t.schemes == ("symphony",)]) == 2
+    assert configs[0]["tasks"]["baseline"] == configs[1]["tasks"]["baseline"]
+
+
 def _tiny(tmp_path: Path, schemes: str = "baseline, symphony, placebo") -> Path:
     return _spec(tmp_path, f"""topology: {SINGLE}
 schemes: [{schemes}]
