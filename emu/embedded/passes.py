@@ -7,6 +7,8 @@ the front end's program is left as it was, so one program can be compiled severa
 architecture compiles the program, so every back end (``v1model.py``, ``t2na.py``) sees
 the lowered IR. Adding a piece of language semantics is one more pass here.
 
+- :class:`UniqueLocalNames` (p4c ``UniqueNames``): a block's local that shares its name with
+  another declaration gets a name of its own, so inlining never captures.
 - :class:`ConstantFolding` (p4c ``ConstantFolding``): top-level constants become literals,
   operators over literals one literal of the operator's type.
 - :class:`SideEffectOrdering` (p4c ``SideEffectOrdering``): a call with side effects
@@ -33,7 +35,7 @@ from . import ir
 from .errors import P4FrontendError
 
 __all__ = ["PASSES", "ConstantFolding", "InlineActions", "InlineFunctions", "RemoveActionParameters",
-           "RemoveReturns", "SideEffectOrdering", "has_effect", "lower"]
+           "RemoveReturns", "SideEffectOrdering", "UniqueLocalNames", "has_effect", "lower"]
 
 logger = logging.getLogger(__name__)
 
@@ -366,6 +368,62 @@ def _declared(node: Any, out: set[str]) -> None:
             _declared(b, out)
 
 
+class UniqueLocalNames:
+    """Give a block's local variable or constant a name of its own when a declaration of its
+    control or parser (a parameter, local, instance, action or table) or a top-level one has
+    the same name: what an inlined body could mean by it (p4c ``UniqueNames``).
+
+    ``{ bit<8> k = 9; a(); }`` where action ``a`` reads the control's ``k``: the block's ``k``
+    becomes ``k$1`` (uses in its scope too), so inlining ``a``'s body there reads the control's
+    ``k``, as the language scopes it. Other locals keep their names (the generated code of
+    programs without such a clash does not change). A new name ends in ``$N``, which no P4
+    identifier can.
+    """
+
+    name = "UniqueLocalNames"
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.taken: set[str] = set()
+
+    def fresh(self, base: str) -> str:
+        self.n += 1
+        return f"{base}{TEMP}{self.n}"
+
+    def run(self, prog: ir.Program) -> ir.Program:
+        top = set(prog.consts) | set(prog.actions) | set(prog.functions) | set(prog.extern_functions)
+        controls = {k: self.control(c, top) for k, c in prog.controls.items()}
+        parsers = {k: self.parser(p, top) for k, p in prog.parsers.items()}
+        return replace(prog, controls=controls, parsers=parsers)
+
+    def renamer(self, taken: set[str]) -> _Rename:
+        return _Rename({}, self.fresh, rename=lambda name: name in taken)
+
+    def control(self, c: ir.ControlDecl, top: set[str]) -> ir.ControlDecl:
+        # what an inlined action or function body may name without declaring it
+        taken = set(top) | {p.name for p in c.params} | {p.name for p in c.ctor_params}
+        taken |= {x.name for x in c.locals} | {i.name for i in c.instances} | set(c.actions) | set(c.tables)
+        ren = self.renamer(taken)
+        return replace(c, apply=ren.block(c.apply), actions={k: replace(a, body=ren.block(a.body))
+                                                             for k, a in c.actions.items()})
+
+    def parser(self, p: ir.ParserDecl, top: set[str]) -> ir.ParserDecl:
+        taken = set(top) | {x.name for x in p.params} | {getattr(x, "name", "") for x in p.locals}
+        ren = self.renamer(taken)
+        states = {}
+        for k, st in p.states.items():
+            ren.scopes.append({})  # a state's locals are visible in its select
+            try:
+                stmts = [ren.stmt(x) for x in st.stmts]
+                select = [ren.expr(e) for e in st.select] if st.select is not None else None
+                cases = [replace(c, keys=[(k2[0], *[ren.expr(x) for x in k2[1:]]) for k2 in c.keys])
+                         for c in st.cases]
+            finally:
+                ren.scopes.pop()
+            states[k] = replace(st, stmts=stmts, select=select, cases=cases)
+        return replace(p, states=states)
+
+
 class ConstantFolding:
     """Fold compile-time constants (P4_16 spec 7.1.6.5, 8.6; p4c ``ConstantFolding``).
 
@@ -593,9 +651,11 @@ class RemoveReturns:
 class _Rename:
     """Fresh names for a function body's parameters and locals, scope by scope (one inlined copy)."""
 
-    def __init__(self, names: dict[str, str], fresh: Any) -> None:
+    def __init__(self, names: dict[str, str], fresh: Any, rename: Any = None) -> None:
         self.scopes = [names]
         self.fresh = fresh
+        #: ``rename(name)``: whether a local of that name gets a fresh one (None: every local)
+        self.rename = rename
         #: names the body uses that it does not declare: (name, loc, called)
         self.free: list[tuple[str, ir.Loc, bool]] = []
 
@@ -639,7 +699,7 @@ class _Rename:
             field = "init" if isinstance(s, ir.VarDecl) else "value"
             v = getattr(s, field)
             v = self.expr(v) if v is not None else None  # the initialiser sees the outer name
-            new = self.fresh(s.name)
+            new = self.fresh(s.name) if self.rename is None or self.rename(s.name) else s.name
             self.scopes[-1][s.name] = new
             return replace(s, name=new, **{field: v})
         if isinstance(s, ir.If):
@@ -1106,8 +1166,8 @@ class RemoveActionParameters:
 
 
 #: the passes :func:`lower` runs, in order
-PASSES: tuple[type, ...] = (ConstantFolding, SideEffectOrdering, RemoveReturns, InlineFunctions, InlineActions,
-                            RemoveActionParameters)
+PASSES: tuple[type, ...] = (UniqueLocalNames, ConstantFolding, SideEffectOrdering, RemoveReturns, InlineFunctions,
+                            InlineActions, RemoveActionParameters)
 
 
 def lower(prog: ir.Program) -> ir.Program:

@@ -175,14 +175,26 @@ def test_inline_actions_copies_out_before_every_exit() -> None:
     assert "name='a'" in repr(chained[0].stmts[2].stmts[0].target)  # outer's z is hdr.t.a
 
 
-def test_inline_actions_refuses_a_block_local_that_hides_what_the_action_uses(tmp_path: Path) -> None:
+def test_a_block_local_that_hides_what_an_action_uses_is_renamed_apart(tmp_path: Path) -> None:
+    """{ bit<8> k = 9; a(); } where a reads the control's k (3): UniqueLocalNames renames the
+    block's k, so the inlined a reads 3 (P4_16 scoping); InlineActions alone refuses to capture."""
+    from emu.embedded.runtime import Pipeline
+
     from .p4util import write_program
 
     path = write_program(tmp_path, "    bit<8> k = 3;\n    action a() { hdr.h.a = k; }\n"
-                                   "    apply { if (hdr.h.b == 1) { bit<8> k = 9; a(); } }")
+                                   "    apply { if (hdr.h.b == 1) { bit<8> k = 9; a(); hdr.h.e = k; } sm.egress_spec = 1; }")
+    prog = load_program(path)
     with pytest.raises(P4FrontendError, match=r"prog.p4:\d+: unsupported: action a uses k, which a block "
                                               "around its call declares too"):
-        passes.lower(load_program(path))
+        passes.InlineActions().run(prog)
+    renamed = passes.UniqueLocalNames().run(prog)
+    decls = _stmts_of(_ingress(renamed).apply.stmts, ir.VarDecl)
+    assert [d.name for d in decls] == [f"k{passes.TEMP}1"]
+    pipe = Pipeline(prog)
+    r = pipe.ingress(bytes([0, 1, 0, 0, 0, 0]), 0, 0)
+    out = pipe.egress_at(r, r.egress_spec, 0, 0, 0, 0, 0)
+    assert (out[0], out[5]) == (3, 9)  # a() wrote the control's k; the block's k is 9
 
 
 def test_remove_action_parameters_gives_a_table_its_copy_of_the_action() -> None:
