@@ -5,12 +5,15 @@
 match kinds, action references, size -- 1024 where the program gives none, as p4c --,
 const default action, direct resources), the actions the tables use and those a control
 calls directly (``mark_ce();``), parameters with widths, indexed counters, meters and
-registers, direct counters and meters, ``pkg_info.arch = "v1model"``.
+registers, direct counters and meters, action profiles and selectors (``action_profiles``,
+the tables' ``implementation_id``; a table's ``selector`` keys are no match fields), the
+``@controller_header`` headers (``controller_packet_metadata``: packet-in / packet-out
+metadata), ``pkg_info.arch = "v1model"``.
 
 Ids are chosen the way p4c chooses them when a program has no ``@id`` annotations
 (p4c's ``control-plane/p4RuntimeSymbolTable``): the resource-type prefix in the top byte
-(P4Ids: action 0x01, table 0x02, counter 0x12, direct counter 0x13, meter 0x14, direct
-meter 0x15, register 0x16) and the low 24 bits of the
+(P4Ids: action 0x01, table 0x02, controller header 0x04, action profile 0x11, counter
+0x12, direct counter 0x13, meter 0x14, direct meter 0x15, register 0x16) and the low 24 bits of the
 Jenkins one-at-a-time hash of the fully qualified name, names hashed in sorted order with
 linear probing on a collision. So a P4Info made by p4c for the same program has the same
 ids (e.g. ``NoAction`` is 21257015), and a student's p4c-built P4Info is accepted by
@@ -24,6 +27,7 @@ names, widths, match kinds, sizes) and names the first difference.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,7 +35,8 @@ from p4.config.v1 import p4info_pb2
 
 from emu.embedded import ir
 
-__all__ = ["DEFAULT_TABLE_SIZE", "build_p4info", "jenkins_hash", "p4info_mismatch"]
+__all__ = ["DEFAULT_TABLE_SIZE", "INLINE_PROFILE_NAME", "build_p4info", "controller_headers", "jenkins_hash",
+           "p4info_mismatch", "profile_p4_names"]
 
 #: P4Ids.Prefix values (p4/config/v1/p4info.proto).
 PREFIX_ACTION = p4info_pb2.P4Ids.ACTION
@@ -41,6 +46,8 @@ PREFIX_REGISTER = p4info_pb2.P4Ids.REGISTER
 PREFIX_METER = p4info_pb2.P4Ids.METER
 PREFIX_DIRECT_COUNTER = p4info_pb2.P4Ids.DIRECT_COUNTER
 PREFIX_DIRECT_METER = p4info_pb2.P4Ids.DIRECT_METER
+PREFIX_ACTION_PROFILE = p4info_pb2.P4Ids.ACTION_PROFILE
+PREFIX_CONTROLLER_HEADER = p4info_pb2.P4Ids.CONTROLLER_HEADER
 
 _MATCH_TYPES = {
     "exact": p4info_pb2.MatchField.EXACT,
@@ -162,6 +169,39 @@ def _direct_actions(program: Any) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
+#: P4Info name of an action profile constructed in a table's ``implementation`` property
+#: without ``@name``: the property's control-plane name, as p4c names it
+#: (control-plane/p4RuntimeArchStandard.h, getTableImplementationName).
+INLINE_PROFILE_NAME = "implementation"
+
+
+def profile_p4_names(pipeline: Any) -> dict[str, str]:
+    """Action profile name in the pipeline -> its P4Info name: a declared instance keeps its
+    fully qualified name (``I.tags``); one constructed in place (named after its table in the
+    pipeline) is :data:`INLINE_PROFILE_NAME`, as p4c names it."""
+    profiles = getattr(pipeline, "action_profiles", {}) or {}
+    return {name: INLINE_PROFILE_NAME if name in pipeline.tables else name for name in profiles}
+
+
+#: ``@controller_header("NAME") header TYPE`` in a program's source.
+_CONTROLLER_HEADER_RE = re.compile(r'@controller_header\s*\(\s*"([^"]+)"\s*\)\s*header\s+([A-Za-z_]\w*)')
+
+
+def controller_headers(program: Any) -> list[tuple[str, str, list[tuple[str, int]]]]:
+    """``(annotation name, header type, [(field, width), ...])`` of every header annotated
+    ``@controller_header("packet_in")`` / ``("packet_out")`` (P4Runtime section 16.1), in
+    source order. The front end keeps no header annotations, so they are read from the
+    program's preprocessed source; the fields from its type."""
+    out = []
+    source = getattr(program, "source", "") or ""
+    types = getattr(program, "types", {}) or {}
+    for name, type_name in _CONTROLLER_HEADER_RE.findall(source):
+        t = types.get(type_name)
+        if isinstance(t, ir.HeaderT):
+            out.append((name, type_name, [(f, ft.width) for f, ft in t.fields]))
+    return out
+
+
 def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
     """The P4Info of ``pipeline`` (a compiled ``runtime.Pipeline``)."""
     info = p4info_pb2.P4Info()
@@ -185,8 +225,16 @@ def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
     meter_ids = ids.assign(PREFIX_METER, meters)
     dmeter_ids = ids.assign(PREFIX_DIRECT_METER, direct_meters)
     register_ids = ids.assign(PREFIX_REGISTER, pipeline.registers)
+    profiles = getattr(pipeline, "action_profiles", {}) or {}
+    profile_names = profile_p4_names(pipeline)
+    profile_ids = ids.assign(PREFIX_ACTION_PROFILE, profile_names.values())
+    program = getattr(pipeline, "program", None)
+    cheaders = controller_headers(program)
+    cheader_ids = {}
+    for name, type_name, _fields in cheaders:  # p4c hashes the header type's name, names it by the annotation
+        cheader_ids[name] = ids.assign(PREFIX_CONTROLLER_HEADER, [type_name])[type_name]
     aliases = _aliases([*actions, *pipeline.tables, *pipeline.counters, *direct_counters, *meters,
-                        *direct_meters, *pipeline.registers])
+                        *direct_meters, *pipeline.registers, *profile_names.values(), *cheader_ids])
 
     def preamble(msg: Any, name: str, pid: int) -> None:
         msg.preamble.id = pid
@@ -208,6 +256,9 @@ def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
                              (getattr(table, "direct_meter", None), dmeter_ids)):
             if direct is not None:
                 t.direct_resource_ids.append(dids[direct.name])
+        prof = getattr(table, "profile", None)
+        if prof is not None:
+            t.implementation_id = profile_ids[profile_names[prof.name]]
         t.size = DEFAULT_TABLE_SIZE if table.size is None else table.size
         if getattr(table, "const_entries", False):  # ``const entries``: read-only to the control plane
             t.is_const_table = True
@@ -248,6 +299,20 @@ def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
         preamble(r, name, register_ids[name])
         r.type_spec.bitstring.bit.bitwidth = register.width
         r.size = register.size
+    for name in sorted(profiles, key=lambda n: profile_ids[profile_names[n]]):
+        prof = profiles[name]
+        ap = info.action_profiles.add()
+        preamble(ap, profile_names[name], profile_ids[profile_names[name]])
+        ap.table_ids.extend(table_ids[t] for t in sorted(t.name for t in prof.tables))
+        ap.with_selector = prof.is_selector
+        ap.size = prof.size
+    for name, _type_name, fields in cheaders:
+        cpm = info.controller_packet_metadata.add()
+        preamble(cpm, name, cheader_ids[name])
+        cpm.preamble.annotations.append(f'@controller_header("{name}")')
+        for i, (fname, width) in enumerate(fields, start=1):
+            md = cpm.metadata.add()
+            md.id, md.name, md.bitwidth = i, fname, width
     return info
 
 
@@ -257,7 +322,7 @@ def _summary(info: p4info_pb2.P4Info) -> dict[str, dict[int, tuple]]:
         "table": {t.preamble.id: (t.preamble.name, tuple((m.id, m.name, m.bitwidth, m.match_type)
                                                           for m in t.match_fields),
                                   tuple(sorted(r.id for r in t.action_refs)), t.const_default_action_id,
-                                  t.size, tuple(sorted(t.direct_resource_ids)))
+                                  t.size, tuple(sorted(t.direct_resource_ids)), t.implementation_id)
                   for t in info.tables},
         "action": {a.preamble.id: (a.preamble.name, tuple((p.id, p.name, p.bitwidth) for p in a.params))
                    for a in info.actions},
@@ -269,6 +334,10 @@ def _summary(info: p4info_pb2.P4Info) -> dict[str, dict[int, tuple]]:
         "meter": {m.preamble.id: (m.preamble.name, m.spec.unit, m.size) for m in info.meters},
         "direct meter": {m.preamble.id: (m.preamble.name, m.spec.unit, m.direct_table_id)
                          for m in info.direct_meters},
+        "action profile": {a.preamble.id: (a.preamble.name, a.with_selector, a.size, tuple(sorted(a.table_ids)))
+                           for a in info.action_profiles},
+        "controller header": {c.preamble.id: (c.preamble.name, tuple((m.id, m.name, m.bitwidth) for m in c.metadata))
+                              for c in info.controller_packet_metadata},
     }
 
 
@@ -286,5 +355,9 @@ def p4info_mismatch(loaded: p4info_pb2.P4Info, given: p4info_pb2.P4Info) -> str 
             if pid not in a:
                 return f"{kind} {b[pid][0]} (id {pid}) of the given P4Info is not in the loaded program"
             if a[pid] != b[pid]:
+                if kind == "table" and a[pid][:4] + a[pid][5:] == b[pid][:4] + b[pid][5:]:
+                    return (f"table {a[pid][0]} (id {pid}): size {b[pid][4]} in the given P4Info, but the loaded "
+                            f"program's is {a[pid][4]}; the switch runs the program's sizes (change the size in "
+                            "the P4 program, or push the P4Info p4c made for it)")
                 return f"{kind} {a[pid][0]} (id {pid}) differs: loaded {a[pid][1:]}, given {b[pid][1:]}"
     return None

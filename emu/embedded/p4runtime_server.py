@@ -16,15 +16,17 @@ programs bmv2's ``simple_switch_grpc``:
   client is refused (the stream ends with INVALID_ARGUMENT); every arbitration change is
   advertised to the clients (OK to the primary, ALREADY_EXISTS / NOT_FOUND to backups);
 - ``Write`` (primary only, else PERMISSION_DENIED): table entries INSERT / MODIFY /
-  DELETE, default entries by MODIFY (no action: back to the program's default), counter
+  DELETE (an entry of a table with an action profile names a member or a group; MODIFY
+  replaces it), action profile members and groups (spec 9.2; member weights 1), default
+  entries by MODIFY (no action: back to the program's default), counter
   and register cells by MODIFY, multicast groups and clone sessions (the packet replication
   engine) by INSERT / MODIFY / DELETE; per-update errors as ``p4.Error`` details of an UNKNOWN
   status (section 12.4): ALREADY_EXISTS, NOT_FOUND, RESOURCE_EXHAUSTED, INVALID_ARGUMENT,
   OUT_OF_RANGE, PERMISSION_DENIED, UNIMPLEMENTED;
 - ``Read``: table entries (wildcard over tables, entries, default entries, filtered by
   match / priority / action), counters and registers (wildcard over ids and indices),
-  multicast groups and clone sessions; a wildcard read of a kind the program has none of
-  (action profiles, digests, ...) is empty. A batch answers its valid requests and ends
+  multicast groups and clone sessions, action profile members and groups (wildcard over
+  profiles and ids); a wildcard read of a kind the program has none of (digests, ...) is empty. A batch answers its valid requests and ends
   UNKNOWN with one ``p4.Error`` per request (section 13.3); a lone bad request ends with its
   own code, as PI's server answers; an unknown id is INVALID_ARGUMENT (as PI);
 - ``Capabilities``: the p4runtime protos' API version.
@@ -52,7 +54,8 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from emu.control import ControlError, EntryExistsError, EntryNotFoundError, TableFullError
-from emu.embedded.p4info import build_p4info, p4info_mismatch
+from emu.embedded.p4info import build_p4info, p4info_mismatch, profile_p4_names
+from emu.embedded.tables import GROUP, MEMBER
 from emu.encoding import ActionInfo, KeyField, canonical_bytes, needs_priority
 from emu.p4rt import P4RuntimeStatus, decode_bytes, match_from_proto, match_to_proto, match_to_spelling
 
@@ -114,10 +117,24 @@ class _Table:
     const_default: bool
     #: ``const entries``: the program's, read-only to the control plane (spec 9.1.5)
     const_entries: bool = False
+    #: the P4Runtime id of the table's action profile or selector (``implementation``), 0 if none
+    profile_id: int = 0
 
     @property
     def priority_required(self) -> bool:
         return needs_priority(self.keys)
+
+
+@dataclass(frozen=True)
+class _Profile:
+    """An action profile or selector: its pipeline name (the control API's), P4Info name and
+    id, whether it has groups, and one table using it (whose actions its members may run)."""
+
+    name: str
+    p4_name: str
+    id: int
+    selector: bool
+    table: _Table
 
 
 @dataclass(eq=False)
@@ -167,7 +184,14 @@ class P4RuntimeService:
             keys = tuple(KeyField(m.name, _KINDS[m.match_type], m.bitwidth, m.id) for m in t.match_fields)
             self.tables[t.preamble.id] = _Table(t.preamble.name, t.preamble.id, keys,
                                                 {r.id: actions[r.id] for r in t.action_refs},
-                                                bool(t.const_default_action_id), bool(t.is_const_table))
+                                                bool(t.const_default_action_id), bool(t.is_const_table),
+                                                int(t.implementation_id))
+        by_table = {t.name: t for t in self.tables.values()}
+        self.profiles: dict[int, _Profile] = {}
+        for name, prof in (getattr(self.pipeline, "action_profiles", {}) or {}).items():
+            table = by_table[prof.tables[0].name]
+            self.profiles[table.profile_id] = _Profile(name, profile_p4_names(self.pipeline)[name], table.profile_id,
+                                                       prof.is_selector, table)
         self.action_ids = {a.name: pid for pid, a in actions.items()}
         self.counters = {c.preamble.id: (c.preamble.name, c.size) for c in self.p4info.counters}
         self.counter_units = {c.preamble.id: c.spec.unit for c in self.p4info.counters}
@@ -353,6 +377,10 @@ class P4RuntimeService:
             self._write_table_entry(update.type, update.entity.table_entry)
         elif kind == "packet_replication_engine_entry":
             self._write_pre(update.type, update.entity.packet_replication_engine_entry)
+        elif kind == "action_profile_member":
+            self._write_member(update.type, update.entity.action_profile_member)
+        elif kind == "action_profile_group":
+            self._write_group(update.type, update.entity.action_profile_group)
         elif kind in ("counter_entry", "register_entry"):
             if update.type != U.MODIFY:
                 raise P4RuntimeStatus("INVALID_ARGUMENT", f"{kind}: only MODIFY is allowed")
@@ -372,7 +400,10 @@ class P4RuntimeService:
     def _action(self, t: _Table, te: Any) -> tuple[str, dict[str, int]]:
         if te.action.WhichOneof("type") != "action":
             raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: a direct table takes an action")
-        act = te.action.action
+        return self._decode_action(t, te.action.action)
+
+    def _decode_action(self, t: _Table, act: Any) -> tuple[str, dict[str, int]]:
+        """(action name, parameters) of a P4Runtime ``Action`` one of ``t``'s actions."""
         info = t.actions.get(act.action_id)
         if info is None:
             raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: action id {act.action_id} is not an action of "
@@ -425,6 +456,9 @@ class P4RuntimeService:
         if utype == U.DELETE:
             self.api.table_delete(t.name, match, priority)
             return
+        if t.profile_id:
+            self._write_indirect_entry(utype, t, te, match, priority)
+            return
         if utype == U.MODIFY and not te.HasField("action"):  # spec 9.1.2: the action stays; a no-op
             if not any(e.match == match and e.priority == priority for e in self.api.table_read(t.name)):
                 raise EntryNotFoundError(f"{t.name}: no entry with match {match}")
@@ -434,6 +468,126 @@ class P4RuntimeService:
             self.api.table_add(t.name, match, action, params, priority)
         else:
             self.api.table_modify(t.name, match, action, params, priority)
+
+    # -- action profiles and selectors (spec 9.2) ----------------------------------------------------
+    def _write_indirect_entry(self, utype: int, t: _Table, te: Any, match: dict[str, Any],
+                              priority: int | None) -> None:
+        """An entry of a table with an action profile: it names a member or (selector) a group.
+        MODIFY replaces the entry (its direct counter starts again from 0)."""
+        U = p4runtime_pb2.Update  # noqa: N806
+        kind = te.action.WhichOneof("type")
+        if kind not in ("action_profile_member_id", "action_profile_group_id"):
+            if kind is None and utype == U.MODIFY:  # spec 9.1.2: the action stays
+                if not any(e.match == match and e.priority == priority for e in self.api.table_read(t.name)):
+                    raise EntryNotFoundError(f"{t.name}: no entry with match {match}")
+                return
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: a table with an action profile takes an "
+                                                      "action_profile_member_id or action_profile_group_id "
+                                                      f"(got {kind or 'no action'})")
+        prof = self.profiles[t.profile_id]
+        ident = int(getattr(te.action, kind))
+        if kind == "action_profile_group_id" and not prof.selector:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: {prof.p4_name} is an action_profile (no groups)")
+        if utype == U.MODIFY:
+            if not any(e.match == match and e.priority == priority for e in self.api.table_read(t.name)):
+                raise EntryNotFoundError(f"{t.name}: no entry with match {match}")
+            self.api.table_delete(t.name, match, priority)
+        if kind == "action_profile_member_id":
+            self.api.table_indirect_add(t.name, match, ident, priority)
+        else:
+            self.api.table_indirect_add_with_group(t.name, match, ident, priority)
+
+    def _profile(self, pid: int) -> _Profile:
+        prof = self.profiles.get(pid)
+        if prof is None:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"unknown action profile id {pid}")
+        return prof
+
+    def _write_member(self, utype: int, m: Any) -> None:
+        U = p4runtime_pb2.Update  # noqa: N806
+        prof = self._profile(m.action_profile_id)
+        if utype == U.DELETE:
+            self.api.act_prof_delete_member(prof.name, int(m.member_id))
+            return
+        if not m.HasField("action"):
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{prof.p4_name} member {m.member_id}: no action")
+        action, params = self._decode_action(prof.table, m.action)
+        if utype == U.INSERT:
+            self.api.act_prof_create_member(prof.name, int(m.member_id), action, params)
+        else:
+            self.api.act_prof_modify_member(prof.name, int(m.member_id), action, params)
+
+    def _write_group(self, utype: int, g: Any) -> None:
+        """INSERT (with its members), MODIFY (the members become those given), DELETE. A
+        member's weight must be 1 (0 is read as 1): the selector picks members uniformly."""
+        U = p4runtime_pb2.Update  # noqa: N806
+        prof = self._profile(g.action_profile_id)
+        gid, what = int(g.group_id), f"{prof.p4_name} group {g.group_id}"
+        if utype == U.DELETE:
+            self.api.act_prof_delete_group(prof.name, gid)
+            return
+        members = [int(m.member_id) for m in g.members]
+        if any(m.weight > 1 for m in g.members):
+            raise P4RuntimeStatus("UNIMPLEMENTED", f"{what}: member weights other than 1 (the selector picks "
+                                                   "members uniformly, as bmv2's)")
+        if len(set(members)) != len(members):
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"{what}: a member is given twice")
+        if g.max_size and len(members) > g.max_size:
+            raise P4RuntimeStatus("RESOURCE_EXHAUSTED", f"{what}: {len(members)} members, max_size {g.max_size}")
+        pipe_prof = self.pipeline.action_profile(prof.name)
+        for mid in members:
+            if mid not in pipe_prof.members:
+                raise EntryNotFoundError(f"{what}: no member {mid}")
+        if utype == U.INSERT:
+            self.api.act_prof_create_group(prof.name, gid)
+            old: list[int] = []
+        else:
+            if gid not in pipe_prof.groups:
+                raise EntryNotFoundError(f"no {what}")
+            old = list(pipe_prof.groups[gid])
+        for mid in old:
+            if mid not in members:
+                self.api.act_prof_remove_member_from_group(prof.name, mid, gid)
+        for mid in members:
+            if mid not in old:
+                self.api.act_prof_add_member_to_group(prof.name, mid, gid)
+
+    def _read_profiles(self, kind: str, query: Any) -> list[Any]:
+        """Members or groups of one profile (``action_profile_id``) or of all (0); one
+        (``member_id`` / ``group_id``) or all (0)."""
+        pid = int(query.action_profile_id)
+        profs = [self._profile(pid)] if pid else [self.profiles[i] for i in sorted(self.profiles)]
+        out = []
+        for prof in profs:
+            pipe_prof = self.pipeline.action_profile(prof.name)
+            if kind == "action_profile_member":
+                want = int(query.member_id)
+                for mid in sorted(pipe_prof.members):
+                    if want and mid != want:
+                        continue
+                    action, _args, desc = pipe_prof.members[mid]
+                    e = p4runtime_pb2.Entity()
+                    m = e.action_profile_member
+                    m.action_profile_id, m.member_id = prof.id, mid
+                    aid = self.action_ids[action]
+                    m.action.action_id = aid
+                    for name, width, param_id in prof.table.actions[aid].params:
+                        p = m.action.params.add()
+                        p.param_id, p.value = param_id, canonical_bytes(desc[name], width)
+                    out.append(e)
+            else:
+                want = int(query.group_id)
+                for gid in sorted(pipe_prof.groups):
+                    if want and gid != want:
+                        continue
+                    e = p4runtime_pb2.Entity()
+                    g = e.action_profile_group
+                    g.action_profile_id, g.group_id = prof.id, gid
+                    for mid in pipe_prof.groups[gid]:
+                        gm = g.members.add()
+                        gm.member_id, gm.weight = mid, 1
+                    out.append(e)
+        return out
 
     # -- packet replication engine (spec 9.5): multicast groups and clone sessions ------------------
     @staticmethod
@@ -575,12 +729,14 @@ class P4RuntimeService:
             return self.run(lambda e=entity.register_entry: self._read_registers(e))
         if kind == "packet_replication_engine_entry":
             return self.run(lambda e=entity.packet_replication_engine_entry: self._read_pre(e))
+        if kind in ("action_profile_member", "action_profile_group"):
+            query = getattr(entity, kind)
+            return self.run(lambda: self._read_profiles(kind, query))
         if kind is None:
             raise P4RuntimeStatus("INVALID_ARGUMENT", "an Entity with no entity set (section 13.2: no wildcard "
                                                       "read of the whole state)")
         # kinds this switch has no instance of: a wildcard read is empty, an id is unknown
-        ids = {"action_profile_member": "action_profile_id", "action_profile_group": "action_profile_id",
-               "value_set_entry": "value_set_id", "digest_entry": "digest_id", "extern_entry": "extern_type_id",
+        ids = {"value_set_entry": "value_set_id", "digest_entry": "digest_id", "extern_entry": "extern_type_id",
                "meter_entry": "meter_id", "direct_meter_entry": None, "direct_counter_entry": None}
         if kind not in ids:
             raise P4RuntimeStatus("UNIMPLEMENTED", f"reading {kind} is not supported by the embedded switch")
@@ -588,9 +744,6 @@ class P4RuntimeService:
         field_name = ids[kind]
         if field_name is not None:
             pid = int(getattr(msg, field_name))
-            if kind.startswith("action_profile") and getattr(self.pipeline, "action_profiles", None):
-                raise P4RuntimeStatus("UNIMPLEMENTED", f"reading {kind} is not supported by the embedded "
-                                                       "switch (its action profiles are controlled by act_prof_*)")
             if pid == 0:
                 if kind == "meter_entry" and self.p4info.meters:
                     raise P4RuntimeStatus("UNIMPLEMENTED", "reading meter configurations is not supported by the "
@@ -627,6 +780,13 @@ class P4RuntimeService:
             te.priority = prio
         if t.const_entries:
             te.is_const = True
+        ref = _e[0]
+        if t.profile_id and ref in (MEMBER, GROUP):  # an entry naming a member or a group
+            if ref == MEMBER:
+                te.action.action_profile_member_id = _e[1]
+            else:
+                te.action.action_profile_group_id = _e[1]
+            return e
         self._action_proto(te, action, desc)
         return e
 

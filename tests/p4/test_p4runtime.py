@@ -611,15 +611,62 @@ def test_multicast_groups_and_clone_sessions(shell: Target, embedded: Target) ->
         sh.MulticastGroupEntry(1).delete()
 
 
-def test_action_profile_reads_are_refused_not_empty() -> None:
-    """A program with action profiles: a wildcard read of members or groups says UNIMPLEMENTED
-    (an empty answer would hide the members the act_prof_* control made)."""
+def test_action_profiles_over_p4runtime() -> None:
+    """Members, groups and entries naming them (spec 9.2), as finsy's delete_all reads and
+    deletes them: the P4Info lists the profiles (p4c's names, the tables' implementation_id),
+    the wildcard reads answer what was written, deletes in delete_all's order empty them."""
+    from google.protobuf import text_format
+
     prog = REPO / "tests" / "p4" / "programs" / "action_selector.p4"
-    core = SwitchCore(Pipeline(load_program(prog)), [1, 2])
-    with P4RuntimeServer(P4RuntimeService(ControlAPI(core), device_id=1)) as server:
-        for kind in ("action_profile_member", "action_profile_group"):
-            e = p4runtime_pb2.Entity()
-            getattr(e, kind).SetInParent()
-            got, err = _read_status([e], server.bound)
-            assert got == [] and err is not None and err.code() == grpc.StatusCode.UNIMPLEMENTED
-            assert kind in err.details()
+    core = SwitchCore(Pipeline(load_program(prog)), [1, 2, 3])
+    info = build_p4info(core.pipeline)
+    profs = {p.preamble.name: p for p in info.action_profiles}
+    tables = {t.preamble.name: t for t in info.tables}
+    assert sorted(profs) == ["I.paths", "I.tags", "implementation"]
+    assert (profs["I.paths"].with_selector, profs["I.paths"].size, profs["I.tags"].with_selector) == (True, 16, False)
+    assert tables["I.ecmp"].implementation_id == profs["I.paths"].preamble.id
+    assert [m.name for m in tables["I.ecmp"].match_fields] == ["hdr.f.dst"]  # selector keys are no match fields
+    actions = {a.preamble.name: a.preamble.id for a in info.actions}
+    svc = P4RuntimeService(ControlAPI(core), device_id=1)
+    svc.arbitrate(svc.open_stream(), text_format.Parse("device_id: 1 election_id { low: 1 }",
+                                                       p4runtime_pb2.MasterArbitrationUpdate()))
+
+    def write(kind: int, text: str) -> list[tuple[str, str]]:
+        req = text_format.Parse(f"device_id: 1 election_id {{ low: 1 }} updates {{ type: {kind} entity {{ {text} }} }}",
+                                p4runtime_pb2.WriteRequest())
+        return svc.write(req)
+
+    def read(text: str) -> list[Any]:
+        rep, results = svc.read(text_format.Parse(f"device_id: 1 entities {{ {text} }}", p4runtime_pb2.ReadRequest()))
+        assert all(code == "OK" for code, _ in results), results
+        return list(rep.entities)
+
+    paths, ecmp = profs["I.paths"].preamble.id, tables["I.ecmp"].preamble.id
+    ins, dele = p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.DELETE
+    for mid in (1, 2):
+        member = (f"action_profile_member {{ action_profile_id: {paths} member_id: {mid} action {{ "
+                  f"action_id: {actions['I.set_port']} params {{ param_id: 1 value: '\\x0{mid}' }} }} }}")
+        assert write(ins, member) == [("OK", "")]
+    group = f"action_profile_group {{ action_profile_id: {paths} group_id: 7 members {{ member_id: 1 weight: 1 }} "
+    assert write(ins, group + "members { member_id: 2 weight: 1 } }") == [("OK", "")]
+    missing = f"action_profile_group {{ action_profile_id: {paths} group_id: 8 members {{ member_id: 9 }} }}"
+    assert write(ins, missing)[0][0] == "NOT_FOUND"
+    entry = (f"table_entry {{ table_id: {ecmp} match {{ field_id: 1 lpm {{ value: '\\x0a\\x00\\x00\\x00' "
+             "prefix_len: 8 } } action { action_profile_group_id: 7 } }")
+    assert write(ins, entry) == [("OK", "")]
+    assert write(dele, f"action_profile_member {{ action_profile_id: {paths} member_id: 1 }}")[0][0] != "OK"  # used
+    members = read("action_profile_member { }")
+    assert [(e.action_profile_member.member_id, e.action_profile_member.action.params[0].value) for e in members] \
+        == [(1, b"\x01"), (2, b"\x02")]
+    (g,) = read("action_profile_group { }")
+    assert (g.action_profile_group.group_id, [m.member_id for m in g.action_profile_group.members]) == (7, [1, 2])
+    (te,) = read(f"table_entry {{ table_id: {ecmp} }}")
+    assert te.table_entry.action.action_profile_group_id == 7
+    assert write(dele, entry) == [("OK", "")]  # delete_all's order: entries, groups, members
+    assert write(dele, f"action_profile_group {{ action_profile_id: {paths} group_id: 7 }}") == [("OK", "")]
+    for mid in (1, 2):
+        assert write(dele, f"action_profile_member {{ action_profile_id: {paths} member_id: {mid} }}") == [("OK", "")]
+    assert read("action_profile_member { }") == [] and read("action_profile_group { }") == []
+    _, results = svc.read(text_format.Parse("device_id: 1 entities { action_profile_group { action_profile_id: "
+                                            "285212673 } }", p4runtime_pb2.ReadRequest()))
+    assert results[0][0] == "INVALID_ARGUMENT"
