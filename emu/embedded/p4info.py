@@ -187,15 +187,31 @@ def profile_p4_names(pipeline: Any) -> dict[str, str]:
 _CONTROLLER_HEADER_RE = re.compile(r'@controller_header\s*\(\s*"([^"]+)"\s*\)\s*header\s+([A-Za-z_]\w*)')
 
 
+def _read(path: str) -> str:
+    """The text of ``path`` ("" when it is no readable file)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
 def controller_headers(program: Any) -> list[tuple[str, str, list[tuple[str, int]]]]:
     """``(annotation name, header type, [(field, width), ...])`` of every header annotated
     ``@controller_header("packet_in")`` / ``("packet_out")`` (P4Runtime section 16.1), in
     source order. The front end keeps no header annotations, so they are read from the
-    program's preprocessed source; the fields from its type."""
-    out = []
-    source = getattr(program, "source", "") or ""
+    program's preprocessed source (``program.source`` is its path; the annotation must be in
+    that file, the header may come from an include) and
+    the fields from its type."""
+    from emu.embedded.frontend import preprocess
+
+    out: list[tuple[str, str, list[tuple[str, int]]]] = []
+    path = getattr(program, "source", "") or ""
+    if "@controller_header" not in _read(path):
+        return out
+    text, _linemap = preprocess(str(path), ())
     types = getattr(program, "types", {}) or {}
-    for name, type_name in _CONTROLLER_HEADER_RE.findall(source):
+    for name, type_name in _CONTROLLER_HEADER_RE.findall(text):
         t = types.get(type_name)
         if isinstance(t, ir.HeaderT):
             out.append((name, type_name, [(f, ft.width) for f, ft in t.fields]))

@@ -29,6 +29,10 @@ programs bmv2's ``simple_switch_grpc``:
   profiles and ids); a wildcard read of a kind the program has none of (digests, ...) is empty. A batch answers its valid requests and ends
   UNKNOWN with one ``p4.Error`` per request (section 13.3); a lone bad request ends with its
   own code, as PI's server answers; an unknown id is INVALID_ARGUMENT (as PI);
+- ``StreamChannel`` packet I/O (section 16.1) when the switch has a CPU port: a PacketOut
+  from the primary enters at the CPU port with the program's ``@controller_header("packet_out")``
+  header made from its metadata; a frame the program sends to the CPU port reaches the
+  primary as a PacketIn, its ``packet_in`` header given as metadata;
 - ``Capabilities``: the p4runtime protos' API version.
 
 Values are P4Runtime bytestrings (:mod:`emu.p4rt`); entries go through the same
@@ -165,10 +169,17 @@ class P4RuntimeService:
     switch process, :func:`locked_runner` otherwise).
     """
 
-    def __init__(self, api: Any, *, device_id: int = 1, run: Callable[[Callable[[], Any]], Any] | None = None) -> None:
+    def __init__(self, api: Any, *, device_id: int = 1, run: Callable[[Callable[[], Any]], Any] | None = None,
+                 cpu_port: int | None = None, inject: Callable[[bytes], None] | None = None) -> None:
         if not 0 <= device_id < 1 << 64:
             raise ValueError(f"device id must be 0..2**64-1, got {device_id}")
         self.api = api
+        #: the switch port of the controller (P4Runtime 16.1): a frame the program sends there is
+        #: a PacketIn, a PacketOut enters there; None: no packet I/O
+        self.cpu_port = cpu_port
+        #: how a PacketOut's frame enters the switch at ``cpu_port`` (called through ``run``);
+        #: default: ``api.core.receive(cpu_port, frame, now)``
+        self.inject = inject
         self.pipeline = api.pipeline
         self.device_id = device_id
         self.run = run or locked_runner()
@@ -197,6 +208,10 @@ class P4RuntimeService:
         self.counter_units = {c.preamble.id: c.spec.unit for c in self.p4info.counters}
         self.registers = {r.preamble.id: (r.preamble.name, r.size, r.type_spec.bitstring.bit.bitwidth)
                           for r in self.p4info.registers}
+        #: "packet_in" / "packet_out" -> [(metadata id, name, width), ...] (controller_packet_metadata)
+        self.controller_headers = {c.preamble.name: [(m.id, m.name, m.bitwidth) for m in c.metadata]
+                                   for c in self.p4info.controller_packet_metadata}
+        self.packet_ins = 0
 
     # -- arbitration (section 5) ---------------------------------------------------------------
     def open_stream(self) -> _Stream:
@@ -270,17 +285,82 @@ class P4RuntimeService:
             s.out.put(msg)
 
     def stream_message(self, stream: _Stream, req: Any) -> None:
-        """One StreamMessageRequest (arbitration; packet-out is not served: StreamError)."""
+        """One StreamMessageRequest: arbitration, or a PacketOut (section 16.1) from the
+        primary; anything else, or a PacketOut that cannot be sent, is a StreamError."""
         kind = req.WhichOneof("update")
         if kind == "arbitration":
             self.arbitrate(stream, req.arbitration)
             return
+        if kind == "packet":
+            try:
+                self.packet_out(stream, req.packet)
+                return
+            except P4RuntimeStatus as e:
+                code, message = _code(e.code), str(e)
+        else:
+            code, message = code_pb2.UNIMPLEMENTED, f"stream message {kind} is not supported by the embedded switch"
         msg = p4runtime_pb2.StreamMessageResponse()
-        msg.error.canonical_code = code_pb2.UNIMPLEMENTED
-        msg.error.message = f"stream message {kind} is not supported by the embedded switch"
+        msg.error.canonical_code = code
+        msg.error.message = message
         if kind == "packet":
             msg.error.packet_out.packet_out.CopyFrom(req.packet)
         stream.out.put(msg)
+
+    # -- packet I/O (section 16.1) ----------------------------------------------------------------
+    def packet_out(self, stream: _Stream, packet: Any) -> None:
+        """Send a PacketOut: its ``packet_out`` metadata become the program's
+        ``@controller_header("packet_out")`` header (fields in order, most significant bit
+        first), put before the payload; the frame enters the switch at the CPU port."""
+        with self._lock:
+            arb = self._arb.get(stream.role)
+            primary = arb is not None and arb.primary is stream
+        if not primary:
+            raise P4RuntimeStatus("PERMISSION_DENIED", "PacketOut: not the primary client")
+        fields = self.controller_headers.get("packet_out")
+        if self.cpu_port is None or fields is None:
+            raise P4RuntimeStatus("FAILED_PRECONDITION", "PacketOut: "
+                                  + ("the switch has no CPU port (--cpu-port)" if self.cpu_port is None else
+                                     "the program has no @controller_header(\"packet_out\") header"))
+        given = {m.metadata_id: m.value for m in packet.metadata}
+        unknown = sorted(set(given) - {fid for fid, _n, _w in fields})
+        if unknown:
+            raise P4RuntimeStatus("INVALID_ARGUMENT", f"PacketOut: unknown metadata id {unknown[0]}")
+        value, bits = 0, 0
+        for fid, name, width in fields:
+            v = decode_bytes(given[fid], width, f"packet_out metadata {name}") if fid in given else 0
+            value, bits = (value << width) | v, bits + width
+        frame = value.to_bytes(bits // 8, "big") + bytes(packet.payload)
+        if self.inject is not None:
+            inject = self.inject
+        else:
+            import time
+
+            def inject(f: bytes) -> None:
+                self.api.core.receive(self.cpu_port, f, time.monotonic_ns() // 1000)
+        self.run(lambda: inject(frame))
+
+    def packet_in(self, frame: bytes) -> None:
+        """A frame the switch sent to the CPU port: a PacketIn to the primary client of the
+        default role, its ``@controller_header("packet_in")`` header taken off the front and
+        given as metadata (a program without one sends the frame as the payload)."""
+        msg = p4runtime_pb2.StreamMessageResponse()
+        pin = msg.packet
+        fields = self.controller_headers.get("packet_in") or []
+        nbytes = sum(w for _i, _n, w in fields) // 8
+        if fields and len(frame) >= nbytes:
+            value, shift = int.from_bytes(frame[:nbytes], "big"), nbytes * 8
+            for fid, _name, width in fields:
+                shift -= width
+                md = pin.metadata.add()
+                md.metadata_id, md.value = fid, canonical_bytes((value >> shift) & ((1 << width) - 1), width)
+            frame = frame[nbytes:]
+        pin.payload = frame
+        with self._lock:
+            arb = self._arb.get("")
+            primary = arb.primary if arb is not None else None
+        if primary is not None:
+            primary.out.put(msg)
+            self.packet_ins += 1
 
     def _check_primary(self, device_id: int, role: str, election_id: Any, what: str) -> None:
         if device_id != self.device_id:

@@ -160,6 +160,9 @@ class PortIO:
         self.rx_frames = 0
         self.tx_frames = 0
         self.tx_errors = 0
+        #: ``(port, handler)``: frames the core sends to ``port`` (the CPU port, which has no
+        #: interface) go to ``handler(frame)`` (the P4Runtime server's PacketIn), or None
+        self.on_cpu_frame: tuple[int, Any] | None = None
         self._closed = False
 
     @property
@@ -303,7 +306,11 @@ class PortIO:
             socks = self._socks
             capture = self.capture
             sent = 0
+            cpu = self.on_cpu_frame
             for port, frame in out:
+                if cpu is not None and port == cpu[0]:
+                    cpu[1](frame)
+                    continue
                 try:
                     socks[port].send(frame)
                     sent += 1

@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--p4runtime-file", type=Path, default=None,
                     help="write the bound P4Runtime address here once it serves")
     ap.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (0 or more; simple_switch_grpc uses 0)")
+    ap.add_argument("--cpu-port", type=int, default=None, metavar="PORT",
+                    help="the controller's port (as simple_switch_grpc's --cpu-port): frames sent there are "
+                         "P4Runtime PacketIns, PacketOuts enter there (needs --p4runtime)")
     return ap
 
 
@@ -110,12 +113,14 @@ PCAP_FLUSH_S = 1.0
 
 async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path,
                 name: str, pcap_dir: Path | None = None, *, p4runtime: str | None = None,
-                p4runtime_file: Path | None = None, device_id: int = 1, rx_ring: bool = True) -> dict[str, Any]:
+                p4runtime_file: Path | None = None, device_id: int = 1, rx_ring: bool = True,
+                cpu_port: int | None = None) -> dict[str, Any]:
     """Run the switch until SIGTERM/SIGINT or a control ``shutdown``; returns final stats.
 
     ``pcap_dir``: write one capture per port there (:mod:`emu.embedded.pcap`). With
     ``p4runtime`` (a loopback ``HOST:PORT``) a P4Runtime server runs beside the control
     socket; its bound address goes to ``p4runtime_file`` before the control socket accepts.
+    ``cpu_port`` (a port of ``core`` with no interface): P4Runtime packet I/O through it.
     """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -147,7 +152,16 @@ async def serve(core: SwitchCore, interfaces: dict[int, str], control_path: Path
         if p4runtime is not None:
             from emu.embedded.p4runtime_server import P4RuntimeServer, P4RuntimeService, loop_runner
 
-            p4rt = P4RuntimeServer(P4RuntimeService(api, device_id=device_id, run=loop_runner(loop)), p4runtime)
+            def inject(frame: bytes) -> None:  # a PacketOut, on the loop: in at the CPU port, out at once
+                now_us = time.monotonic_ns() // 1000
+                core.receive(cpu_port, frame, now_us)
+                portio.flush(now_us)
+
+            service = P4RuntimeService(api, device_id=device_id, run=loop_runner(loop), cpu_port=cpu_port,
+                                       inject=inject if cpu_port is not None else None)
+            if cpu_port is not None:
+                portio.on_cpu_frame = (cpu_port, service.packet_in)
+            p4rt = P4RuntimeServer(service, p4runtime)
             bound = p4rt.start()
             if p4runtime_file is not None:
                 write_text_atomic(p4runtime_file, bound + "\n")
@@ -201,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
             check_loopback(args.p4runtime)
         if not 0 <= args.device_id < 1 << 64:
             raise ValueError(f"--device-id {args.device_id}: must be 0..2**64-1")
+        if args.cpu_port is not None:
+            if args.p4runtime is None:
+                raise ValueError("--cpu-port needs --p4runtime (packet I/O goes over P4Runtime)")
+            if not 0 <= args.cpu_port < 511 or args.cpu_port in interfaces:
+                raise ValueError(f"--cpu-port {args.cpu_port}: must be 0..510 and not a --port")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -218,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"error: {args.program}: {e.strerror or e}", file=sys.stderr)
         return 1
-    core = SwitchCore(pipeline, interfaces)
+    core = SwitchCore(pipeline, [*interfaces, *([] if args.cpu_port is None else [args.cpu_port])])
     # The compiled program and its tables live for the whole run: move them out of the
     # collector's view so that collections triggered by per-packet tuples stay cheap.
     gc.collect()
@@ -229,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         with asyncio.Runner(loop_factory=factory) as runner:
             stats = runner.run(serve(core, interfaces, args.control, args.name, args.pcap,
                                      p4runtime=args.p4runtime, p4runtime_file=args.p4runtime_file,
-                                     device_id=args.device_id, rx_ring=not args.no_rx_ring))
+                                     device_id=args.device_id, rx_ring=not args.no_rx_ring,
+                                     cpu_port=args.cpu_port))
     except OSError as e:
         print(f"error: switch {args.name}: {e.strerror or e}", file=sys.stderr)
         return 1

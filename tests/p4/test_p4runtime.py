@@ -670,3 +670,40 @@ def test_action_profiles_over_p4runtime() -> None:
     _, results = svc.read(text_format.Parse("device_id: 1 entities { action_profile_group { action_profile_id: "
                                             "285212673 } }", p4runtime_pb2.ReadRequest()))
     assert results[0][0] == "INVALID_ARGUMENT"
+
+
+def test_packet_out_and_packet_in() -> None:
+    """Packet I/O as the tutorials' controller does it (p4runtime-shell's PacketOut /
+    PacketIn, section 16.1): the P4Info has the controller headers as p4c makes them; a
+    PacketOut leaves by the port its metadata names, without its header; a frame the program
+    sends to the CPU port arrives as a PacketIn with its ingress port as metadata."""
+    prog = REPO / "tests" / "p4" / "programs" / "packet_io.p4"
+    core = SwitchCore(Pipeline(load_program(prog)), [1, 2, 3, 255])
+    cpm = {c.preamble.name: c for c in build_p4info(core.pipeline).controller_packet_metadata}
+    assert (cpm["packet_out"].preamble.id, cpm["packet_in"].preamble.id) == (76689799, 81826293)  # p4c's ids
+    assert [(m.id, m.name, m.bitwidth) for m in cpm["packet_in"].metadata] == [(1, "ingress_port", 9), (2, "_pad", 7)]
+    svc = P4RuntimeService(ControlAPI(core), device_id=1, cpu_port=255,
+                           inject=lambda frame: core.receive(255, frame, 0))
+    eth = bytes.fromhex("000000000002 000000000001 0800") + b"hello"
+    with P4RuntimeServer(svc) as server:
+        sh.setup(device_id=1, grpc_addr=server.bound, election_id=(0, 1), verbose=False)
+        try:
+            sh.PacketOut(eth, egress_port="2").send()
+            deadline = time.monotonic() + 10
+            out: list[tuple[int, bytes]] = []
+            while not out and time.monotonic() < deadline:  # the stream thread injects it
+                time.sleep(0.01)
+                with contextlib.suppress(Exception):
+                    out = svc.run(lambda: core.poll(0))
+            assert out == [(2, eth)]
+            core.receive(3, eth, 0)
+            ((port, frame),) = core.poll(0)
+            assert port == 255 and frame[:2] == bytes.fromhex("0180")  # packet_in {ingress_port 3}
+            svc.packet_in(frame)
+            got: list[Any] = []
+            sh.PacketIn().sniff(got.append, timeout=1)
+            assert len(got) == 1 and got[0].packet.payload == eth
+            assert {m.metadata_id: m.value for m in got[0].packet.metadata} == {1: b"\x03", 2: b"\x00"}
+        finally:
+            sh.teardown()
+    assert svc.packet_ins == 1

@@ -165,6 +165,8 @@ def test_switch_missing_interface_is_one_line(netns: dict[str, str], tmp_path: P
     (["--port", "600=x"], "port number must be 0..510"),
     (["--port", "1=a", "--port", "1=b"], "port 1 given twice"),
     ([], "no --port given"),
+    (["--port", "1=a", "--cpu-port", "255"], "--cpu-port needs --p4runtime"),
+    (["--port", "1=a", "--p4runtime", "127.0.0.1:0", "--cpu-port", "1"], "must be 0..510 and not a --port"),
 ])
 def test_switch_usage_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     from emu.embedded.switch import main
