@@ -64,6 +64,19 @@ if ! .venv/bin/python scripts/build_compiled.py; then
     say "compiled modules not built: the pure-Python ones run (same results, slower virtual time)"
 fi
 
+# Optional: finsy (an asyncio P4Runtime client; tests/p4/test_finsy.py) in a venv of its own,
+# since it needs protobuf >= 5 and p4runtime-shell pins 3.20: the main .venv is never touched.
+finsy_stamp=.venv-finsy/.installed
+if [[ ! -f $finsy_stamp || tests/p4/finsy/requirements.txt -nt $finsy_stamp ]]; then
+    say "creating .venv-finsy/ (finsy, tests/p4/finsy/requirements.txt)"
+    if "$python" -m venv .venv-finsy && .venv-finsy/bin/python -m pip install -q --disable-pip-version-check \
+            -r tests/p4/finsy/requirements.txt; then
+        touch "$finsy_stamp"
+    else
+        say "finsy not installed: tests/p4/test_finsy.py skips and says so (the main .venv is unaffected)"
+    fi
+fi
+
 # 4. Optionally run something.
 cmd="${1:-}"
 if [[ $# -gt 0 ]]; then shift; fi
