@@ -302,7 +302,7 @@ def test_two_runs_at_once_both_verify(mininet_env: None, tmp_path: Path) -> None
     already exist"; now each run's switch links carry its own link tag, `clean` while both go
     leaves both alone, and both verify and leave nothing behind."""
     folders = [tmp_path / "a", tmp_path / "b"]
-    procs = [cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "2", "--size", "64K", "--out", str(f))
+    procs = [cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "2", "--size", "32K", "--out", str(f))
              for f in folders]
     try:
         deadline = time.monotonic() + 150

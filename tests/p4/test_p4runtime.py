@@ -701,7 +701,7 @@ def test_packet_out_and_packet_in() -> None:
             assert port == 255 and frame[:2] == bytes.fromhex("0180")  # packet_in {ingress_port 3}
             svc.packet_in(frame)
             got: list[Any] = []
-            sh.PacketIn().sniff(got.append, timeout=1)
+            sh.PacketIn().sniff(got.append, timeout=0.3)
             assert len(got) == 1 and got[0].packet.payload == eth
             assert {m.metadata_id: m.value for m in got[0].packet.metadata} == {1: b"\x03", 2: b"\x00"}
         finally:
