@@ -174,3 +174,67 @@ def test_switch_usage_errors(args: list[str], message: str, capsys: pytest.Captu
     assert main(["--program", str(PROGRAM), "--name", "s1", "--control", "/nonexistent/s.sock", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err
+
+
+@needs_netns
+def test_switch_process_packet_io_over_p4runtime(tmp_path: Path) -> None:
+    """``--cpu-port``: a p4runtime-shell PacketOut leaves the switch process by the port its
+    metadata names; a frame received there reaches the client as a PacketIn (packet_io.p4).
+    One veth pair in the root namespace, named with a link tag of its own (emu.linknames)."""
+    import contextlib
+    import socket
+    import time
+
+    from p4runtime_sh import shell as p4sh
+
+    from emu.linknames import LinkTag
+
+    tag = LinkTag.claim(f"pytest-{os.getpid()}")
+    sw_end, host_end = tag.intf("pio", 1), tag.intf("pioh", 1)
+    proc = None
+    try:
+        sh("ip", "link", "add", sw_end, "type", "veth", "peer", "name", host_end)
+        for end in (sw_end, host_end):
+            with contextlib.suppress(OSError):
+                Path(f"/proc/sys/net/ipv6/conf/{end}/disable_ipv6").write_text("1")
+            sh("ip", "link", "set", end, "up")
+        host = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+        host.bind((host_end, 0))
+        host.settimeout(0.2)
+        addr_file = tmp_path / "s1.p4runtime"
+        log = (tmp_path / "s1.log").open("wb")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "emu.embedded.switch", "--program",
+             str(REPO / "tests" / "p4" / "programs" / "packet_io.p4"), "--name", "s1", "--port", f"1={sw_end}",
+             "--control", str(tmp_path / "s1.sock"), "--p4runtime", "127.0.0.1:0", "--p4runtime-file",
+             str(addr_file), "--cpu-port", "255", "--device-id", "1"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while not addr_file.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "s1.log").read_text()
+            time.sleep(0.05)
+        p4sh.setup(device_id=1, grpc_addr=addr_file.read_text().strip(), election_id=(0, 1), verbose=False)
+        try:
+            frame = bytes.fromhex("000000000002 000000000001 0800") + b"out"
+            p4sh.PacketOut(frame, egress_port="1", _pad="0").send()
+            got = b""
+            while not got.endswith(b"out") and time.monotonic() < deadline:
+                with contextlib.suppress(socket.timeout):
+                    got = host.recv(2048)
+            assert got == frame
+            back = bytes.fromhex("000000000009 000000000008 0800") + b"in"
+            seen: list = []
+            for _ in range(20):  # bounded: resend until the PacketIn arrives
+                host.send(back)
+                p4sh.PacketIn().sniff(seen.append, timeout=0.3)
+                if any(m.packet.payload == back for m in seen):
+                    break
+            (pin,) = [m for m in seen if m.packet.payload == back][:1]
+            assert {m.metadata_id: m.value for m in pin.packet.metadata}[1] == b"\x01"  # ingress_port 1
+        finally:
+            p4sh.teardown()
+        host.close()
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=15)
+        tag.release()
