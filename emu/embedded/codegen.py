@@ -1837,7 +1837,7 @@ class CodeGen:
         for loc_decl in decl.locals:
             if isinstance(loc_decl, ir.Instance):
                 self._instance(decl, loc_decl, scope, ctx)
-            elif isinstance(loc_decl, ir.ConstDecl | ir.VarDecl):
+            elif isinstance(loc_decl, ir.ConstDecl | ir.VarDecl | ir.Block):  # a Block: passes.InlineFunctions'
                 self.stmt(loc_decl, ctx.scopes, ctx)
         for act in getattr(decl, "actions", {}).values():
             scope[act.name] = ActionRef(act)

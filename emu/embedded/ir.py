@@ -513,7 +513,9 @@ class ControlDecl:
     loc: Loc
     name: str
     params: list[Param]
-    locals: list[VarDecl | ConstDecl]
+    #: its variables and constants (after ``passes.InlineFunctions`` also the Blocks of calls in
+    #: their initialisers)
+    locals: list[VarDecl | ConstDecl | Block]
     instances: list[Instance]
     actions: dict[str, Action]
     tables: dict[str, Table]

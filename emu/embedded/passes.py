@@ -765,7 +765,7 @@ class InlineFunctions:
         return fn(decl)
 
     def control(self, c: ir.ControlDecl) -> ir.ControlDecl:
-        return replace(c, apply=self.block(c.apply),
+        return replace(c, apply=self.block(c.apply), locals=self.locals(c.locals),
                        actions={k: replace(a, body=self.block(a.body)) for k, a in c.actions.items()},
                        instances=[self.instance(i) for i in c.instances])
 
@@ -780,7 +780,15 @@ class InlineFunctions:
                 stmts += pre
             states[k] = replace(st, stmts=stmts, select=select)
         locals_ = [self.instance(x) if isinstance(x, ir.Instance) else x for x in p.locals]
-        return replace(p, states=states, locals=locals_)
+        return replace(p, states=states, locals=self.locals(locals_))
+
+    def locals(self, items: list[Any]) -> list[Any]:
+        """A control's or parser's locals, a call in an initialiser inlined before its variable
+        (the block's statements then run where the locals start, codegen.declare_locals)."""
+        out: list[Any] = []
+        for x in items:
+            out.extend(self.stmt(x, 0) if isinstance(x, ir.VarDecl) else [x])
+        return out
 
     def instance(self, inst: ir.Instance) -> ir.Instance:
         if not inst.methods:

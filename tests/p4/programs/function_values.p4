@@ -29,10 +29,12 @@ parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_met
 control VC(inout headers hdr, inout metadata meta) { apply { } }
 
 control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    bit<8> seven = successor(6).y;       // a call in a control-level initialiser
     apply {
         hdr.h = swapped(hdr.h);
         pair_t q = successor(hdr.h.d);
         hdr.h.e = q.y;
+        if (hdr.h.c == 0) { hdr.h.c = (bit<16>)seven; }
         sm.egress_spec = 1;
     }
 }
