@@ -44,7 +44,9 @@ class ProgrammedNetwork:
 
     topology: Topology
     plan: NetworkPlan
-    mode: str | None
+    #: the scheme this controller last programmed (None before program); the switches may hold
+    #: another since (a p4runtime-shell write): :meth:`read_modes` reads what they hold
+    programmed_scheme: str | None
     #: the P4 build the switches run (emu.p4build.P4_BUILDS): entries use its queue-depth unit
     p4: str = "v1model"
 
@@ -91,7 +93,7 @@ class ProgrammedNetwork:
                     ctl.table_add(entry.table, entry.match, entry.action, entry.params, entry.priority)
             except Exception as exc:  # ControlError / ConnectionError: one line
                 raise NetworkError(f"programming switch {sw.name} failed: {exc}") from None
-        self.mode = scheme
+        self.programmed_scheme = scheme
         log.info("programmed %d switches (%s)", len(self.plan.switches), scheme)
 
     def set_mode(self, scheme: str, placebo: dict[int, float] | None = None) -> None:
@@ -105,7 +107,7 @@ class ProgrammedNetwork:
         if scheme not in p4names.SCHEME_MODES:
             raise NetworkError(f"unknown scheme {scheme!r}: use one of {', '.join(p4names.SCHEME_MODES)}")
         if scheme != "placebo" and set(self.read_modes().values()) == {scheme}:
-            return  # what the switches hold (a p4runtime-shell write may have changed it), not self.mode
+            return  # what the switches hold (a p4runtime-shell write may have changed it), not self.programmed_scheme
         programs = routing.switch_programs(self.topology, scheme, p4=self.p4,  # type: ignore[arg-type]
                                            placebo=placebo)
         for sw in self.plan.switches:
@@ -118,7 +120,7 @@ class ProgrammedNetwork:
                         ctl.table_add(entry.table, entry.match, entry.action, entry.params, entry.priority)
             except Exception as exc:
                 raise NetworkError(f"configuring Symphony on switch {sw.name} failed: {exc}") from None
-        self.mode = scheme
+        self.programmed_scheme = scheme
 
     def read_modes(self) -> dict[str, str]:
         """Per switch, the mode its ``symphony_config`` entries hold, read from the switch

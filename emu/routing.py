@@ -192,7 +192,8 @@ class Routes:
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self.plan: NetworkPlan = topo.plan
-        self.mode: str = topo.routing
+        #: "deterministic" or "ecmp" (the topology's routing key)
+        self.routing: str = topo.routing
         ecmp_seed = topo.ecmp_seed
         #: switch -> destination host -> egress port (deterministic choice; with ECMP the
         #: port of the group's first member, for destinations that have a group)
@@ -229,7 +230,7 @@ class Routes:
                 if sw.name not in dist:  # cannot happen in a connected topology
                     continue
                 cands = [n for n in neighbours[sw.name] if dist.get(n) == dist[sw.name] - 1]
-                if self.mode == "ecmp" and len(cands) > 1:
+                if self.routing == "ecmp" and len(cands) > 1:
                     key = tuple(cands)
                     group = made[sw.name].get(key)
                     if group is None:
@@ -321,7 +322,7 @@ class Routes:
         load = self.link_load()
         links = sorted(({"from": a, "to": b, "flows": len(on), "ring_flows": [f"{j}:{r}" for j, r in on]}
                         for (a, b), on in load.items()), key=lambda x: (-x["flows"], x["from"], x["to"]))
-        return {"routing": self.mode, "flows": flows, "links": links,
+        return {"routing": self.routing, "flows": flows, "links": links,
                 "max_flows_per_link": max((x["flows"] for x in links), default=0)}
 
     def ports_in_use(self) -> dict[str, set[int]]:

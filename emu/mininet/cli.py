@@ -67,7 +67,7 @@ class SymphonyCLI(CLI):
         self.last_run: tuple[str, str, Any] | None = None
         output(f"*** {experiment.topology.name}: {len(experiment.topology.hosts)} hosts, "
                f"{len(experiment.topology.switches)} {experiment.target} switches, mode "
-               f"{experiment.network.mode}\n*** extra commands: allreduce [SIZE] [ITERATIONS], switch NAME, "
+               f"{experiment.network.programmed_scheme}\n*** extra commands: allreduce [SIZE] [ITERATIONS], switch NAME, "
                f"mode [baseline|symphony], p4runtime; iperf [SRC DST [SECONDS]]\n")
         self.do_p4runtime("")
         super().__init__(experiment.network.net, **kwargs)
@@ -109,7 +109,7 @@ class SymphonyCLI(CLI):
             held = ""
         from emu.p4names import SCHEME_MODES
 
-        scheme = held if held in SCHEME_MODES else (exp.network.mode or "baseline")
+        scheme = held if held in SCHEME_MODES else (exp.network.programmed_scheme or "baseline")
         self.runs += 1
         results = exp.out_dir / f"cli-{self.runs}-{scheme}"
         output(f"*** running {len(exp.topology.jobs)} job(s), mode {scheme}, results in {results}\n")

@@ -137,7 +137,7 @@ class EmuNetwork(ProgrammedNetwork):
     net: Any
     target: str
     options: SwitchOptions
-    mode: str | None = None
+    programmed_scheme: str | None = None
     link_tag: LinkTag | None = None
     _stopped: bool = field(default=False, repr=False)
 

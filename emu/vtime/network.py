@@ -232,7 +232,7 @@ class SimNetwork(ProgrammedNetwork):
 
         self.topology = topology
         self.plan: NetworkPlan = topology.plan
-        self.mode: str | None = None
+        self.programmed_scheme: str | None = None
         self.loop = EventLoop()
         self.mtu = mtu
         try:

@@ -97,7 +97,7 @@ class Model:
 
 class FakeNetwork:
     def set_mode(self, scheme: str, placebo: object = None) -> None:
-        self.mode = scheme
+        self.programmed_scheme = scheme
 
     def reset_jobs(self) -> None:
         pass

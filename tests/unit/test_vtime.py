@@ -380,7 +380,7 @@ jobs: [{id: 0, ranks: [a, b]}]
     ctl = net.control("sw2")
     (e,) = ctl.table_read("MyIngress.symphony_config")
     ctl.table_modify(e.table, e.match, e.action, {**e.params, "mode": 0})  # as another client would
-    assert net.mode == "symphony"  # the controller's memory is stale...
+    assert net.programmed_scheme == "symphony"  # the controller's memory is stale...
     assert net.mode_summary() == "mixed: sw1 symphony, sw2 baseline"  # ...the switches are read
     net.set_mode("symphony")  # not skipped: sw2 does not hold it
     assert net.mode_summary() == "symphony"
