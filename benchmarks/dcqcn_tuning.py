@@ -70,9 +70,10 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from emu.topology import parse_topology  # noqa: E402
+from emu.vtime.events import s_to_ns  # noqa: E402
 from emu.vtime.frames import WIRE_OVERHEAD_BYTES  # noqa: E402
 from emu.vtime.hosts import AppEndpoint, SimHost  # noqa: E402
-from emu.vtime.network import SimNetwork, s_to_ns  # noqa: E402
+from emu.vtime.network import SimNetwork  # noqa: E402
 from hostapps.collectives import SendRequest  # noqa: E402
 from hostapps.ratecontrol import DcqcnParams  # noqa: E402
 from hostapps.transport import Delivery, Transport, TransportConfig  # noqa: E402

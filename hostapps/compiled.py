@@ -32,6 +32,7 @@ MODULES: tuple[str, ...] = (
     "emu.embedded.link",
     "emu.embedded.tm",
     "emu.embedded.core",
+    "emu.vtime.events",
     "emu.vtime.network",
     "emu.vtime.hosts",
     "emu.vtime.frames",

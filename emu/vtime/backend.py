@@ -21,8 +21,9 @@ from typing import Any
 from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError, WorkerResult, Workload
 from emu.controller import NetworkError
 from emu.p4build import p4_build
+from emu.vtime.events import NS_PER_S, s_to_ns
 from emu.vtime.hosts import OnOffSource, SimHost, SimRank, make_verifier
-from emu.vtime.network import NS_PER_S, SimNetwork, s_to_ns
+from emu.vtime.network import SimNetwork
 from hostapps.rank import DONE, FAILED
 
 log = logging.getLogger(__name__)

@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from emu.vtime import frames
-from emu.vtime.network import EventLoop, HostLink, s_to_ns
+from emu.vtime.events import EventLoop, s_to_ns
+from emu.vtime.network import HostLink
 from hostapps import rank as rank_core
 from hostapps.collectives import chunk_bounds, digest_present, digest_records
 from hostapps.rank import DONE, RankWorker

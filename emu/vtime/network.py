@@ -1,4 +1,4 @@
-"""The virtual-time network: switches, host links and one event heap (docs/DESIGN.md section 6).
+"""The virtual-time network: switches and host links on one event loop (docs/DESIGN.md section 6).
 
 Built from the topology's :class:`~emu.topology.NetworkPlan`, like the Mininet network:
 
@@ -15,8 +15,9 @@ Built from the topology's :class:`~emu.topology.NetworkPlan`, like the Mininet n
 - a host's access link towards its switch is :class:`HostLink`: the host NIC, the same FIFO
   link model (:class:`emu.embedded.link.FifoLink`) at the host's line rate with the link's
   delay (unbounded depth: hosts pace themselves, so it stays short);
-- one :class:`EventLoop`: a heap of ``(time_ns, seq, callback, argument)``, integer
-  nanoseconds, ties broken by insertion order, so a run is a function of its inputs.
+- one :class:`emu.vtime.events.EventLoop` under all of them (and the hosts): a heap of
+  ``(time_ns, seq, callback, argument)``, integer nanoseconds, ties broken by insertion order,
+  so a run is a function of its inputs.
 
 What it does not model: host processing time (a host's cores run in zero simulated time),
 the kernel and its scheduling noise, PFC, link errors.
@@ -25,7 +26,6 @@ the kernel and its scheduling noise, PFC, link errors.
 from __future__ import annotations
 
 import heapq
-import itertools
 import logging
 import math
 from collections.abc import Callable
@@ -37,78 +37,13 @@ from emu.embedded.link import FifoLink, QueueConfig
 from emu.p4build import DEFAULT_BUILD
 from emu.topology_plan import NetworkPlan
 from emu.topology_schema import Topology
+from emu.vtime.events import EventLoop
 from emu.vtime.frames import FRAME_EXTRA_BYTES, WIRE_OVERHEAD_BYTES
 
 log = logging.getLogger(__name__)
 
 #: Clock ticks per microsecond of the switch cores (nanoseconds).
 TICKS_PER_US = 1000
-NS_PER_S = 1_000_000_000
-
-
-def s_to_ns(t: float) -> int:
-    """Seconds (float) -> the first integer nanosecond at or after ``t``."""
-    ns = math.ceil(t * 1e9)
-    if ns * 1e-9 < t:  # float rounding: never wake before the time asked for
-        ns += 1
-    return ns
-
-
-class EventLoop:
-    """One heap of timed callbacks; time in integer nanoseconds from 0."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.events = 0
-        self._heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
-        self._seq = itertools.count()
-        self._halt = False
-
-    def at(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
-        """Call ``fn(arg)`` at ``t`` ns (not before now)."""
-        if t < self.now:
-            t = self.now
-        heapq.heappush(self._heap, (t, next(self._seq), fn, arg))
-
-    def halt(self) -> None:
-        """Make :meth:`run` return after the event being processed."""
-        self._halt = True
-
-    def pending(self) -> int:
-        """Events waiting."""
-        return len(self._heap)
-
-    def run(self, until: int | None = None, stop: Callable[[], bool] | None = None,
-            check_every: int = 4096, on_check: Callable[[], None] | None = None) -> None:
-        """Process events in time order until the heap is empty, the next event is after
-        ``until`` (now becomes ``until``), :meth:`halt` was called, or ``stop()`` is true
-        (checked every ``check_every`` events, and ``on_check()`` called then)."""
-        heap = self._heap
-        pop = heapq.heappop
-        n = 0
-        self._halt = False
-        while heap:
-            if until is not None and heap[0][0] > until:
-                self.now = until
-                break
-            t, _, fn, arg = pop(heap)
-            self.now = t
-            fn(arg)
-            n += 1
-            if self._halt:
-                break
-            if n >= check_every:
-                self.events += n
-                n = 0
-                if on_check is not None:
-                    on_check()
-                if stop is not None and stop():
-                    return
-        self.events += n
-
-    def clear(self) -> None:
-        """Drop every pending event."""
-        self._heap.clear()
 
 
 class HostLink:

@@ -17,7 +17,7 @@ from emu.embedded.core import SwitchCore
 from emu.embedded.link import QueueConfig
 from emu.embedded.tm import TrafficManager
 from emu.vtime import frames
-from emu.vtime.network import EventLoop, s_to_ns
+from emu.vtime.events import EventLoop, s_to_ns
 
 REPO = Path(__file__).resolve().parents[2]
 SINGLE = REPO / "topologies" / "single.yaml"
