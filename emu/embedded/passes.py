@@ -1121,7 +1121,7 @@ class RemoveActionParameters:
     def table(self, t: ir.Table, acts: dict[str, ir.Action]) -> ir.Table:
         if not any(r.name in acts and _directional(acts[r.name]) for r in t.actions):
             return t
-        refs = [self.localize(r, acts[r.name]) if r.name in acts and _directional(acts[r.name]) else r
+        refs = [self.localize(t, r, acts[r.name]) if r.name in acts and _directional(acts[r.name]) else r
                 for r in t.actions]
 
         def strip(r: ir.ActionRef | None) -> ir.ActionRef | None:
@@ -1134,12 +1134,13 @@ class RemoveActionParameters:
             entries = [replace(e, action=strip(e.action)) for e in entries]
         return replace(t, actions=refs, default_action=strip(t.default_action), entries=entries)
 
-    def localize(self, ref: ir.ActionRef, act: ir.Action) -> ir.ActionRef:
+    def localize(self, t: ir.Table, ref: ir.ActionRef, act: ir.Action) -> ir.ActionRef:
+        """Table ``t``'s copy of ``act`` with the directional arguments of ``ref`` bound."""
         nd = _directional(act)
         args = list(ref.args or [])
         if len(args) != nd:
-            raise P4FrontendError(ref.loc[0], ref.loc[1], f"action {act.name} needs its {nd} directional "
-                                  f"argument(s) in the actions list, got {len(args)}")
+            raise P4FrontendError(ref.loc[0], ref.loc[1], f"table {t.name}: action {act.name} needs its {nd} "
+                                  f"directional argument(s) in the actions list, got {len(args)}")
         data = [p.name for p in act.params[nd:]]
         names: dict[str, str] = {}
         body: list[ir.Stmt] = []

@@ -212,3 +212,12 @@ def test_remove_action_parameters_gives_a_table_its_copy_of_the_action() -> None
     assert put is not None and put.body.stmts[0].init is None  # out: not copied in
     assert [a.value for a in t.default_action.args] == [0x10]
     assert prog.controls["I"].tables["t"].actions[0].action is None  # the front end's program is unchanged
+
+
+def test_remove_action_parameters_names_a_missing_directional_argument(tmp_path: Path) -> None:
+    p = tmp_path / "missing.p4"
+    p.write_text((PROGRAMS / "table_dir_params.p4").read_text().replace(
+        "actions = { count_into(hdr.t.a); put(hdr.t.b); }", "actions = { count_into; put(hdr.t.b); }"))
+    with pytest.raises(P4FrontendError, match=r"missing.p4:\d+: table t: action count_into needs its 1 "
+                                              r"directional argument\(s\) in the actions list, got 0"):
+        passes.RemoveActionParameters().run(load_program(p))
