@@ -470,30 +470,33 @@ def variant_entries(topo: Topology, routes: Routes, switch: str, p4: str = "v1mo
     """The variant tables of one switch (docs/DESIGN.md section 4), for every job crossing it:
 
     - ``tracker: port``: one ``MyIngress.symphony_tracker`` entry per (job, egress port) its ring
-      flows leave on, with a tracker id MAX_JOBS, MAX_JOBS + 1, ... (in job, port order) and the
-      flows on that port (:meth:`Routes.port_flows`);
+      flows leave on, with the flows on that port (:meth:`Routes.port_flows`) and a tracker id
+      that is no job id at this switch (a job-wide tracker's id is its job id), the lowest free
+      first, in job and port order;
     - ``lead: slack``: ``MyIngress.symphony_slack``, ``round(slack * size_bytes / N)`` bytes;
     - ``marking: spaced``: ``MyEgress.symphony_spacing``, the gap (``mark_gap_ms``, else the job's
       CNP interval) in ticks of the build's egress timestamp (:attr:`P4Build.timestamp_ns`), >= 1.
 
     Jobs on the defaults (job, step, random) get no entry. ValueError (one line) when the
-    per-port trackers of the switch exceed MAX_TRACKERS - MAX_JOBS.
+    per-port trackers of the switch need more ids than MAX_TRACKERS leaves free.
     """
     build = p4_build(p4)
     out: list[TableEntry] = []
-    next_tracker = MAX_JOBS
-    for job_id in sorted(routes.expected_flows()[switch]):
+    jobs_here = sorted(routes.expected_flows()[switch])
+    free = (t for t in range(MAX_TRACKERS) if t not in jobs_here)
+    for job_id in jobs_here:
         _check_job(job_id)
         params = topo.symphony_for(job_id)
         job = topo.job(job_id)
         if params.tracker == "port":
             for port, flows in routes.port_flows(switch, job_id).items():
-                if next_tracker >= MAX_TRACKERS:
-                    raise ValueError(f"switch {switch}: tracker: port needs more than {MAX_TRACKERS - MAX_JOBS} "
-                                     "(job, egress port) trackers (MAX_TRACKERS in p4/include/constants.p4)")
+                tracker = next(free, None)
+                if tracker is None:
+                    raise ValueError(f"switch {switch}: tracker: port needs more than {MAX_TRACKERS - len(jobs_here)} "
+                                     f"(job, egress port) trackers beside its {len(jobs_here)} job(s) "
+                                     "(MAX_TRACKERS in p4/include/constants.p4)")
                 out.append(TableEntry(table=TABLE_TRACKER, match={"hdr.cth.job_id": job_id, "meta.out_port": port},
-                                      action=ACTION_TRACKER, params={"tracker": next_tracker, "flows": flows}))
-                next_tracker += 1
+                                      action=ACTION_TRACKER, params={"tracker": tracker, "flows": flows}))
         if params.lead == "slack":
             chunk = job.size_bytes // len(job.ranks)
             out.append(TableEntry(table=TABLE_SLACK, match={"hdr.cth.job_id": job_id}, action=ACTION_SLACK,

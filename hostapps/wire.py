@@ -33,9 +33,9 @@ MAX_JOBS = 16
 MAX_RANKS = 128
 #: Step window W of the ``step_count`` register; W > MAX_RANKS (docs/DESIGN.md section 4).
 STEP_WINDOW = 256
-#: Tracker instances of ``step_count`` and ``frontier``: ids below MAX_JOBS are the job-wide
-#: trackers (id = job id), the rest per (job, egress port) (docs/DESIGN.md section 4).
-MAX_TRACKERS = 64
+#: Tracker instances of ``step_count`` and ``frontier``: a job-wide tracker's id is its job id,
+#: per-(job, egress port) trackers take the ids of no job at the switch (docs/DESIGN.md section 4).
+MAX_TRACKERS = 32
 
 #: ECN codepoints, low two bits of the IPv4 TOS byte (RFC 3168 section 5).
 ECN_NOT_ECT = 0b00

@@ -34,12 +34,13 @@ const bit<2>  ECN_CE          = 3;
 #define STEP_WINDOW_LOG2  8
 #define FLOW_SLOTS        2048   /* MAX_JOBS * MAX_RANKS */
 #define MAX_PORTS         512    /* bit<9> port numbers */
-/* Tracker instances (step_count, frontier): ids 0..MAX_JOBS-1 are the job-wide trackers
- * (tracker = job id, the default), MAX_JOBS..MAX_TRACKERS-1 the per-(job, egress port)
- * trackers the controller assigns with symphony_tracker (docs/DESIGN.md section 4). */
-#define MAX_TRACKERS      64
-#define MAX_TRACKERS_LOG2 6
-#define STEP_SLOTS        16384  /* MAX_TRACKERS * STEP_WINDOW */
+/* Tracker instances (step_count, frontier): a job-wide tracker's id is its job id (the
+ * default); the per-(job, egress port) trackers of symphony_tracker take the ids no job at
+ * the switch has (docs/DESIGN.md section 4). 32 keep step_count within one Tofino2 stage's
+ * SRAM with room (section 10). */
+#define MAX_TRACKERS      32
+#define MAX_TRACKERS_LOG2 5
+#define STEP_SLOTS        8192   /* MAX_TRACKERS * STEP_WINDOW */
 #define MARKING_ENTRIES   2048   /* symphony_marking: MAX_JOBS * MAX_RANKS (job, lead) pairs */
 #define QUEUE_ECN_ENTRIES 2048   /* queue_ecn: ports * depth ranges of the RED-like ramp */
 /* ECMP (p4/include/ecmp.p4): a 5-tuple hash picks one of ECMP_BUCKETS buckets of a group;

@@ -390,9 +390,8 @@ def test_variants_default_to_no_entries() -> None:
 
 def test_port_tracker_entries_count_the_flows_of_each_egress_port() -> None:
     """tracker: port: one entry per (job, egress port) the job's ring flows leave on, tracker ids
-    MAX_JOBS, MAX_JOBS + 1, ... per switch, the flows of each port summing to expected_flows."""
+    1, 2, ... per switch (0 is job 0's own id), the flows of each port summing to expected_flows."""
     from emu.p4names import TABLE_TRACKER
-    from hostapps.wire import MAX_JOBS
 
     topo = _load("default")
     topo.symphony.tracker = "port"
@@ -400,7 +399,7 @@ def test_port_tracker_entries_count_the_flows_of_each_egress_port() -> None:
     expected = routes.expected_flows()
     for sw, entries in _variant_entries(topo).items():
         tracker = [e for e in entries if e.table == TABLE_TRACKER]
-        assert [e.params["tracker"] for e in tracker] == list(range(MAX_JOBS, MAX_JOBS + len(tracker)))
+        assert [e.params["tracker"] for e in tracker] == list(range(1, 1 + len(tracker)))
         assert sum(e.params["flows"] for e in tracker) == expected[sw].get(0, 0)
         # every port is where a ring flow of job 0 leaves this switch
         ports = {routes.egress(sw, f.src_host, f.dst_host).port for f in routes.ring_flows(0) if sw in f.switches}
@@ -414,8 +413,8 @@ def test_port_trackers_beyond_max_trackers_are_one_line(monkeypatch: pytest.Monk
 
     topo = _load("default")
     topo.symphony.tracker = "port"
-    monkeypatch.setattr(emu.routing, "MAX_TRACKERS", 18)
-    with pytest.raises(ValueError, match=r"tracker: port needs more than 2 \(job, egress port\) trackers"):
+    monkeypatch.setattr(emu.routing, "MAX_TRACKERS", 3)
+    with pytest.raises(ValueError, match=r"tracker: port needs more than 2 \(job, egress port\) trackers beside its 1 job"):
         switch_programs(topo, "symphony")
 
 
