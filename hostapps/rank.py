@@ -42,11 +42,11 @@ Records (:data:`RECORD_FIELDS`, the same keys in both modes, docs/interfaces.md 
 - ``{"kind": "transport", "job", "rank", "packets_sent", "retransmissions", "timeouts",
   "nacks_received", "duplicates", "cnps_sent", "cnps_received", "timer_wakeups",
   "timer_late_wakeups", "timer_lag_total_s", "timer_lag_max_s", "cpu_s", "cpu_wait_s",
-  "cpu_wall_s", "start_lateness_s", "rate_samples"}`` once at the end: the transport's counters (packets,
+  "cpu_wall_s", "cpu_slices", "start_lateness_s", "rate_samples"}`` once at the end: the transport's counters (packets,
   :meth:`hostapps.transport.Transport.stats`); ``timer_*`` how late the driver woke the
   transport (``Transport.lag``: wake-ups, those over 2 ms late, total and largest lateness in
-  s); ``cpu_s``, ``cpu_wait_s`` (runnable but waiting for a CPU) and ``cpu_wall_s`` of the
-  iterations (:func:`schedstat`); ``start_lateness_s`` how much later than the common
+  s); ``cpu_s``, ``cpu_wait_s`` (runnable but waiting for a CPU), ``cpu_wall_s`` and
+  ``cpu_slices`` (times scheduled onto a CPU) of the iterations (:func:`schedstat`); ``start_lateness_s`` how much later than the common
   start ``spec.start_at`` this rank began its first iteration (s; null when it never began
   or had no start time; 0 in virtual time, where every rank starts on time);
   ``rate_samples`` ``[[t, bit/s], ...]`` in the run's clock.
@@ -114,7 +114,7 @@ TRANSPORT_COUNTERS = ("packets_sent", "retransmissions", "timeouts", "nacks_rece
                       "cnps_sent", "cnps_received")
 #: The transport record's machine fields (null in virtual time, see the module docstring).
 TIMER_FIELDS = ("timer_wakeups", "timer_late_wakeups", "timer_lag_total_s", "timer_lag_max_s")
-CPU_FIELDS = ("cpu_s", "cpu_wait_s", "cpu_wall_s")
+CPU_FIELDS = ("cpu_s", "cpu_wait_s", "cpu_wall_s", "cpu_slices")
 #: Every record kind and its keys in order, the same in both modes.
 RECORD_FIELDS: dict[str, tuple[str, ...]] = {
     "step": ("kind", "job", "rank", "iteration", "step", "start", "end"),
@@ -225,18 +225,19 @@ def digest(result: np.ndarray) -> str:
 _digest_of = digest  # for methods whose keyword argument ``digest`` hides the function
 
 
-def schedstat() -> tuple[float, float, float] | None:
-    """(time on a CPU, time runnable but waiting for one, wall clock) of this process (s).
+def schedstat() -> tuple[float, float, float, int] | None:
+    """(time on a CPU, time runnable but waiting for one, wall clock (s), timeslices) of this process.
 
-    From /proc/self/schedstat (Linux, ``sched_info``: ns on CPU, ns waiting on a runqueue);
-    the waiting time is CPU the process wanted while other processes had it. None when the
-    kernel does not provide it.
+    From /proc/self/schedstat (Linux, ``sched_info``: ns on CPU, ns waiting on a runqueue,
+    times it was scheduled onto a CPU); the waiting time is CPU the process wanted while
+    other processes had it, and per timeslice it is the mean wait for a CPU each time the
+    worker woke (emu.vtime.hostcost's ``run_wait_s``). None when the kernel does not provide it.
     """
     try:
-        run_ns, wait_ns, _ = Path("/proc/self/schedstat").read_text().split()[:3]
+        run_ns, wait_ns, slices = Path("/proc/self/schedstat").read_text().split()[:3]
     except (OSError, ValueError):
         return None
-    return int(run_ns) / 1e9, int(wait_ns) / 1e9, time.monotonic()
+    return int(run_ns) / 1e9, int(wait_ns) / 1e9, time.monotonic(), int(slices)
 
 
 class Verification(Protocol):
@@ -579,6 +580,6 @@ class RankWorker:
             if self._sched0 is not None and end is not None:
                 start = self._sched0
                 cpu = {"cpu_s": round(end[0] - start[0], 6), "cpu_wait_s": round(end[1] - start[1], 6),
-                       "cpu_wall_s": round(end[2] - start[2], 6)}
+                       "cpu_wall_s": round(end[2] - start[2], 6), "cpu_slices": end[3] - start[3]}
         self._records.append({"kind": "transport", **self._head, **{k: stats.get(k, 0) for k in TRANSPORT_COUNTERS},
                               **timer, **cpu, "start_lateness_s": self.start_lateness, "rate_samples": samples})

@@ -60,9 +60,11 @@ class RankDriver(aio.UdpDriver):
             self.finished.set_result(None)
 
 
-async def run_worker(spec: WorkerSpec) -> None:
+async def run_worker(spec: WorkerSpec, driver_class: type[RankDriver] = RankDriver) -> RankDriver:
     """Run every iteration of ``spec`` and write the JSON lines; raise :class:`WorkerFailed`.
 
+    ``driver_class``: the driver (a :class:`RankDriver`; ``symphony-emu calibrate-host`` gives
+    one that times each event loop callback, emu.hostcal). Returns the driver once it ended.
     Cancellation (SIGTERM/SIGINT in :func:`main`) ends the rank with an "interrupted" error
     record, closes the socket and the file.
     """
@@ -88,7 +90,7 @@ async def run_worker(spec: WorkerSpec) -> None:
             worker.interrupt(message)
             out.write("".join(json.dumps(r) + "\n" for r in worker.take_records()))
             raise WorkerFailed(message) from None
-        driver = RankDriver(worker, sock, peers, loop, out)
+        driver = driver_class(worker, sock, peers, loop, out)
         try:
             driver.pump()  # arms the timer of the first iteration
             await driver.finished
@@ -100,6 +102,7 @@ async def run_worker(spec: WorkerSpec) -> None:
             driver.write_records()
     if worker.error is not None:
         raise WorkerFailed(worker.error)
+    return driver
 
 
 # --- CLI ------------------------------------------------------------------------------

@@ -206,10 +206,10 @@ def test_four_workers_allreduce_on_loopback(tmp_path: Path) -> None:
                 assert set(ln) == {"kind", "job", "rank", "packets_sent", "retransmissions", "timeouts",
                                    "nacks_received", "duplicates", "cnps_sent", "cnps_received",
                                    "timer_wakeups", "timer_late_wakeups", "timer_lag_total_s",
-                                   "timer_lag_max_s", "cpu_s", "cpu_wait_s", "cpu_wall_s", "start_lateness_s",
-                                   "rate_samples"}
+                                   "timer_lag_max_s", "cpu_s", "cpu_wait_s", "cpu_wall_s", "cpu_slices",
+                                   "start_lateness_s", "rate_samples"}
                 assert ln["start_lateness_s"] >= 0
-                assert ln["cpu_s"] > 0 and ln["cpu_wait_s"] >= 0 and ln["cpu_wall_s"] > 0
+                assert ln["cpu_s"] > 0 and ln["cpu_wait_s"] >= 0 and ln["cpu_wall_s"] > 0 and ln["cpu_slices"] > 0
                 assert ln["timer_wakeups"] > 0 and ln["timer_lag_max_s"] >= 0
                 assert ln["packets_sent"] > 0
     assert all(len(d) == 1 for d in digests.values())  # every rank has the same bits
