@@ -390,9 +390,14 @@ def cli(verbose: int) -> None:
               help="What the ranks' buffers carry, for every job: exact float32 data (the default of a job) or "
                    "digest records, the same packets with memory that does not grow with --size "
                    "(docs/virtual-time.md, \"Digest payloads\"). Default: the jobs' `payload`.")
+@click.option("--host-cost", "host_cost", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="--mode sim: model the hosts' processing time with this calibration file (symphony-emu "
+                   "calibrate-host; docs/virtual-time.md), replacing the scenario's `host_cost`. Default: the "
+                   "scenario's (unset: hosts process in zero time).")
 def run(topology: str | None, scheme: str, iterations: int | None, size: int | None, target: str,
         out: Path | None, force: bool, seed: int, mode: str, pcap: bool, p4: str, dilation: str | None,
-        mtu: int | None, parallel: int | None, order: str | None, payload: str | None) -> None:
+        mtu: int | None, parallel: int | None, order: str | None, payload: str | None,
+        host_cost: Path | None) -> None:
     """Run TOPOLOGY's jobs with each scheme and compare them (default: topologies/default.yaml)."""
     from emu import runner
 
@@ -404,7 +409,7 @@ def run(topology: str | None, scheme: str, iterations: int | None, size: int | N
             result = runner.run(resolve_topology(topology), schemes=schemes, iterations=iterations,
                                 size=size_bytes, target=target, out=out, seed=seed, progress=progress, mode=mode,
                                 pcap=pcap, p4=p4, dilation=dilation, mtu=mtu, parallel=parallel, force=force,
-                                order=order, payload=payload)
+                                order=order, payload=payload, host_cost=host_cost)
     except user_errors() as exc:
         fail(str(exc))
     except runner.RunError as exc:
@@ -531,6 +536,42 @@ def clean(dry_run: bool, mn: bool, force: bool) -> None:
         click.echo(f"left alone {what}: {why}")
     if found.empty() and not found.killed:
         click.echo("nothing left behind")
+
+
+@cli.command(name="calibrate-host")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("host-cost.json"),
+              show_default=True, help="Calibration file to write (read by `run --mode sim --host-cost FILE`).")
+@click.option("--ranks", type=click.IntRange(2, 16), default=4, show_default=True, help="Worker processes.")
+@click.option("--size", default="256K", show_default=True, callback=_size_option, help="Bytes per all-reduce.")
+@click.option("--iterations", type=click.IntRange(1, 50), default=4, show_default=True, help="All-reduces per MTU.")
+@click.option("--rate", "rate_mbps", type=float, default=10.0, show_default=True, help="Line rate (Mbit/s).")
+@click.option("--mtu", "mtus", type=int, multiple=True, help="MTUs to run (repeat; default 1500 and 800).")
+@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
+              help="Seconds one run may take before it is stopped.")
+@click.option("--cpu-only", is_flag=True, help="Write run_wait_s = 0 (CPU costs only, as on a quiet machine).")
+def calibrate_host(out: Path, ranks: int, size: int, iterations: int, rate_mbps: float, mtus: tuple[int, ...],
+                   timeout_s: float, cpu_only: bool) -> None:
+    """Measure the real rank worker on this machine (loopback) and write the host-cost model."""
+    from emu import hostcal
+
+    console = make_console()
+    console.print(f"calibrating: {ranks} worker processes on 127.0.0.1, {size} bytes x {iterations} all-reduces "
+                  f"at {rate_mbps:g} Mbit/s per MTU ...")
+    try:
+        doc = hostcal.calibrate(out, ranks=ranks, size=size, iterations=iterations, rate_mbps=rate_mbps,
+                                mtus=mtus or hostcal.DEFAULTS["mtus"], timeout_s=timeout_s, cpu_only=cpu_only)
+    except hostcal.CalibrationError as exc:
+        fail(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt as exc:
+        interrupted(exc, "the calibration workers were stopped")
+    m, f = doc["model"], doc["measured"]
+    console.print(f"per wake-up {m['wake_s'] * 1e6:.1f} us, per datagram read {m['rx_packet_s'] * 1e6:.1f} us + "
+                  f"{m['rx_byte_s'] * 1e9:.2f} ns/byte, sent {m['tx_packet_s'] * 1e6:.1f} us + "
+                  f"{m['tx_byte_s'] * 1e9:.2f} ns/byte; wait for a CPU {m['run_wait_s'] * 1e6:.0f} us per wake-up "
+                  f"({f['cpu_wait_share']:.0%} of the time runnable; load {f['machine']['load_avg_before'][0]:.1f} "
+                  f"on {f['machine']['cpus']} CPUs)")
+    console.print(f"fit over {f['callbacks']} callbacks: R^2 {f['r2']}, residual {f['residual_rms_us']} us rms; "
+                  f"written to {out}")
 
 
 @cli.command()

@@ -898,7 +898,8 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         progress: ProgressFn | None = None, mode: str = "mininet", pcap: bool = False,
         p4: str = "v1model", dilation: float | str | None = None, mtu: int | None = None,
         parallel: int | None = None, force: bool = False, order: str | None = None,
-        payload: str | None = None, plots: bool = True) -> RunResult:
+        payload: str | None = None, plots: bool = True,
+        host_cost: str | os.PathLike[str] | Any = None) -> RunResult:
     """Run the topology's jobs once per scheme; write the results folder.
 
     Mininet runs the schemes one after the other on one network. Virtual time gives every
@@ -923,6 +924,10 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     jobs' ``warmup`` iterations, recorded and left out of the statistics. Virtual time runs
     each scheme as one block on a fresh network, without warm-up (nothing drifts, and a
     simulated start costs nothing: the results stay those of earlier versions, bit for bit).
+    ``host_cost``: virtual time only, host processing time (emu.vtime.hostcost): a calibration
+    file (``symphony-emu calibrate-host``) or a :class:`emu.vtime.hostcost.HostCost`; it
+    replaces the scenario's ``host_cost``; None keeps the scenario's (unset: hosts cost nothing).
+    run.json records the model used (``host_cost``).
     ``p4``: the P4 build, "v1model" or "tofino" (T2NA on the embedded target; see Experiment.open).
     ``mode``: the back end, "mininet" (real time, root) or "sim" (virtual time).
     ``pcap``: the switches write one capture per port to ``<out>/pcap/`` (see Experiment.open).
@@ -973,6 +978,11 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         if why:
             where = "--size" if size is not None else f"{topology_path}: jobs[{j}].size_bytes"
             raise UsageError(f"{where}: job {job.id}: {why}; give a larger size or --payload exact")
+    if host_cost is not None and mode != "sim":
+        raise UsageError(f"--host-cost: the host model is for virtual time (here --mode {mode}, whose hosts are "
+                         "real); drop --host-cost or use --mode sim")
+    if mode == "sim":
+        topology = resolve_host_cost(topology, topology_path, host_cost)
     if dilation is not None and mode != "mininet":
         raise UsageError(f"--dilation: only --mode mininet dilates time (here --mode {mode}); drop --dilation")
     if isinstance(dilation, str) and dilation != "auto":
@@ -1008,6 +1018,8 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         blocks = exp.plan(schemes, iterations=iterations, order=order)
         if exp.backend.network_per_scheme:
             order = "sequential"
+        if topology.host_cost is not None:
+            exp.update_run_file(host_cost=topology.host_cost)
         exp.update_run_file(schemes=list(schemes), dilation=d, mtu=topology.mtu, order=order,
                             blocks=[b.as_dict() for b in blocks],
                             **resolved_workload(exp.topology, iterations=iterations, size=size))
@@ -1029,6 +1041,35 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     ok = verified and all(r.ok for r in runs.values())
     failure = None if ok else f"not every result was verified; see the logs in {out_dir}"
     return RunResult(out_dir, topology_path, runs, summary, ok, failure, table)
+
+
+def resolve_host_cost(topology: Any, topology_path: Path, override: Any = None) -> Any:
+    """``topology`` with its ``host_cost`` as the model's fields inline (emu.vtime.hostcost).
+
+    ``override`` (``--host-cost``: a file or a HostCost) replaces the scenario's value; a
+    path in the scenario is relative to its file. The copy is what every scheme's process
+    gets. Raises UsageError (one line naming the file and field) for a bad file or value.
+    """
+    from emu.vtime import hostcost
+
+    spec = override if override is not None else topology.host_cost
+    if spec is None:
+        return topology
+    try:
+        if isinstance(spec, hostcost.HostCost):
+            cost = spec
+        elif isinstance(spec, dict):
+            cost = hostcost.from_dict(spec, f"{topology_path}: host_cost")
+        else:
+            path = Path(spec)
+            if override is None and not path.is_absolute():
+                path = topology_path.parent / path
+            cost = hostcost.load(path)
+    except hostcost.HostCostError as exc:
+        raise UsageError(str(exc)) from None
+    out = topology.model_copy(update={"host_cost": cost.as_dict()})
+    out.__dict__.pop("plan", None)
+    return out
 
 
 #: ``--dilation auto``: the dilations tried, smallest first (the largest is used when none keeps up).

@@ -345,6 +345,11 @@ class Topology(_Model):
     #: not given: link rates / D, delays and host timers * D (emu.dilation, docs/virtual-time.md);
     #: ``auto``: the smallest D at which this machine keeps up (emu.runner.choose_dilation).
     dilation: Dilation = 1.0
+    #: Host processing time in virtual time (emu.vtime.hostcost, docs/virtual-time.md): the
+    #: path of a calibration file written by ``symphony-emu calibrate-host`` (relative to this
+    #: file), or the model's fields inline; unset: hosts process in zero time (data-centre
+    #: hosts). ``--mode mininet`` ignores it (its hosts are real).
+    host_cost: str | dict[str, float] | None = None
 
     #: TransportConfig overrides applied over the preset's (set by emu.dilation.dilate).
     _transport: dict[str, Any] = PrivateAttr(default_factory=dict)

@@ -22,6 +22,7 @@ from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError
 from emu.controller import NetworkError
 from emu.p4build import p4_build
 from emu.vtime.events import NS_PER_S, s_to_ns
+from emu.vtime.hostcost import CostedSimRank
 from emu.vtime.hosts import OnOffSource, SimHost, SimRank, make_verifier
 from emu.vtime.network import SimNetwork
 from hostapps.rank import DONE, FAILED
@@ -74,6 +75,21 @@ class SimBackend(Backend):
             self.hosts[h.name] = host
         progress(ProgressEvent("network", message=f"network ready in {time.monotonic() - t0:.1f} s (virtual time)"))
 
+    def host_cost(self) -> Any:
+        """The topology's :class:`emu.vtime.hostcost.HostCost` (resolved inline by the runner), or None."""
+        spec = getattr(self.topology, "host_cost", None)
+        if spec is None:
+            return None
+        from emu.vtime.hostcost import HostCostError, from_dict
+
+        if not isinstance(spec, dict):
+            raise UsageError(f"host_cost {spec!r}: the runner resolves a file to its model first "
+                             "(emu.runner.resolve_host_cost)")
+        try:
+            return from_dict(spec, "host_cost")
+        except HostCostError as exc:
+            raise UsageError(str(exc)) from None
+
     def start_time(self, n_workers: int) -> float:  # noqa: ARG002
         """Simulated now plus :data:`WORKLOAD_GAP_S`."""
         return self.network.loop.now / NS_PER_S + WORKLOAD_GAP_S
@@ -99,6 +115,7 @@ class SimBackend(Backend):
         ranks: list[SimRank] = []
         verifiers: dict[int, Any] = {}
         barriers: dict[int, StepBarrier] = {}
+        cost = self.host_cost()
         try:
             for spec_dict in workload.specs:
                 spec_obj = {k: v for k, v in spec_dict.items() if k != "host"}
@@ -108,7 +125,10 @@ class SimBackend(Backend):
                 barrier = None
                 if workload.extra.get("barrier"):  # the ideal reference (hostapps.barrier)
                     barrier = barriers.get(spec.job_id) or barriers.setdefault(spec.job_id, StepBarrier(spec.nranks))
-                rank = SimRank(spec, host, verifier, on_end, barrier=barrier)
+                if cost is None:
+                    rank = SimRank(spec, host, verifier, on_end, barrier=barrier)
+                else:  # the hosts' processing time (emu.vtime.hostcost)
+                    rank = CostedSimRank(spec, host, verifier, on_end, cost, self.seed, barrier=barrier)
                 host.ranks[spec.job_id] = rank
                 ranks.append(rank)
         except SpecError as exc:
@@ -171,6 +191,10 @@ class SimBackend(Backend):
                            "sim_s": end_s - workload.start_at}
         log.info("%s: %d events, %d pipeline passes in %.1f s wall for %.6f s simulated", workload.scheme,
                  self.last_stats["events"], self.last_stats["pipeline_packets"], wall, self.last_stats["sim_s"])
+        if cost is not None:
+            log.info("%s: host cost: %d worker runs, %d after sleeping, %.3f s waited for a CPU, %.3f s busy",
+                     workload.scheme, sum(r.runs for r in ranks), sum(r.woken for r in ranks),
+                     sum(r.waited_ns for r in ranks) / NS_PER_S, sum(r.busy_ns for r in ranks) / NS_PER_S)
         results = []
         for spec_dict, rank in zip(workload.specs, ranks, strict=True):
             name = f"job{rank.spec.job_id}-rank{rank.spec.rank}"

@@ -1,0 +1,315 @@
+"""``symphony-emu calibrate-host``: measure the real rank worker's processing time on this machine.
+
+Runs a ring all-reduce of ``ranks`` real worker processes (:mod:`hostapps.worker`: the
+:class:`hostapps.rank.RankWorker` core on its asyncio UDP driver) over loopback
+(127.0.0.1, free ports, paced at ``rate_mbps``), once per MTU of ``mtus`` (so data
+datagrams of different sizes), each bounded by ``timeout_s``. Each worker runs the real
+driver with one addition, :class:`TimedDriver`: every event loop callback (socket readable,
+timer) is timed with the thread's CPU clock (``time.thread_time_ns``) and counted: datagrams
+read and their bytes, datagrams sent and their bytes. Then one non-negative least-squares
+fit (scipy.optimize.nnls) over every callback of every rank gives the
+:class:`emu.vtime.hostcost.HostCost` coefficients::
+
+    cpu(callback) = wake_s + rx_packet_s * n_rx + rx_byte_s * rx_bytes + tx_packet_s * n_tx + tx_byte_s * tx_bytes
+
+``wake_s`` also gets the event loop's own time outside the callbacks (epoll, dispatch): the
+process's CPU time from its first callback to the one that ended it (/proc/self/schedstat)
+minus the callbacks', per callback. That last callback (the drain's end, where the worker
+verifies the results it kept) is not packet work and is left out. ``run_wait_s`` is the time a worker waited for a CPU per time it was scheduled
+(schedstat's wait / timeslices) during the calibration: the machine's load at that moment
+(0 on a quiet machine); ``--cpu-only`` writes 0. ``timer_resolution_s`` is the event loop's
+(:func:`loop_timer_resolution`: 1 ms with epoll).
+
+The file (JSON) has ``model`` (what :func:`emu.vtime.hostcost.load` reads) and ``measured``:
+the runs, callbacks, datagrams, fit quality (R^2, residual), CPU totals, per-rank wait, the
+machine (CPUs, load average) and the date. Errors (a worker that fails or overruns) are one
+line; every worker is stopped before it returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from emu.vtime.hostcost import FIELDS, HostCost
+
+#: Seconds from launching the workers to iteration 0 (each imports numpy and the core).
+START_DELAY_S = 3.0
+#: Default calibration workload: the shipped 10 Mbit/s scenarios' rate and sizes.
+DEFAULTS = {"ranks": 4, "size": 262144, "iterations": 4, "rate_mbps": 10.0, "mtus": (1500, 800), "timeout_s": 120.0}
+
+
+class CalibrationError(RuntimeError):
+    """The calibration could not run; ``str()`` is one line."""
+
+
+def _timed_driver_class() -> type:
+    from hostapps.worker import RankDriver
+
+    class TimedDriver(RankDriver):
+        """The worker's driver, timing and counting every event loop callback (see the module docstring)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            #: per callback: CPU ns, datagrams read, bytes read, datagrams sent, bytes sent
+            self.samples: list[tuple[int, int, int, int, int]] = []
+            self._acc = [0, 0, 0, 0]
+            self._depth = 0
+            #: schedstat at the first callback and at the one that ended the rank
+            self.sched: list[tuple[int, int, int]] = []
+            feed, acc = self.core.on_datagram, self._acc
+
+            def counted(src: int, datagram: Any, ecn: int, now: float) -> None:
+                acc[0] += 1
+                acc[1] += len(datagram)
+                feed(src, datagram, ecn, now)
+
+            self.core.on_datagram = counted  # RankWorker binds its transport's on_datagram per instance
+
+        def _sendto(self, datagram: bytes, ecn: int, addr: tuple[str, int]) -> bool:
+            ok = super()._sendto(datagram, ecn, addr)
+            if ok:
+                self._acc[2] += 1
+                self._acc[3] += len(datagram)
+            return ok
+
+        def _timed(self, fn: Any) -> None:
+            if self._depth:  # _on_timer reads the socket through _on_readable: one callback
+                fn()
+                return
+            if len(self.sched) >= 2:  # ended: answering resends only
+                fn()
+                return
+            if not self.sched:
+                self.sched.append(_sched())
+            self._depth = 1
+            acc = self._acc
+            acc[0] = acc[1] = acc[2] = acc[3] = 0
+            t0 = time.thread_time_ns()
+            try:
+                fn()
+            finally:
+                cpu = time.thread_time_ns() - t0
+                self._depth = 0
+                if self.worker.done:  # this callback verified the kept results: not packet work
+                    self.sched.append(_sched())
+                else:
+                    self.samples.append((cpu, acc[0], acc[1], acc[2], acc[3]))
+
+        def _on_readable(self) -> None:
+            self._timed(super()._on_readable)
+
+        def _on_timer(self) -> None:
+            self._timed(super()._on_timer)
+
+    return TimedDriver
+
+
+def _sched() -> tuple[int, int, int]:
+    """This process's (ns on a CPU, ns waiting for one, timeslices) from /proc/self/schedstat (zeros without it)."""
+    try:
+        a, b, c = Path("/proc/self/schedstat").read_text().split()[:3]
+        return int(a), int(b), int(c)
+    except (OSError, ValueError):
+        return 0, 0, 0
+
+
+def worker_main(spec_path: str, samples_path: str) -> int:
+    """One timed worker: run the spec like ``python -m hostapps.worker``, write the samples (JSON)."""
+    from hostapps.spec import load_spec
+    from hostapps.worker import run_worker
+
+    spec = load_spec(spec_path)
+    driver_class = _timed_driver_class()
+
+    async def main() -> Any:
+        return await run_worker(spec, driver_class=driver_class)
+
+    try:
+        driver = asyncio.run(main())
+    except Exception as exc:  # noqa: BLE001 - one line to the parent
+        print(f"calibration worker rank {spec.rank}: {exc}", file=sys.stderr)
+        return 1
+    if len(driver.sched) < 2:
+        print(f"calibration worker rank {spec.rank}: ended before its first callback", file=sys.stderr)
+        return 1
+    (a0, b0, c0), (a1, b1, c1) = driver.sched[0], driver.sched[1]
+    Path(samples_path).write_text(json.dumps({
+        "samples": driver.samples, "cpu_ns": a1 - a0, "wait_ns": b1 - b0, "slices": c1 - c0,
+    }))
+    return 0
+
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def _run_once(work: Path, ranks: int, size: int, iterations: int, rate_mbps: float, mtu: int,
+              timeout_s: float, start_delay_s: float) -> list[dict[str, Any]]:
+    """One loopback all-reduce of timed workers; their samples (one dict per rank)."""
+    ports = _free_ports(ranks)
+    addrs = [{"rank": r, "ip": "127.0.0.1", "port": p} for r, p in enumerate(ports)]
+    start_at = time.time() + start_delay_s
+    procs = []
+    try:
+        for r in range(ranks):
+            spec = {"job_id": 0, "rank": r, "ranks": addrs, "collective": "allreduce", "size_bytes": size,
+                    "iterations": iterations, "compute_s": 0.0, "start_at": start_at,
+                    "line_rate_bps": rate_mbps * 1e6, "rate_control": {"name": "dcqcn", "params": {}},
+                    "mtu": mtu, "step_timeout_s": 5.0, "slices": 1, "seed": 1, "results_dir": str(work)}
+            path = work / f"spec-mtu{mtu}-rank{r}.json"
+            path.write_text(json.dumps(spec))
+            procs.append(subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                [sys.executable, "-m", "emu.hostcal", "--worker", str(path), str(work / f"samples-mtu{mtu}-rank{r}.json")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        deadline = time.monotonic() + start_delay_s + timeout_s
+        for r, p in enumerate(procs):
+            try:
+                _, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise CalibrationError(f"calibration: rank {r} still running after {timeout_s:g} s "
+                                       f"(MTU {mtu}); a machine this busy cannot calibrate") from None
+            if p.returncode != 0:
+                raise CalibrationError(f"calibration: rank {r} failed (MTU {mtu}): "
+                                       f"{(err or '').strip().splitlines()[-1:] or ['exit %d' % p.returncode]}")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=3)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+    return [json.loads((work / f"samples-mtu{mtu}-rank{r}.json").read_text()) for r in range(ranks)]
+
+
+def fit(per_rank: list[dict[str, Any]]) -> tuple[HostCost, dict[str, Any]]:
+    """The model from the timed workers' samples (scipy.optimize.nnls); the fit's figures.
+
+    ``per_rank``: dicts with ``samples`` ([cpu_ns, n_rx, rx_bytes, n_tx, tx_bytes] per
+    callback), ``cpu_ns``, ``wait_ns`` and ``slices`` (the process's schedstat over its run).
+    """
+    from scipy.optimize import nnls
+
+    rows = np.array([s for d in per_rank for s in d["samples"]], dtype=float)
+    if len(rows) < 50:
+        raise CalibrationError(f"calibration: only {len(rows)} callbacks timed; too few to fit")
+    y = rows[:, 0]
+    x = np.column_stack([np.ones(len(rows)), rows[:, 1:]])
+    # scale the columns so that nnls sees numbers of one size (bytes are ~1000x packets)
+    scale = np.maximum(x.max(axis=0), 1.0)
+    coef, _ = nnls(x / scale, y)
+    coef = coef / scale
+    pred = x @ coef
+    ss_res = float(((y - pred) ** 2).sum())
+    ss_tot = float(((y - y.mean()) ** 2).sum()) or 1.0
+    in_callbacks = float(y.sum())
+    total = float(sum(d["cpu_ns"] for d in per_rank))
+    outside = max(0.0, total - in_callbacks) / len(rows)  # the event loop's own time per callback
+    slices = sum(d["slices"] for d in per_rank)
+    wait = float(sum(d["wait_ns"] for d in per_rank))
+    cost = HostCost(wake_s=(coef[0] + outside) * 1e-9, rx_packet_s=coef[1] * 1e-9, rx_byte_s=coef[2] * 1e-9,
+                    tx_packet_s=coef[3] * 1e-9, tx_byte_s=coef[4] * 1e-9,
+                    run_wait_s=wait / slices * 1e-9 if slices else 0.0)
+    figures = {
+        "callbacks": len(rows), "datagrams_read": int(rows[:, 1].sum()), "bytes_read": int(rows[:, 2].sum()),
+        "datagrams_sent": int(rows[:, 3].sum()), "bytes_sent": int(rows[:, 4].sum()),
+        "r2": round(1 - ss_res / ss_tot, 4), "residual_rms_us": round((ss_res / len(rows)) ** 0.5 / 1e3, 2),
+        "cpu_in_callbacks_s": round(in_callbacks * 1e-9, 6), "cpu_total_s": round(total * 1e-9, 6),
+        "loop_outside_callbacks_us": round(outside / 1e3, 2),
+        "cpu_wait_s": round(wait * 1e-9, 6), "timeslices": slices,
+        "cpu_wait_share": round(wait / (wait + total), 4) if wait + total else 0.0,
+    }
+    return cost, figures
+
+
+def loop_timer_resolution() -> float:
+    """How finely the real worker's asyncio loop times its sleeps (s): 1 ms with epoll or poll,
+    whose timeouts Python rounds up to whole milliseconds (``selectors.EpollSelector.select``);
+    0 for ``select``, whose timeout has microseconds (kqueue: nanoseconds)."""
+    import selectors
+
+    cls = selectors.DefaultSelector
+    return 1e-3 if cls.__name__ in ("EpollSelector", "PollSelector", "DevpollSelector") else 0.0
+
+
+def calibrate(out: Path, *, ranks: int = DEFAULTS["ranks"], size: int = DEFAULTS["size"],
+              iterations: int = DEFAULTS["iterations"], rate_mbps: float = DEFAULTS["rate_mbps"],
+              mtus: tuple[int, ...] = DEFAULTS["mtus"], timeout_s: float = DEFAULTS["timeout_s"],
+              cpu_only: bool = False, start_delay_s: float = START_DELAY_S) -> dict[str, Any]:
+    """Measure, fit and write the calibration file ``out``; return its contents."""
+    if not 2 <= ranks <= 16:
+        raise CalibrationError(f"--ranks {ranks}: give 2..16")
+    if size <= 0 or size % 4:
+        raise CalibrationError(f"--size {size}: give a positive multiple of 4 bytes")
+    if not 1 <= iterations <= 50:
+        raise CalibrationError(f"--iterations {iterations}: give 1..50")
+    if not 0.1 <= rate_mbps <= 1000:
+        raise CalibrationError(f"--rate {rate_mbps}: give 0.1..1000 Mbit/s")
+    for m in mtus:
+        if not 576 <= m <= 9000:
+            raise CalibrationError(f"--mtu {m}: give 576..9000 bytes")
+    t0 = time.monotonic()
+    load0 = os.getloadavg()
+    per_rank: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="symphony-hostcal-") as tmp:
+        for mtu in mtus:
+            per_rank += _run_once(Path(tmp), ranks, size, iterations, rate_mbps, mtu, timeout_s, start_delay_s)
+    cost, figures = fit(per_rank)
+    cost = dataclasses.replace(cost, timer_resolution_s=loop_timer_resolution())
+    if cpu_only:
+        cost = cost.with_wait(0.0)
+    doc = {
+        "model": cost.as_dict(),
+        "measured": {
+            "workload": {"ranks": ranks, "size_bytes": size, "iterations": iterations, "rate_mbps": rate_mbps,
+                         "mtus": list(mtus), "transport": "loopback 127.0.0.1, one process per rank"},
+            **figures,
+            "cpu_only": cpu_only,
+            "wall_s": round(time.monotonic() - t0, 1),
+            "machine": {"cpus": os.cpu_count(), "load_avg_before": [round(v, 2) for v in load0],
+                        "load_avg_after": [round(v, 2) for v in os.getloadavg()],
+                        "python": platform.python_version(), "kernel": platform.release()},
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+        "fields": {k: "s" if not k.endswith("byte_s") else "s per UDP payload byte" for k in FIELDS},
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return doc
+
+
+def _main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m emu.hostcal", description="internal: one timed calibration worker")
+    parser.add_argument("--worker", nargs=2, metavar=("SPEC", "SAMPLES"), required=True)
+    args = parser.parse_args(argv)
+    return worker_main(*args.worker)
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

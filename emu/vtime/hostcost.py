@@ -1,0 +1,249 @@
+"""Host processing time in virtual time: what the real rank worker spends per packet and byte.
+
+Virtual time runs a host's transport, DCQCN and collective in zero simulated time by default
+(data-centre hosts: NIC offload, microseconds per message). The real-time worker
+(:mod:`hostapps.worker`: Python, asyncio, one UDP socket) is not free: every datagram it
+reads, every datagram it sends and every wake-up of its event loop costs CPU time, and on a
+shared machine it also waits for a CPU before it runs. :class:`HostCost` is that cost as a
+linear model, per rank (one worker process each, so one CPU each):
+
+- a wake-up (the worker becomes runnable: a datagram arrived while it slept, or its timer
+  fired) first waits ``run_wait_s`` on average for a CPU (exponentially distributed, seeded;
+  0 on a quiet machine), then costs ``wake_s`` (the event loop's epoll and dispatch);
+- each datagram read costs ``rx_packet_s + rx_byte_s * len`` (``recvmsg``, the transport's
+  ACK/NACK/CNP bookkeeping, the collective's copy and reduction of the payload);
+- each datagram sent costs ``tx_packet_s + tx_byte_s * len`` (the transport's framing and
+  pacing, DCQCN, ``sendmsg``); a datagram leaves when its cost has been spent;
+- its timer fires at the first multiple of ``timer_resolution_s`` after it went to sleep that
+  is not before the time asked (the real worker's asyncio loop waits in ``epoll_wait``, whose
+  timeout Python rounds up to whole milliseconds: ``selectors.EpollSelector.select``), so a
+  timer is up to that much late (0: on time);
+- the worker does one thing at a time: what arrives while it is busy waits in the socket
+  and is read in the next batch (as :meth:`hostapps.aio.UdpDriver._on_readable` does, up to
+  :data:`hostapps.aio.RECV_BATCH` datagrams), a timer that falls due while it is busy runs
+  when it is free.
+
+``len`` is the UDP payload (the CTH datagram) in bytes. All times are seconds. The values
+come from ``symphony-emu calibrate-host`` (:mod:`emu.hostcal`), which runs the real worker
+on this machine and fits the model to the CPU time of each event loop callback; the file it
+writes is read by :func:`load`. :meth:`HostCost.dilated` gives the cost of a real-time run
+dilated by D (emu.dilation: its hosts' CPU time is the same in wall-clock seconds, so D
+times smaller in scenario time).
+
+Applied by :class:`emu.vtime.hosts.CostedSimRank` when the topology's ``host_cost`` (or
+``symphony-emu run --mode sim --host-cost FILE``) is set; without it nothing changes, bit for bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from emu.vtime.events import s_to_ns
+from emu.vtime.hosts import SimHost, SimRank
+from hostapps.aio import RECV_BATCH
+from hostapps.rank import DONE
+from hostapps.spec import WorkerSpec
+from hostapps.transport import Outgoing
+
+#: The model's coefficients (seconds, seconds per byte), in file order.
+FIELDS = ("wake_s", "rx_packet_s", "rx_byte_s", "tx_packet_s", "tx_byte_s", "run_wait_s", "timer_resolution_s")
+
+
+class HostCostError(ValueError):
+    """A host-cost file or value is unusable; ``str()`` names the file and field."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HostCost:
+    """Per-rank host processing time (s, s/byte); see the module docstring."""
+
+    wake_s: float = 0.0
+    rx_packet_s: float = 0.0
+    rx_byte_s: float = 0.0
+    tx_packet_s: float = 0.0
+    tx_byte_s: float = 0.0
+    run_wait_s: float = 0.0
+    timer_resolution_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in FIELDS:
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+                raise HostCostError(f"host cost {name} = {v!r}: give a finite number >= 0 (seconds)")
+
+    def dilated(self, d: float) -> HostCost:
+        """The cost in the scenario time of a real-time run dilated by ``d`` (every term / d)."""
+        if not (math.isfinite(d) and d >= 1):
+            raise HostCostError(f"host cost dilation {d!r}: give D >= 1")
+        return HostCost(**{k: getattr(self, k) / d for k in FIELDS})
+
+    def with_wait(self, run_wait_s: float) -> HostCost:
+        """The same CPU costs with another mean wait for a CPU per wake-up (s)."""
+        return dataclasses.replace(self, run_wait_s=run_wait_s)
+
+    def as_dict(self) -> dict[str, float]:
+        """The coefficients by name (:data:`FIELDS`)."""
+        return {k: getattr(self, k) for k in FIELDS}
+
+    def per_packet_s(self, payload: int) -> float:
+        """CPU time of one datagram of ``payload`` bytes read plus one sent (s)."""
+        return self.rx_packet_s + self.tx_packet_s + (self.rx_byte_s + self.tx_byte_s) * payload
+
+
+def from_dict(data: Any, where: str) -> HostCost:
+    """A :class:`HostCost` from a calibration file's ``model`` (or a topology's inline ``host_cost``)."""
+    if not isinstance(data, dict):
+        raise HostCostError(f"{where}: expected a mapping of {', '.join(FIELDS)}")
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise HostCostError(f"{where}: unknown field {unknown[0]!r} (fields: {', '.join(FIELDS)})")
+    try:
+        return HostCost(**{k: data[k] for k in FIELDS if k in data})
+    except HostCostError as exc:
+        raise HostCostError(f"{where}: {exc}") from None
+
+
+def load(path: str | Path) -> HostCost:
+    """The model of a calibration file written by ``symphony-emu calibrate-host``.
+
+    The file is JSON with a ``model`` mapping (:data:`FIELDS`) beside what the calibration
+    measured. Raises :class:`HostCostError` (one line naming the file) when it cannot be read.
+    """
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise HostCostError(f"{path}: cannot read the host-cost file: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise HostCostError(f"{path}: not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(doc, dict) or "model" not in doc:
+        raise HostCostError(f"{path}: no 'model' (write it with symphony-emu calibrate-host)")
+    return from_dict(doc["model"], f"{path}: model")
+
+
+class CostedSimRank(SimRank):
+    """A :class:`emu.vtime.hosts.SimRank` whose worker spends :class:`HostCost` time per event.
+
+    The worker is one CPU: ``_busy_until`` (ns) is when it finishes what it is doing. It
+    becomes runnable when a datagram arrives while it sleeps, when its timer fires or when
+    the ideal reference's barrier releases a step; it then runs after a wait for a CPU
+    (``run_wait_s`` on average, exponential, from a generator seeded by the run's seed, job
+    and rank) or, when still busy, as soon as it is free. A run is one event loop callback of
+    the real worker: read up to :data:`hostapps.aio.RECV_BATCH` datagrams (each costs its rx
+    time and is fed to the core at the time it has been read), poll the core once, send what
+    it returns (each datagram is put on the access link when its tx time has been spent),
+    arm the timer (never before the run ends). The core's ``now`` is the worker's clock
+    within the run, so its records (step and iteration times, hence CCT) include the cost.
+    """
+
+    def __init__(self, spec: WorkerSpec, host: SimHost, verifier: Any, on_end: Callable[[SimRank], None],
+                 cost: HostCost, seed: int, record_digest: bool = True, barrier: Any = None) -> None:
+        self.cost = cost
+        self._rxq: deque[tuple[int, memoryview, int]] = deque()
+        self._busy_until = 0  # ns: the worker's CPU is busy until then
+        self._run_at: int | None = None  # ns of the run that is due
+        self._wake_ns = cost.wake_s * 1e9
+        self._rx_ns, self._rx_byte_ns = cost.rx_packet_s * 1e9, cost.rx_byte_s * 1e9
+        self._tx_ns, self._tx_byte_ns = cost.tx_packet_s * 1e9, cost.tx_byte_s * 1e9
+        self._wait_ns = cost.run_wait_s * 1e9
+        self._res_ns = round(cost.timer_resolution_s * 1e9)
+        # a string seed is hashed with SHA-512 (random.seed, version 2): the same on every run
+        self._rng = random.Random(f"host-cost {seed} {spec.job_id} {spec.rank}")
+        #: runs of the worker, of them after a wait for a CPU, and the time waited and busy (ns)
+        self.runs = self.woken = self.waited_ns = 0
+        self.busy_ns = 0.0
+        super().__init__(spec, host, verifier, on_end, record_digest=record_digest, barrier=barrier)
+
+    # -- becoming runnable --------------------------------------------------------------
+    def on_datagram(self, src_ip: bytes, datagram: memoryview, ecn: int) -> None:
+        """A CTH datagram for this rank arrived now: it waits in the socket until the worker reads it."""
+        src = self.rank_of.get(src_ip)
+        if src is None:
+            return
+        self._rxq.append((src, datagram, ecn))
+        if self._run_at is None:
+            self._runnable()
+
+    def _wake(self, t: int) -> None:
+        if t != self.wake_at:
+            return
+        self.wake_at = None
+        if self._run_at is None:
+            self._runnable()
+
+    def _barrier_wake(self, _: Any) -> None:
+        if not self.ended and self._run_at is None:
+            self._runnable()
+
+    def _runnable(self) -> None:
+        """Schedule a run: at the end of the current one, or after a wait for a CPU when asleep."""
+        now = self.loop.now
+        if now <= self._busy_until:
+            t = self._busy_until
+        else:
+            t = now
+            self.woken += 1
+            if self._wait_ns > 0:
+                w = round(self._rng.expovariate(1.0) * self._wait_ns)
+                self.waited_ns += w
+                t += w
+        self._run_at = t
+        self.loop.at(t, self._run, t)
+
+    # -- one run of the worker ------------------------------------------------------------
+    def _run(self, t: int) -> None:
+        if t != self._run_at:
+            return
+        self._run_at = None
+        clock = self.loop.now + self._wake_ns
+        q, feed = self._rxq, self._feed
+        n = 0
+        while q and n < RECV_BATCH:
+            src, datagram, ecn = q.popleft()
+            clock += self._rx_ns + self._rx_byte_ns * len(datagram)
+            feed(src, datagram, ecn, clock * 1e-9)
+            n += 1
+        out = self._poll(clock * 1e-9)
+        if out:
+            at, send = self.loop.at, self._send_one
+            for o in out:
+                clock += self._tx_ns + self._tx_byte_ns * len(o.datagram)
+                at(math.ceil(clock), send, o)
+        end = math.ceil(clock)
+        self.runs += 1
+        self.busy_ns += clock - self.loop.now
+        self._busy_until = end
+        if q:  # more arrived meanwhile: the next batch right away
+            self._run_at = end
+            self.loop.at(end, self._run, end)
+        if self.core.state >= DONE:
+            if not self.ended:
+                self._close()
+                self.on_end(self)
+            return
+        if self.core.iterations_done != self._written:  # an iteration ended: its records to the file
+            self._write()
+        tn = self._next_timer()
+        if tn is None:
+            return
+        ns = s_to_ns(tn)
+        if ns <= self.loop.now:
+            ns = self.loop.now + 1
+        if ns < end:
+            ns = end
+        elif self._res_ns and ns > end:  # epoll_wait from the end of this run, in whole ticks
+            ns = end + -(-(ns - end) // self._res_ns) * self._res_ns
+        if self.wake_at is None or ns < self.wake_at:
+            self.wake_at = ns
+            self.loop.at(ns, self._wake, ns)
+
+    def _send_one(self, o: Outgoing) -> None:
+        dst = o.dst_rank
+        self.host.send(self.ip_of[dst], self.port, self.port_of[dst], o.datagram, o.ecn)

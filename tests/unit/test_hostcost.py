@@ -1,0 +1,125 @@
+"""Host processing time in virtual time (emu.vtime.hostcost) and its calibration (emu.hostcal).
+
+No root: the model runs in virtual time; the calibration test runs two real worker
+processes over loopback for about a second of traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from emu import hostcal, runner
+from emu.backend import UsageError
+from emu.vtime import hostcost
+from emu.vtime.hostcost import HostCost, HostCostError
+
+REPO = Path(__file__).resolve().parents[2]
+SINGLE = REPO / "topologies" / "single.yaml"
+#: single.yaml per rank and iteration: 2(N-1) = 6 steps of one 16 KiB chunk; at MTU 1500 a
+#: datagram carries 1500 - 20 - 8 - 16 (CTH) = 1456 bytes, so 12 data datagrams per chunk, and
+#: the receiver ACKs every 4th (TransportConfig.ack_every) and the last: 3 ACKs per chunk.
+DATAGRAMS_PER_ITERATION = 6 * (math.ceil(16384 / 1456) + 3)
+
+
+def _cct(tmp_path: Path, cost: HostCost | None, name: str, **kw: object) -> dict:
+    r = runner.run(SINGLE, schemes=("baseline",), iterations=1, mode="sim", out=tmp_path / name,
+                   host_cost=cost, parallel=1, **kw)  # type: ignore[arg-type]
+    assert r.ok
+    return r.summary["baseline"]
+
+
+def test_cost_validates_and_loads(tmp_path: Path) -> None:
+    with pytest.raises(HostCostError, match="rx_packet_s"):
+        HostCost(rx_packet_s=-1e-6)
+    with pytest.raises(HostCostError, match="unknown field 'rx_us'"):
+        hostcost.from_dict({"rx_us": 3}, "x")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(HostCostError, match=f"{bad}: not JSON"):
+        hostcost.load(bad)
+    bad.write_text('{"measured": {}}')
+    with pytest.raises(HostCostError, match="no 'model'"):
+        hostcost.load(bad)
+    c = HostCost(wake_s=4e-5, tx_packet_s=2e-5, run_wait_s=1e-3, timer_resolution_s=1e-3)
+    assert c.dilated(4).as_dict() == pytest.approx({k: v / 4 for k, v in c.as_dict().items()})
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"model": c.as_dict()}))
+    assert hostcost.load(good) == c
+
+
+def test_host_bound_sender_sets_the_cct(tmp_path: Path) -> None:
+    """3 ms per datagram sent is more than its 1.2 ms on the 10 Mbit/s wire: the ring runs at
+    the hosts' pace, one iteration = the datagrams each rank sends x 3 ms (plus one hop)."""
+    bound = DATAGRAMS_PER_ITERATION * 3e-3  # 0.27 s; without the cost 0.095 s
+    got = _cct(tmp_path, HostCost(tx_packet_s=3e-3), "tx")["cct_s"]["mean"]
+    assert bound <= got <= 1.02 * bound, (got, bound)
+    # the same cost on the receive side: every datagram read, data and ACKs alike
+    got_rx = _cct(tmp_path, HostCost(rx_packet_s=3e-3), "rx")["cct_s"]["mean"]
+    assert bound <= got_rx <= 1.06 * bound, (got_rx, bound)
+
+
+def test_wait_for_a_cpu_is_seeded_and_slows_the_ring(tmp_path: Path) -> None:
+    cpu = HostCost(wake_s=5e-5, rx_packet_s=1e-5, tx_packet_s=1e-5)
+    a = _cct(tmp_path, cpu, "cpu")["cct_s"]["mean"]
+    w1 = _cct(tmp_path, cpu.with_wait(5e-4), "w1")
+    w2 = _cct(tmp_path, cpu.with_wait(5e-4), "w2")
+    assert w1 == w2  # the same seed: the same waits, bit for bit
+    assert w1["cct_s"]["mean"] > a * 1.02
+    run = json.loads((tmp_path / "w1" / "run.json").read_text())
+    assert run["host_cost"]["run_wait_s"] == 5e-4
+
+
+def test_host_cost_option_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--host-cost: the host model is for virtual time"):
+        runner.run(SINGLE, mode="mininet", out=tmp_path / "m", host_cost=tmp_path / "none.json")
+    with pytest.raises(UsageError, match="none.json: cannot read"):
+        runner.run(SINGLE, mode="sim", out=tmp_path / "s", host_cost=tmp_path / "none.json")
+    scen = tmp_path / "scen.yaml"
+    scen.write_text(SINGLE.read_text() + "host_cost: {tx_packet_s: -1}\n")
+    with pytest.raises(UsageError, match="host_cost: host cost tx_packet_s = -1"):
+        runner.run(scen, mode="sim", out=tmp_path / "t")
+
+
+def test_scenario_host_cost_file_is_relative_to_the_scenario(tmp_path: Path) -> None:
+    (tmp_path / "cal.json").write_text(json.dumps({"model": HostCost(tx_packet_s=3e-3).as_dict()}))
+    scen = tmp_path / "scen.yaml"
+    scen.write_text(SINGLE.read_text() + "host_cost: cal.json\n")
+    r = runner.run(scen, schemes=("baseline",), iterations=1, mode="sim", out=tmp_path / "r", parallel=1)
+    assert r.summary["baseline"]["cct_s"]["mean"] >= DATAGRAMS_PER_ITERATION * 3e-3
+
+
+def test_fit_recovers_a_known_model() -> None:
+    """Synthetic callbacks from a known model plus noise: nnls gives the coefficients back."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    n = 4000
+    n_rx, n_tx = rng.integers(0, 6, n), rng.integers(0, 6, n)
+    rx_b = n_rx * rng.choice([16, 1472], n)
+    tx_b = n_tx * rng.choice([16, 1472], n)
+    true = np.array([40e3, 8e3, 3.0, 15e3, 6.0])  # ns, ns per datagram / byte
+    cpu = true[0] + true[1] * n_rx + true[2] * rx_b + true[3] * n_tx + true[4] * tx_b + rng.normal(0, 2e3, n)
+    samples = np.column_stack([cpu, n_rx, rx_b, n_tx, tx_b]).tolist()
+    cost, figures = hostcal.fit([{"samples": samples, "cpu_ns": float(cpu.sum()) + n * 10e3, "wait_ns": 5e6,
+                                  "slices": 5000}])
+    assert cost.rx_packet_s == pytest.approx(8e-6, rel=0.05) and cost.tx_packet_s == pytest.approx(15e-6, rel=0.05)
+    assert cost.rx_byte_s == pytest.approx(3e-9, rel=0.05) and cost.tx_byte_s == pytest.approx(6e-9, rel=0.05)
+    assert cost.wake_s == pytest.approx(50e-6, rel=0.05)  # 40 us in the callbacks + 10 us outside
+    assert cost.run_wait_s == pytest.approx(1e-6) and figures["r2"] > 0.99
+
+
+def test_calibrate_host_runs_the_real_worker(tmp_path: Path) -> None:
+    """Two real worker processes over loopback: a model with a positive cost per datagram."""
+    out = tmp_path / "cal.json"
+    doc = hostcal.calibrate(out, ranks=2, size=65536, iterations=2, mtus=(1500,), timeout_s=60, start_delay_s=2.0)
+    assert json.loads(out.read_text()) == doc
+    cost = hostcost.load(out)
+    m = doc["measured"]
+    # 2 ranks x 2 iterations x 2 steps of a 32 KiB chunk (23 data datagrams each), plus ACKs
+    assert m["datagrams_sent"] > 2 * 2 * 2 * 23 and m["callbacks"] > 50
+    assert cost.per_packet_s(1456) + cost.wake_s > 0 and cost.timer_resolution_s == 1e-3
+    assert m["cpu_total_s"] >= m["cpu_in_callbacks_s"] > 0
