@@ -568,7 +568,7 @@ def calibrate_host(out: Path, ranks: int, size: int, iterations: int, rate_mbps:
     console.print(f"per wake-up {m['wake_s'] * 1e6:.1f} us, per datagram read {m['rx_packet_s'] * 1e6:.1f} us + "
                   f"{m['rx_byte_s'] * 1e9:.2f} ns/byte, sent {m['tx_packet_s'] * 1e6:.1f} us + "
                   f"{m['tx_byte_s'] * 1e9:.2f} ns/byte; wait for a CPU {m['run_wait_s'] * 1e6:.0f} us per wake-up "
-                  f"({f['cpu_wait_share']:.0%} of the time runnable; load {f['machine']['load_avg_before'][0]:.1f} "
+                  f"(it waited {f['cpu_wait_share']:.0%} of the time it was runnable; load {f['machine']['load_avg_before'][0]:.1f} "
                   f"on {f['machine']['cpus']} CPUs)")
     console.print(f"fit over {f['callbacks']} callbacks: R^2 {f['r2']}, residual {f['residual_rms_us']} us rms; "
                   f"written to {out}")
