@@ -269,14 +269,18 @@ def test_dilated_run_reports_scenario_time(mininet_env: None, tmp_path: Path) ->
     assert_nothing_left(tmp_path, ["h1", "h2", "h3", "s1"])
 
 
-@pytest.mark.timeout(300)
-def test_next_run_removes_a_killed_runs_leftovers(mininet_env: None, tmp_path: Path) -> None:
-    """Issue 19: after kill -9 the next `run` marked the dead run killed but left its
-    namespaces and links, so the run after it stopped with "links ... already exist"."""
-    first = tmp_path / "first"
-    proc = cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "200", "--out", str(first))
+@pytest.mark.timeout(240)
+def test_two_runs_at_once_both_verify(mininet_env: None, tmp_path: Path) -> None:
+    """4-rank all-reduce through one embedded switch, twice at once: every iteration verified,
+    no Symphony marks. Issue 21: a second run of the same topology stopped with "links s1-eth1
+    already exist"; now each run's switch links carry its own link tag, `clean` while both go
+    leaves both alone, and both verify and leave nothing behind. Issue 19: a run killed with
+    kill -9 before them left its namespaces and links; the runs' start removes them and marks
+    it killed."""
+    killed = tmp_path / "killed"
+    proc = cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "200", "--out", str(killed))
     try:
-        wait_for_workers(proc, first / "baseline")
+        wait_for_workers(proc, killed / "baseline")
         proc.kill()  # SIGKILL the runner only: its Mininet shells, namespaces and links stay
         proc.communicate(timeout=30)
     finally:
@@ -285,22 +289,7 @@ def test_next_run_removes_a_killed_runs_leftovers(mininet_env: None, tmp_path: P
             proc.wait()
     from emu import cleanup
 
-    tag = json.loads((first / "run.json").read_text())["link_tag"]
-    assert cleanup.find_links([tag]), "the killed run left no links: nothing to test"
-    second = cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "1", "--out", str(tmp_path / "second"))
-    out, err = second.communicate(timeout=200)
-    assert second.returncode == 0, f"stdout:\n{out}\nstderr:\n{err}"
-    info = json.loads((first / "run.json").read_text())
-    assert info["status"] == "killed" and "ended without cleaning up" in info["failure"]
-    assert_nothing_left(first, NODES_1SW)
-
-
-@pytest.mark.timeout(240)
-def test_two_runs_at_once_both_verify(mininet_env: None, tmp_path: Path) -> None:
-    """4-rank all-reduce through one embedded switch, twice at once: every iteration verified,
-    no Symphony marks. Issue 21: a second run of the same topology stopped with "links s1-eth1
-    already exist"; now each run's switch links carry its own link tag, `clean` while both go
-    leaves both alone, and both verify and leave nothing behind."""
+    assert cleanup.find_links([json.loads((killed / "run.json").read_text())["link_tag"]]), "no links left to test"
     folders = [tmp_path / "a", tmp_path / "b"]
     procs = [cli("run", str(SINGLE), "--scheme", "baseline", "--iterations", "2", "--size", "32K", "--out", str(f))
              for f in folders]
@@ -332,3 +321,6 @@ def test_two_runs_at_once_both_verify(mininet_env: None, tmp_path: Path) -> None
         for name in ("cct.csv", "steps.csv", "cct_cdf.png"):
             assert (f / name).is_file(), name
         assert_nothing_left(f, NODES_1SW)
+    info = json.loads((killed / "run.json").read_text())
+    assert info["status"] == "killed" and "ended without cleaning up" in info["failure"]
+    assert_nothing_left(killed, NODES_1SW)
