@@ -544,9 +544,11 @@ def clean(dry_run: bool, mn: bool, force: bool) -> None:
 @click.option("--ranks", type=click.IntRange(2, 16), default=4, show_default=True, help="Worker processes.")
 @click.option("--size", default="256K", show_default=True, callback=_size_option, help="Bytes per all-reduce.")
 @click.option("--iterations", type=click.IntRange(1, 50), default=4, show_default=True, help="All-reduces per MTU.")
-@click.option("--rate", "rate_mbps", type=float, default=10.0, show_default=True, help="Line rate (Mbit/s).")
-@click.option("--mtu", "mtus", type=int, multiple=True, help="MTUs to run (repeat; default 1500 and 800).")
-@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
+@click.option("--rate", "rate_mbps", type=click.FloatRange(0.1, 1000), default=10.0, show_default=True,
+              help="Line rate (Mbit/s).")
+@click.option("--mtu", "mtus", type=click.IntRange(576, 9000), multiple=True,
+              help="MTUs to run (repeat; default 1500 and 800).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 3600), default=120.0, show_default=True,
               help="Seconds one run may take before it is stopped.")
 @click.option("--cpu-only", is_flag=True, help="Write run_wait_s = 0 (CPU costs only, as on a quiet machine).")
 def calibrate_host(out: Path, ranks: int, size: int, iterations: int, rate_mbps: float, mtus: tuple[int, ...],
