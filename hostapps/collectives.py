@@ -52,6 +52,7 @@ Timeout
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -135,6 +136,15 @@ def slice_bounds(length: int, slices: int) -> list[tuple[int, int]]:
     return chunk_bounds(length, max(1, min(slices, length)))
 
 
+@functools.lru_cache(maxsize=16)
+def _layout(size: int, nranks: int, slices: int) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[tuple[int, int], ...], ...],
+                                                          tuple[tuple[int, ...], ...]]:
+    """(chunk bounds, each chunk's slice bounds, each chunk's slice starts in bytes), shared read-only."""
+    chunks = tuple(chunk_bounds(size, nranks))
+    sl = tuple(tuple(slice_bounds(b - a, slices)) for a, b in chunks)
+    return chunks, sl, tuple(tuple(a * _ITEM for a, _ in x) for x in sl)
+
+
 class _RecvStep:
     """Receive state of one step: a byte buffer and bytes received per slice."""
 
@@ -203,9 +213,8 @@ class RingCollective:
         self.left = (rank - 1) % nranks
         self.right = (rank + 1) % nranks
 
-        self._chunks = chunk_bounds(self._init_buffer(data), nranks)
-        self._slices = [slice_bounds(b - a, slices) for a, b in self._chunks]
-        self._slice_byte_starts = [[a * _ITEM for a, _ in sl] for sl in self._slices]
+        # the chunk and slice layout is the same on every rank of a job: one copy (1,024 ranks)
+        self._chunks, self._slices, self._slice_byte_starts = _layout(self._init_buffer(data), nranks, slices)
 
         n = nranks
         plan: list[tuple[int, int, bool]] = []  # (send chunk, recv chunk, reduce?)
@@ -221,7 +230,7 @@ class RingCollective:
         sends_of: dict[int, list[int]] = {}
         for k, p in enumerate(plan):
             sends_of.setdefault(p[0], []).append(k)
-        self._hazards = [[k for k in sends_of.get(plan[i][1], ()) if k <= i] for i in range(self.nsteps)]
+        self._hazards = [tuple(k for k in sends_of.get(plan[i][1], ()) if k <= i) for i in range(self.nsteps)]
         self._sent = [[False] * len(self._slices[p[0]]) for p in plan]
         self._recv: list[_RecvStep | None] = [None] * self.nsteps
         self._waiting: set[tuple[int, int]] = set()  # complete, not yet applied
