@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from hostapps.wire import MAX_RANKS, STEP_WINDOW
+from hostapps.wire import STEP_WINDOW, flow_index, slot_index
 
 from . import p4names, routing
 from .control import SwitchControl
@@ -180,19 +180,22 @@ class ProgrammedNetwork:
             out[name] = entry
         return out
 
-    def read_registers(self, name: str, job: int) -> dict[str, Any]:
+    def read_registers(self, name: str, job: int, channel: int = 0) -> dict[str, Any]:
         """Symphony registers of ``job`` on switch ``name``.
 
         ``{"frontier": step, "flow_step": [step per rank], "step_count": [[step, count] per
         slot s mod W]}``: a step_count slot holds the step id in its high 16 bits and the
         number of flows that entered it in the low 16 (docs/DESIGN.md section 4).
+        ``channel``: whose flows ``flow_step`` lists (:func:`hostapps.wire.flow_index`).
         """
         ctl = self.control(name)
         nranks = len(self.topology.job(job).ranks)
-        slots = [int(ctl.register_read(p4names.REGISTER_STEP_COUNT, job * STEP_WINDOW + s)) for s in range(STEP_WINDOW)]
+        slots = [int(ctl.register_read(p4names.REGISTER_STEP_COUNT, slot_index(job, s)))
+                 for s in range(STEP_WINDOW)]
         return {
             "frontier": ctl.register_read(p4names.REGISTER_FRONTIER, job),
-            "flow_step": [ctl.register_read(p4names.REGISTER_FLOW_STEP, job * MAX_RANKS + r) for r in range(nranks)],
+            "flow_step": [ctl.register_read(p4names.REGISTER_FLOW_STEP, flow_index(job, channel, r))
+                          for r in range(nranks)],
             "step_count": [[v >> 16, v & 0xFFFF] for v in slots],
         }
 

@@ -46,13 +46,13 @@ ACTION_SPACING = "MyEgress.set_mark_gap"
 SCHEME_MODES: dict[str, int] = {"baseline": 0, "symphony": 1, "placebo": 2}
 
 # -- registers (a job's Symphony tracker state, docs/DESIGN.md section 4) --------------------
-#: ``[job * MAX_RANKS + rank]``: the step each ring flow last entered.
+#: ``[hostapps.wire.flow_index(job, channel, rank)]``: the step each ring flow last entered.
 REGISTER_FLOW_STEP = "MyIngress.flow_step"
-#: ``[job * STEP_WINDOW + step % STEP_WINDOW]``: step id (high 16 bits), flows that entered it (low 16).
+#: ``[hostapps.wire.slot_index(tracker, step)]``: step id (high 16 bits), flows that entered it (low 16).
 REGISTER_STEP_COUNT = "MyIngress.step_count"
 #: ``[tracker]``: the tracker's frontier step (tracker = job id, or a ``TABLE_TRACKER`` id).
 REGISTER_FRONTIER = "MyIngress.frontier"
-#: ``[job * MAX_RANKS + rank]``: time of the flow's last spaced mark (``marking: spaced``).
+#: ``[hostapps.wire.flow_index(job, channel, rank)]``: time of the flow's last spaced mark (``marking: spaced``).
 REGISTER_MARK_CLOCK = "MyEgress.mark_clock"
 #: The registers zeroed before each run of the jobs (every index: all jobs start together).
 JOB_REGISTERS = (REGISTER_FLOW_STEP, REGISTER_STEP_COUNT, REGISTER_FRONTIER, REGISTER_MARK_CLOCK)

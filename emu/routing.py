@@ -53,8 +53,9 @@ from typing import Any, Literal
 
 from emu.control import TableEntry
 from emu.p4build import P4_BUILDS, p4_build
+from hostapps.collectives import lead_bound
 from hostapps.transport import TransportConfig
-from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS, MAX_TRACKERS
+from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_TRACKERS, STEP_WINDOW
 
 from . import ecmp
 from .p4names import (
@@ -432,6 +433,11 @@ def qdepth_unit(p4: str, topo: Topology) -> QdepthUnit:
     return QdepthUnit(build.qdepth_unit, build.units_per_frame(data_frame_bytes(topo.mtu)))
 
 
+#: Largest lead a marking entry is installed for: the step_count window minus one (a
+#: larger lead would alias its slots; the loader rejects a job whose bound reaches it).
+MAX_LEAD = STEP_WINDOW - 1
+
+
 def symphony_threshold(lead: int, lead_threshold: int, slope: float) -> int:
     """Marking threshold of one lead: ``min(65536, round((lead - T) * slope * 65536))``.
 
@@ -450,15 +456,20 @@ def _check_job(job_id: int) -> None:
 
 
 def marking_entries(topo: Topology, job_id: int) -> list[TableEntry]:
-    """``MyEgress.symphony_marking`` entries of job ``job_id``, leads 1..MAX_RANKS-1.
+    """``MyEgress.symphony_marking`` entries of job ``job_id``, leads 1 to the job's lead bound.
 
-    Leads whose threshold is 0 get no entry (a miss never marks). ValueError for a job id
-    outside 0..MAX_JOBS-1, as :func:`symphony_entry`.
+    The bound is :func:`hostapps.collectives.lead_bound` of the job's collective, ring size
+    and channels (N-1 for one ring): a larger lead cannot occur, so a job of N ranks needs
+    at most that many entries, not MAX_RANKS - 1 (docs/DESIGN.md section 4). Leads whose
+    threshold is 0 get no entry (a miss never marks). ValueError for a job id outside
+    0..MAX_JOBS-1, as :func:`symphony_entry`.
     """
     _check_job(job_id)
     params = topo.symphony_for(job_id)
+    job = topo.job(job_id)
+    bound = min(lead_bound(job.collective, len(job.ranks)), MAX_LEAD)
     out = []
-    for lead in range(1, MAX_RANKS):
+    for lead in range(1, bound + 1):
         threshold = symphony_threshold(lead, params.lead_threshold, params.slope)
         if threshold:
             out.append(TableEntry(table=TABLE_MARKING, match={"hdr.cth.job_id": job_id, "meta.lead": lead},

@@ -52,6 +52,7 @@ from emu.interrupts import SignalInterrupt, interrupts_deferred, signals_as_inte
 from emu.p4build import P4_BUILDS
 from emu.targets import TargetUnavailable, target_class
 from emu.topology import load_topology
+from emu.topology_checks import chunk_problem
 from emu.vtime import parallel as par
 from hostapps.collectives import PAYLOADS, digest_too_small
 from hostapps.wire import CTH_UDP_PORT
@@ -1009,6 +1010,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
 
     run_topology = dilate(topology, d) if d != 1 else topology
     check_memory(topology, size=size, per_process=mode == "mininet", copies=parallel, path=topology_path)
+    check_chunks(topology, size=size, path=topology_path)
     tried: list[dict[str, Any]] = []
     with Experiment.open(topology_path, topology=run_topology, target=target, out=Path(out) if out else None,
                          seed=seed, progress=progress, mode=mode, pcap=pcap, p4=p4, force=force) as exp:
@@ -1163,6 +1165,16 @@ def check_memory(topology: Any, *, size: int | None, available: int | None = Non
             fix = "lower the jobs' size_bytes, or give a smaller --size"
         raise UsageError(f"{where}: the workers would need about {need / 2**30:.1f} GiB{at_once} and "
                          f"{available / 2**30:.1f} GiB is available; {fix}")
+
+
+def check_chunks(topology: Any, *, size: int | None, path: str | os.PathLike[str] | None = None) -> None:
+    """UsageError (one line naming ``--size`` or the job's ``size_bytes``) when a job's step
+    chunk would not fit the CTH's 24-bit offset (:func:`emu.topology_checks.chunk_problem`)."""
+    for j, job in enumerate(topology.jobs):
+        problem = chunk_problem(size if size is not None else job.size_bytes, len(job.ranks))
+        if problem is not None:
+            where = "--size" if size is not None else f"{path or 'topology'}: jobs[{j}].size_bytes"
+            raise UsageError(f"{where}: {problem}")
 
 
 def resolved_workload(topology: Any, *, iterations: int | None, size: int | None) -> dict[str, Any]:

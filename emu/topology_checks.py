@@ -19,9 +19,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from hostapps.collectives import digest_too_small
+from hostapps.collectives import digest_too_small, max_chunk_bytes
 from hostapps.ratecontrol import DCQCN_PRESETS, DcqcnParams, ecn_ramp_packets
-from hostapps.wire import MAX_JOBS, MAX_RANKS
+from hostapps.wire import MAX_CHUNK_BYTES, MAX_JOBS, MAX_RANKS
 
 from .metrics import bandwidth_bound_s
 from .routing import compute_routes
@@ -362,6 +362,26 @@ def workloads_fit(topo: Topology, fail: Fail) -> None:
                        "bytes, fewer slices, or payload: exact")
 
 
+def chunks_fit(topo: Topology, fail: Fail) -> None:
+    """Every step chunk (``size_bytes`` over the ring's ranks) is below 16 MiB: the CTH carries a
+    payload's byte offset in its chunk in 24 bits (docs/DESIGN.md section 3)."""
+    for j, job in enumerate(topo.jobs):
+        problem = chunk_problem(job.size_bytes, len(job.ranks))
+        if problem is not None:
+            field = ("jobs", j, "model", "layer_bytes") if job.model is not None else ("jobs", j, "size_bytes")
+            raise fail(field, problem, "use a smaller size or more ranks")
+
+
+def chunk_problem(size_bytes: int, nranks: int, channels: int = 1) -> str | None:
+    """One line why a job of ``size_bytes`` per rank over ``nranks`` ranks cannot travel in the
+    CTH (a chunk of 16 MiB or more), else None (:func:`hostapps.collectives.max_chunk_bytes`)."""
+    chunk = max_chunk_bytes(size_bytes, nranks, channels)
+    if chunk <= MAX_CHUNK_BYTES:
+        return None
+    return (f"a step chunk of {chunk} bytes ({size_bytes} bytes over {nranks} ranks) must be below 16 MiB "
+            f"(the CTH's 24-bit offset)")
+
+
 def background_hosts(topo: Topology, fail: Fail) -> None:
     """A background flow runs between two different declared hosts."""
     hosts, _ = _node_names(topo)
@@ -536,6 +556,7 @@ CHECKS: tuple[Check, ...] = (
     resolve_ecn_ramp,
     jobs_fit,
     workloads_fit,
+    chunks_fit,
     background_hosts,
     explicit_paths_valid,
     ecn_can_mark,

@@ -8,7 +8,7 @@ deliveries in a queue (tests, benchmarks); the worker process drives a rank work
 
 - receive: ``loop.add_reader`` + ``recvmsg``; the IP TOS byte comes in an ``IP_TOS``
   control message because ``IP_RECVTOS`` is on (Linux ip(7)); its low two bits are the
-  ECN field (RFC 3168 section 5). The source rank is the CTH ``src_rank`` byte.
+  ECN field (RFC 3168 section 5). The source rank is the CTH ``src_rank`` (bytes 6-7).
 - send: ``sendmsg`` with an ``IP_TOS`` control message carrying the datagram's ECN
   codepoint (DATA ECT(0), the rest Not-ECT); if the kernel refuses the control message
   the adapter falls back to ``setsockopt(IP_TOS)`` before each send whose TOS differs.
@@ -142,7 +142,7 @@ class UdpDriver:
             for level, ctype, cdata in ancdata:
                 if level == socket.IPPROTO_IP and ctype in (socket.IP_TOS, IP_RECVTOS) and cdata:
                     tos = cdata[0]
-            src = data[6] if len(data) >= CTH_LEN else -1  # CTH src_rank byte
+            src = (data[6] << 8) | data[7] if len(data) >= CTH_LEN else -1  # CTH src_rank (bytes 6-7)
             if src >= 0 and src not in self.peers:
                 self._stats["unknown_source"] += 1
                 src = -1  # the transport counts it as garbage

@@ -109,6 +109,36 @@ def steps_per_collective(kind: str, nranks: int) -> int:
     return (2 if kind == "allreduce" else 1) * (nranks - 1)
 
 
+def lead_bound(kind: str, nranks: int, channels: int = 1) -> int:
+    """Largest step lead (steps) a switch's frontier can see for one job (docs/DESIGN.md section 4).
+
+    A rank enters step s+1 of a ring only after its left neighbour entered s, so within one
+    ring two ranks' steps differ by at most ``N-1``. With ``channels`` > 1 rings (NCCL-style,
+    unsynchronised within a collective) a rank's channels share only the collective's start
+    (every channel of collective k starts once all of that rank's channels ended k-1), so one
+    rank's channels differ by at most ``S-1`` steps (``S`` = :func:`steps_per_collective`) and
+    any two flows of the job by ``S-1 + N-1``. The controller installs marking entries for
+    leads 1 to this bound; ``hostapps.wire.STEP_WINDOW`` exceeds it for every job the P4 tracks.
+    """
+    if channels < 1:
+        raise ValueError(f"channels must be >= 1, got {channels}")
+    ring = max(nranks - 1, 0)
+    if channels == 1:
+        return ring
+    return steps_per_collective(kind, nranks) - 1 + ring
+
+
+def max_chunk_bytes(size_bytes: int, nranks: int, channels: int = 1) -> int:
+    """Bytes of the largest step chunk of a ring collective of ``size_bytes`` per rank.
+
+    Each of ``channels`` rings carries its share of the float32 elements
+    (:func:`chunk_bounds` over channels, then over the ``nranks`` chunks of a ring); the
+    CTH's 24-bit offset needs this below 16 MiB (``hostapps.wire.MAX_CHUNK_BYTES``).
+    """
+    per_channel = -(-(size_bytes // 4) // max(channels, 1))
+    return 4 * -(-per_channel // max(nranks, 1))
+
+
 def chunk_bounds(size: int, parts: int) -> list[tuple[int, int]]:
     """Cut ``size`` elements into ``parts`` contiguous ``(start, stop)`` ranges.
 

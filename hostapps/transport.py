@@ -37,7 +37,11 @@ Protocol (docs/interfaces.md section 4):
   packet of a flow, then unwrapped against the previous step with serial arithmetic
   (RFC 1982, never below 0), so it equals the step given to :meth:`Transport.send` when
   the flow's first step is below 2**16 and consecutive messages differ by less than
-  2**15 steps. PSNs are unwrapped the same way modulo 2**32.
+  2**15 steps. PSNs travel modulo 2**24 (the CTH's 24-bit PSN, as RoCEv2's BTH) and are
+  unwrapped the same way against the flow's own full counters (oldest unacked, next
+  expected), so a flow may send any number of packets: only PSNs within 2**23 of those
+  counters are compared, and the window (``window_packets``) and the receive buffer
+  (``recv_buffer_packets``) are far smaller.
 """
 
 from __future__ import annotations
@@ -56,7 +60,10 @@ from hostapps.wire import (
     ECN_ECT0,
     ECN_MASK,
     ECN_NOT_ECT,
+    MAX_CHANNELS,
+    MAX_CHUNK_BYTES,
     MAX_JOBS,
+    PSN_BITS,
     CthFlags,
     CthType,
     WireError,
@@ -70,7 +77,9 @@ logger = logging.getLogger(__name__)
 IPV4_HEADER_LEN = 20
 #: UDP header (RFC 768), bytes.
 UDP_HEADER_LEN = 8
-_PSN_MOD = 1 << 32
+_PSN_MOD = 1 << PSN_BITS
+#: Largest rank the CTH carries (16-bit src_rank / dst_rank).
+MAX_WIRE_RANK = 0xFFFF
 _STEP_MOD = 1 << 16
 # the header's type and flag values as plain ints and members bound once (per-packet code:
 # IntFlag arithmetic and enum attribute lookups cost more than the rest of a header)
@@ -236,11 +245,14 @@ class Transport:
 
     Args:
         job_id: job number, 0 <= job_id < MAX_JOBS.
-        rank: own rank, 0..255.
+        rank: own rank, 0..65535 (16 bits on the wire).
         config: :class:`TransportConfig`.
         rate_control: name in :data:`hostapps.ratecontrol.RATE_CONTROLLERS` (one
             controller per sending flow).
         rate_params: parameters of that controller (e.g. DcqcnParams fields).
+        channel: the job's channel (ring) this transport carries, 0 <= channel <
+            MAX_CHANNELS: every header it sends carries it, and a datagram of another
+            channel is garbage (one transport per channel, docs/DESIGN.md section 5).
 
     Raises ValueError (or RateControlError) on a bad argument.
     """
@@ -252,13 +264,18 @@ class Transport:
         config: TransportConfig | None = None,
         rate_control: str = "dcqcn",
         rate_params: dict[str, Any] | None = None,
+        *,
+        channel: int = 0,
     ) -> None:
         if not 0 <= job_id < MAX_JOBS:
             raise ValueError(f"job_id {job_id} out of range 0..{MAX_JOBS - 1}")
-        if not 0 <= rank <= 255:
-            raise ValueError(f"rank {rank} out of range 0..255")
+        if not 0 <= rank <= MAX_WIRE_RANK:
+            raise ValueError(f"rank {rank} out of range 0..{MAX_WIRE_RANK}")
+        if not 0 <= channel < MAX_CHANNELS:
+            raise ValueError(f"channel {channel} out of range 0..{MAX_CHANNELS - 1}")
         self.job_id = job_id
         self.rank = rank
+        self.channel = channel
         self.config = config or TransportConfig()
         self.rate_control = rate_control
         self.rate_params = dict(rate_params or {})
@@ -297,15 +314,17 @@ class Transport:
         The message is cut into DATA packets of at most ``config.mss`` payload bytes;
         packet i carries CTH offset ``offset + i * mss`` and the final one the LAST flag
         when ``last``. An empty message still sends one (empty) packet. Raises
-        ValueError for a bad rank, a negative step or an offset beyond 2**32.
+        ValueError for a bad rank, a negative step or a message ending beyond
+        ``MAX_CHUNK_BYTES`` (the 24-bit CTH offset: a chunk is below 16 MiB).
         """
-        if not 0 <= dst_rank <= 255 or dst_rank == self.rank:
-            raise ValueError(f"dst_rank {dst_rank} must be 0..255 and not own rank {self.rank}")
+        if not 0 <= dst_rank <= MAX_WIRE_RANK or dst_rank == self.rank:
+            raise ValueError(f"dst_rank {dst_rank} must be 0..{MAX_WIRE_RANK} and not own rank {self.rank}")
         if step < 0:
             raise ValueError(f"step {step} must be >= 0")
         view = memoryview(data).cast("B")
-        if offset < 0 or offset + len(view) >= _PSN_MOD:
-            raise ValueError(f"offset {offset} + {len(view)} bytes does not fit the 32-bit CTH offset")
+        if offset < 0 or offset + len(view) > MAX_CHUNK_BYTES:
+            raise ValueError(f"offset {offset} + {len(view)} bytes does not fit the 24-bit CTH offset "
+                             f"(a chunk must be below 16 MiB)")
         flow = self._flow_to(dst_rank)
         mss = self.config.mss
         n = max(1, -(-len(view) // mss))
@@ -340,19 +359,19 @@ class Transport:
     def on_datagram(self, src_rank: int, datagram: bytes | memoryview, ecn: int, now: float) -> None:
         """Process one UDP payload from ``src_rank`` that arrived with IP ECN ``ecn``.
 
-        Garbage (short, bad version or type, another job, not for this rank, or a
-        ``src_rank`` that disagrees with the CTH) is counted in ``stats()["garbage"]``
+        Garbage (short, bad version or type, another job or channel, not for this rank,
+        or a ``src_rank`` that disagrees with the CTH) is counted in ``stats()["garbage"]``
         and ignored; this method never raises on packet contents.
         """
         try:
-            ptype, flags, job_id, step, hsrc, hdst, psn, offset, payload = unpack_header(datagram)
+            ptype, flags, job_id, channel, step, hsrc, hdst, psn, offset, payload = unpack_header(datagram)
         except WireError as exc:
             self._garbage(f"from rank {src_rank}: {exc}")
             return
-        if job_id != self.job_id or hdst != self.rank or hsrc != src_rank:
+        if job_id != self.job_id or hdst != self.rank or hsrc != src_rank or channel != self.channel:
             self._garbage(
-                f"job {job_id} {hsrc}->{hdst} (from rank {src_rank}) "
-                f"is not for job {self.job_id} rank {self.rank}"
+                f"job {job_id} channel {channel} {hsrc}->{hdst} (from rank {src_rank}) "
+                f"is not for job {self.job_id} channel {self.channel} rank {self.rank}"
             )
             return
         if ptype == _DATA:
@@ -430,7 +449,7 @@ class Transport:
 
     def _on_data(self, src: int, step: int, wire_psn: int, offset: int, flags: int, payload: memoryview, ecn: int,
                  now: float) -> None:
-        """A DATA packet's header fields (CTH values: step mod 2**16, PSN mod 2**32) and payload."""
+        """A DATA packet's header fields (CTH values: step mod 2**16, PSN mod 2**24) and payload."""
         cfg = self.config
         flow = self._recv.get(src)
         if flow is None:
@@ -499,7 +518,7 @@ class Transport:
         flow.ack_due = None
 
     def _control(self, dst: int, ctype: int, psn: int, now: float, *, step: int = 0, ece: bool = False) -> None:
-        datagram = pack_header(ctype, self.job_id, step, self.rank, dst, psn, 0, _ECE if ece else 0)
+        datagram = pack_header(ctype, self.job_id, step, self.rank, dst, psn, 0, _ECE if ece else 0, self.channel)
         self._ctrl.append(Outgoing(dst, datagram, ECN_NOT_ECT))
         if self._ctrl_at is None:
             self._ctrl_at = now
@@ -574,7 +593,7 @@ class Transport:
             flow.snd_nxt = pkt.psn + 1
         flags = (_LAST if pkt.last else 0) | (_RETX if pkt.sends else 0)
         datagram = pack_header(_DATA, self.job_id, pkt.step, self.rank, flow.dst, pkt.psn % _PSN_MOD, pkt.offset,
-                               flags) + pkt.payload
+                               flags, self.channel) + pkt.payload
         pkt.sends += 1
         pkt.sent_at = now
         if flow.rto_at is None:

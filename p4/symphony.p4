@@ -121,7 +121,7 @@ control MyIngress(inout headers hdr,
 
     /* Symphony progress tracker (docs/DESIGN.md section 4). Each register is read and
      * written once per packet at one index (the v1model form of a Tofino RegisterAction). */
-    register<bit<16>>(FLOW_SLOTS) flow_step;   /* [job << MAX_RANKS_LOG2 | rank]: newest step of the flow */
+    register<bit<16>>(FLOW_SLOTS) flow_step;   /* [job | channel | rank, shifted]: newest step of the flow */
     register<bit<32>>(STEP_SLOTS) step_count;  /* [tracker << STEP_WINDOW_LOG2 | step % W]: step id ++ flows entered */
     register<bit<16>>(MAX_TRACKERS) frontier;  /* [tracker]: newest step every expected flow has entered */
 
@@ -197,24 +197,27 @@ control MyIngress(inout headers hdr,
             if (hdr.cth.isValid() && hdr.cth.type != CTH_TYPE_DATA) {
                 standard_metadata.priority = CONTROL_PRIORITY;
             }
-            /* A job or rank outside the register arrays is never tracked (on both builds:
-             * v1model would index past the arrays, T2NA would alias job_id mod MAX_JOBS). */
-            if (hdr.cth.isValid() && hdr.cth.type == CTH_TYPE_DATA
-                    && hdr.cth.job_id < MAX_JOBS && hdr.cth.src_rank < MAX_RANKS) {
+            /* A job, channel or rank outside the register arrays is never tracked (on both
+             * builds: v1model would index past the arrays, T2NA would alias job_id mod MAX_JOBS). */
+            if (hdr.cth.isValid() && hdr.cth.type == CTH_TYPE_DATA && hdr.cth.job_id < MAX_JOBS
+                    && hdr.cth.channel < MAX_CHANNELS && hdr.cth.src_rank < MAX_RANKS) {
                 symphony_config.apply();
             }
             if (meta.tracked == 1) {
                 /* The tracker instance: job-wide unless symphony_tracker has (job, port). */
                 meta.out_port = standard_metadata.egress_spec;
-                meta.tracker = hdr.cth.job_id;
+                meta.tracker = (bit<16>)hdr.cth.job_id;
                 symphony_tracker.apply();
                 symphony_slack.apply();
                 bit<16> step = hdr.cth.step;
                 bit<32> job = (bit<32>)hdr.cth.job_id;
                 bit<32> tracker = (bit<32>)(meta.tracker & (MAX_TRACKERS - 1));
 
-                /* 1. flow_step[j, r]: entered = newer(s, old); if so old = s. */
-                bit<32> flow_index = (job << MAX_RANKS_LOG2) | (bit<32>)hdr.cth.src_rank;
+                /* 1. flow_step[j, c, r]: entered = newer(s, old); if so old = s. A flow is
+                 *    (job, channel, rank); the step counts and the frontier are per job. */
+                bit<32> flow_index = (job << (MAX_CHANNELS_LOG2 + MAX_RANKS_LOG2))
+                                     | ((bit<32>)hdr.cth.channel << MAX_RANKS_LOG2)
+                                     | (bit<32>)hdr.cth.src_rank;
                 bit<16> last_step;
                 flow_step.read(last_step, flow_index);
                 bit<16> advance = step - last_step;
@@ -253,7 +256,7 @@ control MyIngress(inout headers hdr,
                  *    the `slack` variant: the first slack_bytes of a step ahead count one less. */
                 bit<16> lead = step - front;
                 meta.lead = lead < SERIAL_HALF ? lead : 0;
-                if (meta.lead != 0 && hdr.cth.offset < meta.slack_bytes) {
+                if (meta.lead != 0 && (bit<32>)hdr.cth.offset < meta.slack_bytes) {
                     meta.lead = meta.lead - 1;
                 }
             }
@@ -272,7 +275,7 @@ control MyEgress(inout headers hdr,
     counter(MAX_JOBS, CounterType.packets) symphony_marks;  /* [job]: CE set by Symphony */
     counter(MAX_JOBS, CounterType.packets) queue_marks;     /* [job]: CE set on queue depth */
     counter(MAX_JOBS, CounterType.packets) symphony_eligible;  /* [job]: packets at the Symphony/placebo decision */
-    register<bit<32>>(FLOW_SLOTS) mark_clock;  /* [job << MAX_RANKS_LOG2 | rank]: time (us) of the flow's last mark */
+    register<bit<32>>(FLOW_SLOTS) mark_clock;  /* [job | channel | rank, shifted]: time (us) of the flow's last mark */
 
 #include "include/egress_tables.p4"
 
@@ -322,7 +325,8 @@ control MyEgress(inout headers hdr,
                     bool hit = (bit<17>)draw < meta.symphony_threshold;
                     /* `spaced`: mark_clock[j, r] is read and written once, only for a hit. */
                     if (hit && meta.spaced == 1) {
-                        bit<32> clock_index = ((bit<32>)hdr.cth.job_id << MAX_RANKS_LOG2)
+                        bit<32> clock_index = ((bit<32>)hdr.cth.job_id << (MAX_CHANNELS_LOG2 + MAX_RANKS_LOG2))
+                                              | ((bit<32>)hdr.cth.channel << MAX_RANKS_LOG2)
                                               | (bit<32>)hdr.cth.src_rank;
                         bit<32> now = (bit<32>)standard_metadata.egress_global_timestamp;
                         bit<32> cutoff = now - meta.mark_gap;

@@ -354,7 +354,7 @@ class SimHost:
         if len(frame) < _PAYLOAD_OFFSET + 4 or frame[12] != 8 or frame[13] != 0 or frame[23] != 17 \
                 or frame[14] != 0x45 or ((frame[36] << 8) | frame[37]) != CTH_UDP_PORT:
             return
-        rank = self.ranks.get((frame[_PAYLOAD_OFFSET + 2] << 8) | frame[_PAYLOAD_OFFSET + 3])
+        rank = self.ranks.get(frame[_PAYLOAD_OFFSET + 2])  # the CTH's job_id byte
         if rank is not None:
             rank.on_datagram(frame[26:30], memoryview(frame)[_PAYLOAD_OFFSET:], frame[15] & 3)
 

@@ -11,7 +11,7 @@ const bit<8>  PROTO_UDP       = 17;
 
 /* UDP destination port of the collective transport header (CTH), docs/DESIGN.md section 3. */
 const bit<16> CTH_UDP_PORT    = 4793;
-const bit<4>  CTH_VERSION     = 1;
+const bit<4>  CTH_VERSION     = 2;
 const bit<4>  CTH_TYPE_DATA   = 1;
 const bit<4>  CTH_TYPE_ACK    = 2;
 const bit<4>  CTH_TYPE_NACK   = 3;
@@ -24,24 +24,32 @@ const bit<2>  ECN_ECT0        = 2;
 const bit<2>  ECN_CE          = 3;
 
 /* Register sizes (docs/DESIGN.md section 4), each a power of two so that an index is a
- * shift and an OR, never a multiplication. STEP_WINDOW > MAX_RANKS so that the step_count
- * slots never alias: a ring bounds the lead between ranks by N-1. */
+ * shift and an OR, never a multiplication: a flow (job, channel, rank) is
+ * job << (MAX_CHANNELS_LOG2 + MAX_RANKS_LOG2) | channel << MAX_RANKS_LOG2 | rank.
+ * STEP_WINDOW exceeds every lead the frontier can see so that the step_count slots never
+ * alias: a ring bounds the lead between ranks by N-1 (1,023 at MAX_RANKS), and
+ * unsynchronised channels add at most one collective's steps (hostapps/collectives.py
+ * lead_bound); the loader rejects a job whose bound reaches STEP_WINDOW. Each register fits
+ * one Tofino2 stage: flow_step 1 Mbit, step_count 2 Mbit (docs/tofino.md). */
 #define MAX_JOBS          16
 #define MAX_JOBS_LOG2     4
-#define MAX_RANKS         128
-#define MAX_RANKS_LOG2    7
-#define STEP_WINDOW       256
-#define STEP_WINDOW_LOG2  8
-#define FLOW_SLOTS        2048   /* MAX_JOBS * MAX_RANKS */
+#define MAX_CHANNELS      4
+#define MAX_CHANNELS_LOG2 2
+#define MAX_RANKS         1024
+#define MAX_RANKS_LOG2    10
+#define STEP_WINDOW       2048
+#define STEP_WINDOW_LOG2  11
+#define FLOW_SLOTS        65536  /* MAX_JOBS * MAX_CHANNELS * MAX_RANKS */
 #define MAX_PORTS         512    /* bit<9> port numbers */
 /* Tracker instances (step_count, frontier): a job-wide tracker's id is its job id (the
  * default); the per-(job, egress port) trackers of symphony_tracker take the ids no job at
  * the switch has (docs/DESIGN.md section 4). 32 keep step_count within one Tofino2 stage's
- * SRAM with room (section 10). */
+ * SRAM with room (section 10): 32 x 2048 x 32 bit = 2 Mbit. */
 #define MAX_TRACKERS      32
 #define MAX_TRACKERS_LOG2 5
-#define STEP_SLOTS        8192   /* MAX_TRACKERS * STEP_WINDOW */
-#define MARKING_ENTRIES   2048   /* symphony_marking: MAX_JOBS * MAX_RANKS (job, lead) pairs */
+#define STEP_SLOTS        65536  /* MAX_TRACKERS * STEP_WINDOW */
+#define MARKING_ENTRIES   16384  /* symphony_marking: (job, lead) pairs over the jobs crossing a
+                                    switch; the controller installs leads 1..lead_bound per job */
 #define QUEUE_ECN_ENTRIES 2048   /* queue_ecn: ports * depth ranges of the RED-like ramp */
 /* ECMP (p4/include/ecmp.p4): a 5-tuple hash picks one of ECMP_BUCKETS buckets of a group;
  * the controller maps bucket b of a k-member group to member b mod k. */

@@ -38,17 +38,18 @@ header udp_t {
     bit<16> checksum;
 }
 
-/* Collective transport header, 16 bytes (docs/DESIGN.md section 3). */
+/* Collective transport header, 16 bytes, version 2 (docs/DESIGN.md section 3). */
 header cth_t {
     bit<4>  version;
     bit<4>  type;
     bit<8>  flags;
-    bit<16> job_id;
+    bit<8>  job_id;
+    bit<8>  channel;    /* the job's ring (NCCL-style channel), < MAX_CHANNELS tracked */
     bit<16> step;
-    bit<8>  src_rank;
-    bit<8>  dst_rank;
-    bit<32> psn;
-    bit<32> offset;
+    bit<16> src_rank;
+    bit<16> dst_rank;
+    bit<24> psn;        /* serial arithmetic mod 2^24, as RoCEv2's BTH PSN */
+    bit<24> offset;     /* byte offset in the step's chunk: a chunk is below 16 MiB */
 }
 
 struct headers {

@@ -21,9 +21,9 @@
 
 #include "../include/headers.p4"
 
-/* Register index widths: job << MAX_RANKS_LOG2 | rank, tracker << STEP_WINDOW_LOG2 | step
- * and tracker (the job id, or the per-(job, port) id of symphony_tracker). */
-typedef bit<(MAX_JOBS_LOG2 + MAX_RANKS_LOG2)>   flow_index_t;
+/* Register index widths: job ++ channel ++ rank, tracker << STEP_WINDOW_LOG2 | step and
+ * tracker (the job id, or the per-(job, port) id of symphony_tracker). */
+typedef bit<(MAX_JOBS_LOG2 + MAX_CHANNELS_LOG2 + MAX_RANKS_LOG2)> flow_index_t;
 typedef bit<(MAX_TRACKERS_LOG2 + STEP_WINDOW_LOG2)> slot_index_t;
 typedef bit<MAX_TRACKERS_LOG2>                  tracker_index_t;
 
@@ -90,7 +90,7 @@ struct egress_metadata_t {
     bit<1>  spaced;               /* 1 when symphony_spacing has the job */
     bit<32> now;                  /* global_tstamp, ns (low 32 bits) */
     bit<32> mark_cutoff;          /* now - mark_gap: a flow whose last mark is older is due */
-    flow_index_t clock_index;     /* job << MAX_RANKS_LOG2 | rank */
+    flow_index_t clock_index;     /* the flow's index: job ++ channel ++ rank */
 }
 
 /*************************************************************************
@@ -286,20 +286,21 @@ control MyIngress(inout switch_headers_t hdr,
                     ecmp_nhop.apply();
                 }
             }
-            /* A job or rank outside the register arrays is never tracked (on both builds:
-             * v1model would index past the arrays, T2NA would alias job_id mod MAX_JOBS). */
-            if (hdr.cth.isValid() && hdr.cth.type == CTH_TYPE_DATA
-                    && hdr.cth.job_id < MAX_JOBS && hdr.cth.src_rank < MAX_RANKS) {
+            /* A job, channel or rank outside the register arrays is never tracked (on both
+             * builds: v1model would index past the arrays, T2NA would alias job_id mod MAX_JOBS). */
+            if (hdr.cth.isValid() && hdr.cth.type == CTH_TYPE_DATA && hdr.cth.job_id < MAX_JOBS
+                    && hdr.cth.channel < MAX_CHANNELS && hdr.cth.src_rank < MAX_RANKS) {
                 symphony_config.apply();
             }
             if (meta.tracked == 1) {
                 /* The tracker instance: job-wide unless symphony_tracker has (job, port). */
                 meta.out_port = ig_tm_md.ucast_egress_port;
-                meta.tracker = hdr.cth.job_id;
+                meta.tracker = (bit<16>)hdr.cth.job_id;
                 symphony_tracker.apply();
                 symphony_slack.apply();
                 meta.tracker_index = meta.tracker[MAX_TRACKERS_LOG2 - 1:0];
                 meta.flow_index = flow_index_hash.get({hdr.cth.job_id[MAX_JOBS_LOG2 - 1:0],
+                                                       hdr.cth.channel[MAX_CHANNELS_LOG2 - 1:0],
                                                        hdr.cth.src_rank[MAX_RANKS_LOG2 - 1:0]});
                 meta.slot_index = slot_index_hash.get({meta.tracker_index,
                                                        hdr.cth.step[STEP_WINDOW_LOG2 - 1:0]});
@@ -323,7 +324,7 @@ control MyIngress(inout switch_headers_t hdr,
                 if (meta.lead[15:15] == 1) {
                     meta.lead = 0;
                 }
-                if (meta.lead != 0 && hdr.cth.offset < meta.slack_bytes) {
+                if (meta.lead != 0 && (bit<32>)hdr.cth.offset < meta.slack_bytes) {
                     meta.lead = meta.lead - 1;
                 }
             }
@@ -415,9 +416,9 @@ control MyEgress(inout switch_headers_t hdr,
                  inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                  inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
 
-    Counter<bit<32>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) symphony_marks;  /* [job]: CE by Symphony */
-    Counter<bit<32>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) queue_marks;     /* [job]: CE on queue depth */
-    Counter<bit<32>, bit<16>>(MAX_JOBS, CounterType_t.PACKETS) symphony_eligible;  /* [job]: at the mark decision */
+    Counter<bit<32>, bit<8>>(MAX_JOBS, CounterType_t.PACKETS) symphony_marks;  /* [job]: CE by Symphony */
+    Counter<bit<32>, bit<8>>(MAX_JOBS, CounterType_t.PACKETS) queue_marks;     /* [job]: CE on queue depth */
+    Counter<bit<32>, bit<8>>(MAX_JOBS, CounterType_t.PACKETS) symphony_eligible;  /* [job]: at the mark decision */
 
     Random<bit<16>>() ecn_random;
     Random<bit<16>>() symphony_random;
@@ -489,6 +490,7 @@ control MyEgress(inout switch_headers_t hdr,
                         meta.now = eg_prsr_md.global_tstamp[31:0];
                         meta.mark_cutoff = meta.now - meta.mark_gap;
                         meta.clock_index = clock_index_hash.get({hdr.cth.job_id[MAX_JOBS_LOG2 - 1:0],
+                                                                 hdr.cth.channel[MAX_CHANNELS_LOG2 - 1:0],
                                                                  hdr.cth.src_rank[MAX_RANKS_LOG2 - 1:0]});
                         hit = space_mark.execute(meta.clock_index);
                     }

@@ -30,7 +30,17 @@ from scapy.packet import Raw
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_RANKS, STEP_WINDOW, Cth, CthType, encode  # noqa: E402
+from hostapps.wire import (  # noqa: E402
+    CTH_UDP_PORT,
+    MAX_CHANNELS,
+    MAX_JOBS,
+    MAX_RANKS,
+    STEP_WINDOW,
+    Cth,
+    CthType,
+    encode,
+    flow_index,
+)
 
 OUT = REPO / "tests" / "p4" / "stf"
 
@@ -69,9 +79,9 @@ def udp_pkt(dst: str, *, ttl: int = 64, ecn: int = NOT_ECT, sport: int = 40000, 
 
 
 def data_pkt(job: int, rank: int, step: int, *, ecn: int = ECT0, dst: str = "10.0.0.2",
-             kind: CthType = CthType.DATA, offset: int = 0) -> Ether:
+             kind: CthType = CthType.DATA, offset: int = 0, channel: int = 0) -> Ether:
     cth = encode(Cth(type=kind, job_id=job, step=step, src_rank=rank, dst_rank=rank + 1, psn=step,
-                     offset=offset), b"payload!")
+                     offset=offset, channel=channel), b"payload!")
     return udp_pkt(dst, ecn=ecn, sport=CTH_UDP_PORT, dport=CTH_UDP_PORT, payload=cth)
 
 
@@ -244,11 +254,11 @@ register_read MyIngress.frontier 0 1
 register_read MyIngress.step_count 3 {slot(3, 1)}
 check_counter MyEgress.symphony_marks(0) packets == 2
 
-# job 1 in baseline mode: tracked (flow_step[1 * MAX_RANKS + 0]) but never marked by Symphony
+# job 1 in baseline mode: tracked (flow_step[flow_index(1, 0, 0)]) but never marked by Symphony
 packet 1 {hexs(bytes(b0s1))}
 expect 2 {to_h2(b0s1)}
 wait
-register_read MyIngress.flow_step {MAX_RANKS} 1
+register_read MyIngress.flow_step {flow_index(1, 0, 0)} 1
 register_read MyIngress.step_count {1 * STEP_WINDOW + 1} {slot(1, 1)}
 register_read MyIngress.frontier 1 0
 check_counter MyEgress.symphony_marks(1) packets == 0
@@ -327,8 +337,8 @@ register_read MyIngress.step_count 5 {slot(5 + w, 2)}
 register_read MyIngress.frontier 0 {5 + w}
 
 # -- 16-bit step wrap (job 1): steps 65535 -> 0 ---------------------------------------
-register_write MyIngress.flow_step {MAX_RANKS} 65535
-register_write MyIngress.flow_step {MAX_RANKS + 1} 65535
+register_write MyIngress.flow_step {flow_index(1, 0, 0)} 65535
+register_write MyIngress.flow_step {flow_index(1, 0, 1)} 65535
 register_write MyIngress.frontier 1 65535
 register_write MyIngress.step_count {w + 0xFFFF % w} {slot(0xFFFF, 2)}
 # rank 0 enters step 0, newer than 65535: lead 0 - 65535 = 1 (mod 2^16), marked
@@ -344,8 +354,8 @@ expect 2 {to_h2(wrap[(1, 0)])}
 packet 1 {wk(0, 0xFFFE)}
 expect 2 {to_h2(wrap[(0, 0xFFFE)])}
 wait
-register_read MyIngress.flow_step {MAX_RANKS} 0
-register_read MyIngress.flow_step {MAX_RANKS + 1} 0
+register_read MyIngress.flow_step {flow_index(1, 0, 0)} 0
+register_read MyIngress.flow_step {flow_index(1, 0, 1)} 0
 register_read MyIngress.step_count {w} {slot(0, 2)}
 register_read MyIngress.frontier 1 0
 
@@ -359,8 +369,8 @@ expect 2 {to_h2(three[0], CE)}
 packet 1 {hexs(bytes(three[1]))}
 expect 2 {to_h2(three[1], CE)}
 wait
-register_read MyIngress.flow_step {2 * MAX_RANKS} 1
-register_read MyIngress.flow_step {2 * MAX_RANKS + 1} 1
+register_read MyIngress.flow_step {flow_index(2, 0, 0)} 1
+register_read MyIngress.flow_step {flow_index(2, 0, 1)} 1
 register_read MyIngress.step_count {2 * w + 1} {slot(1, 2)}
 register_read MyIngress.frontier 2 0
 check_counter MyEgress.symphony_marks(0) packets == 5
@@ -409,7 +419,7 @@ check_counter MyEgress.symphony_marks(0) packets == {n}
 # job 1 in baseline mode with the same entry: never a Symphony mark
 {rep(base)}
 wait
-register_read MyIngress.flow_step {MAX_RANKS} 1
+register_read MyIngress.flow_step {flow_index(1, 0, 0)} 1
 check_counter MyEgress.symphony_marks(1) packets == 0
 
 # job 2, lead 1: Not-ECT is never marked; ECT(1) is ECN-capable and marked; a packet already
@@ -427,7 +437,7 @@ check_counter MyEgress.symphony_marks(2) packets == 1
 packet 1 {hexs(bytes(gated))}
 expect 2 {to_h2(gated)}
 wait
-register_read MyIngress.flow_step {3 * MAX_RANKS} 1
+register_read MyIngress.flow_step {flow_index(3, 0, 0)} 1
 check_counter MyEgress.symphony_marks(3) packets == 0
 """
 
@@ -589,7 +599,7 @@ register_read MyIngress.frontier 2 1
 check_counter MyEgress.symphony_marks(2) packets == 2
 
 # -- spaced (job 3, gap 2^20): the flow's last mark long ago, one mark, then none ---------
-register_write MyEgress.mark_clock {3 * MAX_RANKS} {long_ago}
+register_write MyEgress.mark_clock {flow_index(3, 0, 0)} {long_ago}
 packet 1 {hexs(bytes(spaced))}
 expect 2 {to_h2(spaced, CE)}
 {chr(10).join(f"packet 1 {hexs(bytes(spaced))}{chr(10)}expect 2 {to_h2(spaced)}" for _ in range(n - 1))}
@@ -603,7 +613,7 @@ wait
 check_counter MyEgress.symphony_marks(4) packets == {n}
 
 # -- spaced placebo (job 5): the placebo's marks are spaced alike ------------------------
-register_write MyEgress.mark_clock {5 * MAX_RANKS} {long_ago}
+register_write MyEgress.mark_clock {flow_index(5, 0, 0)} {long_ago}
 packet 1 {hexs(bytes(plac))}
 expect 2 {to_h2(plac, CE)}
 {chr(10).join(f"packet 1 {hexs(bytes(plac))}{chr(10)}expect 2 {to_h2(plac)}" for _ in range(n - 1))}
@@ -763,6 +773,60 @@ check_counter MyIngress.drops(1) packets == 1
 """
 
 
+def channels() -> str:
+    """A flow is (job, channel, rank); the step counts and the frontier are per job."""
+    p = {(r, c, s): data_pkt(0, r, s, channel=c) for r in (0, 1023) for c in (0, 3) for s in (1, 2)}
+    off = {"channel": data_pkt(0, 0, 2, channel=MAX_CHANNELS), "rank": data_pkt(0, MAX_RANKS, 2)}
+    leads = "\n".join(marking(0, lead, PROB_ONE) for lead in (1, 2))
+    pk = lambda r, c, s: hexs(bytes(p[(r, c, s)]))  # noqa: E731
+    return HEADER.format(what="Channels (docs/DESIGN.md section 4): flow_step is indexed by job, channel and "
+                         "rank (shifts), so each channel of a rank is its own flow; step_count and the frontier "
+                         "span all of the job's channel flows. Job 0 flows=4 (ranks 0 and 1023, channels 0 "
+                         "and 3); leads 1-2 marked with probability 1. A channel or rank beyond the register "
+                         "arrays is not tracked.") + f"""
+{route("10.0.0.2", 32, 2)}
+{symphony_config(0, flows=4)}
+{leads}
+
+# rank 0 enters step 1 on channel 0, then on channel 3: two flows, count 2, both ahead (lead 1)
+packet 1 {pk(0, 0, 1)}
+expect 2 {to_h2(p[(0, 0, 1)], CE)}
+packet 1 {pk(0, 3, 1)}
+expect 2 {to_h2(p[(0, 3, 1)], CE)}
+wait
+register_read MyIngress.flow_step {flow_index(0, 0, 0)} 1
+register_read MyIngress.flow_step {flow_index(0, 3, 0)} 1
+register_read MyIngress.step_count 1 {slot(1, 2)}
+register_read MyIngress.frontier 0 0
+
+# rank 1023 channel 0: count 3 of 4, still ahead; channel 3: the fourth flow, frontier 1, lead 0
+packet 1 {pk(1023, 0, 1)}
+expect 2 {to_h2(p[(1023, 0, 1)], CE)}
+packet 1 {pk(1023, 3, 1)}
+expect 2 {to_h2(p[(1023, 3, 1)])}
+wait
+register_read MyIngress.flow_step {flow_index(0, 3, 1023)} 1
+register_read MyIngress.step_count 1 {slot(1, 4)}
+register_read MyIngress.frontier 0 1
+check_counter MyEgress.symphony_marks(0) packets == 3
+
+# channel 0 of rank 0 runs ahead to step 2: lead 1 over the job's frontier, marked
+packet 1 {pk(0, 0, 2)}
+expect 2 {to_h2(p[(0, 0, 2)], CE)}
+# channel {MAX_CHANNELS} and rank {MAX_RANKS} are outside the arrays: forwarded, never tracked or marked
+packet 1 {hexs(bytes(off["channel"]))}
+expect 2 {to_h2(off["channel"])}
+packet 1 {hexs(bytes(off["rank"]))}
+expect 2 {to_h2(off["rank"])}
+wait
+register_read MyIngress.flow_step {flow_index(0, 0, 0)} 2
+register_read MyIngress.flow_step {flow_index(0, 3, 0)} 1
+register_read MyIngress.step_count 2 {slot(2, 1)}
+register_read MyIngress.frontier 0 1
+check_counter MyEgress.symphony_marks(0) packets == 4
+"""
+
+
 VECTORS = {
     "forwarding.stf": forwarding,
     "lpm.stf": lpm,
@@ -775,6 +839,7 @@ VECTORS = {
     "parser_errors.stf": parser_errors,
     "ecmp.stf": ecmp,
     "variants.stf": variants,
+    "channels.stf": channels,
 }
 
 

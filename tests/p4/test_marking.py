@@ -23,7 +23,7 @@ from emu.routing import (
     t2na_qdepth,
 )
 from emu.topology import parse_topology
-from hostapps.wire import CTH, ECN_CE, ECN_ECT0, MAX_JOBS, MAX_RANKS
+from hostapps.wire import CTH, ECN_CE, ECN_ECT0, MAX_JOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 TOS_BYTE = 14 + 1  # IPv4 TOS (DSCP, ECN) after the Ethernet header
@@ -31,14 +31,15 @@ TOS_BYTE = 14 + 1  # IPv4 TOS (DSCP, ECN) after the Ethernet header
 BUILDS = {"v1model": (load_program(ROOT / "p4" / "symphony.p4"), 1),
           "tofino": (load_program(ROOT / "p4" / "tofino" / "symphony.p4"), t2na_qdepth(1500).cells_per_packet)}
 
-TOPO = """
+NRANKS = 8  # an 8-rank ring: leads up to N-1 = 7 can occur (hostapps.collectives.lead_bound)
+TOPO = f"""
 name: ramp
-hosts: [{name: h1}, {name: h2}]
-switches: [{name: s1}]
-links: [{a: h1, b: s1}, {a: h2, b: s1}]
-jobs: [{id: 0, ranks: [h1, h2]}]
-ecn: {kmin_packets: 4, kmax_packets: 8, pmax: 0.5}
-symphony: {lead_threshold: 1, slope: 0.25, queue_gate: 0}
+hosts: [{", ".join(f"{{name: h{i}}}" for i in range(1, NRANKS + 1))}]
+switches: [{{name: s1}}]
+links: [{", ".join(f"{{a: h{i}, b: s1}}" for i in range(1, NRANKS + 1))}]
+jobs: [{{id: 0, ranks: [{", ".join(f"h{i}" for i in range(1, NRANKS + 1))}]}}]
+ecn: {{kmin_packets: 4, kmax_packets: 8, pmax: 0.5}}
+symphony: {{lead_threshold: 1, slope: 0.25, queue_gate: 0}}
 """
 
 
@@ -85,7 +86,7 @@ def test_ecn_ramp_over_queue_depth(depth: int, p: float, build: str) -> None:
 
 
 @pytest.mark.parametrize("build", sorted(BUILDS))
-@pytest.mark.parametrize(("lead", "p"), [(1, 0.0), (2, 0.25), (3, 0.5), (5, 1.0), (63, 1.0)])
+@pytest.mark.parametrize(("lead", "p"), [(1, 0.0), (2, 0.25), (3, 0.5), (5, 1.0), (NRANKS - 1, 1.0)])
 def test_symphony_curve_over_lead(lead: int, p: float, build: str) -> None:
     """T=1, slope 0.25: min(1, (lead - T) * 0.25) beyond T; in symphony mode only."""
     n = 1600
@@ -102,8 +103,10 @@ def test_symphony_curve_over_lead(lead: int, p: float, build: str) -> None:
 def test_entries_install_on_the_pipeline() -> None:
     """Every entry the controller makes is accepted by the P4 program (names, widths, ranges)."""
     pl = pipeline("symphony")
-    assert len(pl.table(TABLE_QUEUE_ECN).dump()) == 2 * 4  # 2 ports: depths 5, 6, 7 and [8, max]
-    assert len(pl.table(TABLE_MARKING).dump()) == MAX_RANKS - 2  # leads 2..MAX_RANKS-1
+    assert len(pl.table(TABLE_QUEUE_ECN).dump()) == NRANKS * 4  # a port per host: depths 5, 6, 7 and [8, max]
+    leads = sorted(e.match["meta.lead"] for e in marking_entries(parse_topology(TOPO, "ramp.yaml"), 0))
+    assert leads == list(range(2, NRANKS))  # T = 1: leads 2..N-1, none a ring of N cannot reach
+    assert len(pl.table(TABLE_MARKING).dump()) == NRANKS - 2
     assert len(pl.table(TABLE_SYMPHONY).dump()) == 1
 
 

@@ -55,12 +55,12 @@ def test_unwritable_directory_is_one_line(tmp_path: Path) -> None:
 def test_tshark_dissects_the_cth_fields_by_name(tmp_path: Path) -> None:
     caps = PortCaptures(tmp_path, "s1", [1])
     now_us = time.monotonic_ns() // 1000
-    caps.record(1, cth_frame(type=1, flags=0x05, job_id=3, step=65535, src_rank=1, dst_rank=2, psn=99,
-                             offset=4096), now_us)
+    caps.record(1, cth_frame(type=1, flags=0x05, job_id=3, channel=2, step=65535, src_rank=1000, dst_rank=2,
+                             psn=0xFFFFFE, offset=4096), now_us)
     caps.record(1, cth_frame(type=2, flags=0x02, job_id=3, step=7, src_rank=2, dst_rank=1, psn=100), now_us + 1)
     caps.close()
     fields = ["cth.version", "cth.type", "cth.flags", "cth.flags.last", "cth.flags.ece", "cth.flags.retx",
-              "cth.job", "cth.step", "cth.src_rank", "cth.dst_rank", "cth.psn", "cth.offset"]
+              "cth.job", "cth.channel", "cth.step", "cth.src_rank", "cth.dst_rank", "cth.psn", "cth.offset"]
     cmd = ["tshark", "-X", f"lua_script:{DISSECTOR}", "-r", str(tmp_path / "s1-eth1.pcap"), "-Y", "cth",
            "-T", "fields", "-E", "separator=,"]
     for f in fields:
@@ -68,8 +68,9 @@ def test_tshark_dissects_the_cth_fields_by_name(tmp_path: Path) -> None:
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     rows = [dict(zip(fields, line.split(","), strict=True)) for line in res.stdout.strip().splitlines()]
-    assert rows[0] == {"cth.version": "1", "cth.type": "1", "cth.flags": "0x05", "cth.flags.last": "1",
-                       "cth.flags.ece": "0", "cth.flags.retx": "1", "cth.job": "3", "cth.step": "65535",
-                       "cth.src_rank": "1", "cth.dst_rank": "2", "cth.psn": "99", "cth.offset": "4096"}
+    assert rows[0] == {"cth.version": "2", "cth.type": "1", "cth.flags": "0x05", "cth.flags.last": "1",
+                       "cth.flags.ece": "0", "cth.flags.retx": "1", "cth.job": "3", "cth.channel": "2",
+                       "cth.step": "65535", "cth.src_rank": "1000", "cth.dst_rank": "2", "cth.psn": "16777214",
+                       "cth.offset": "4096"}
     assert rows[1]["cth.type"] == "2" and rows[1]["cth.flags.ece"] == "1" and rows[1]["cth.psn"] == "100"
     assert len(rows) == 2

@@ -448,7 +448,7 @@ def _random_frames(rng, n: int) -> list[bytes]:
         payload = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40)))
         if kind <= 2:
             cth = CTH(type=rng.choice([1, 1, 1, 2]), job_id=rng.randrange(4), step=rng.randrange(70),
-                      src_rank=rng.randrange(70), dst_rank=rng.randrange(64), psn=rng.randrange(1 << 32),
+                      src_rank=rng.randrange(70), dst_rank=rng.randrange(64), psn=rng.randrange(1 << 24),
                       flags=rng.randrange(256))
             f = bytes(eth / ip / UDP(sport=rng.randrange(65536), dport=4793) / cth / payload)
         elif kind == 3:

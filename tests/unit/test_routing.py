@@ -40,7 +40,8 @@ from emu.routing import (
     t2na_qdepth,
 )
 from emu.topology import Topology, load_topology, parse_topology
-from hostapps.wire import CTH_UDP_PORT, MAX_RANKS
+from hostapps.collectives import lead_bound
+from hostapps.wire import CTH_UDP_PORT
 
 REPO = Path(__file__).resolve().parents[2]
 TOPOLOGIES = sorted((REPO / "topologies").glob("*.yaml"))
@@ -184,10 +185,13 @@ def test_entries_well_formed(path: Path, scheme: str) -> None:
             assert e.params["flows"] == prog.expected_flows[e.match["hdr.cth.job_id"]] >= 1
             assert e.params["mode"] == (1 if scheme == "symphony" else 0)
         marking = [e for e in prog.entries if e.table == TABLE_MARKING]
-        assert {e.match["hdr.cth.job_id"] for e in marking} == set(prog.expected_flows)
+        # leads 1..lead_bound (N-1 for one channel) of every job here, where a lead beyond T marks
+        bound = {j: lead_bound(topo.job(j).collective, len(topo.job(j).ranks)) for j in prog.expected_flows}
+        assert {e.match["hdr.cth.job_id"] for e in marking} == {
+            j for j in prog.expected_flows if bound[j] > topo.symphony_for(j).lead_threshold}
         for e in marking:  # the same in both schemes: only the mode differs
             params = topo.symphony_for(e.match["hdr.cth.job_id"])
-            assert e.action == ACTION_MARKING and 1 <= e.match["meta.lead"] <= MAX_RANKS - 1
+            assert e.action == ACTION_MARKING and 1 <= e.match["meta.lead"] <= bound[e.match["hdr.cth.job_id"]]
             assert e.params == {"threshold": symphony_threshold(e.match["meta.lead"], params.lead_threshold,
                                                                 params.slope)}
         assert [(q.port, q.rate_bps, q.depth_pkts, q.delay_us) for q in prog.queues] == [
@@ -230,9 +234,9 @@ def test_default_symphony_entry_values() -> None:
         "action": "MyIngress.set_symphony_config",
         "params": {"flows": 4, "queue_gate": 1, "mode": 1},
     }
-    # T = 0, slope 0.25: leads 1, 2, 3 mark with 1/4, 1/2, 3/4; lead 4 and beyond always
+    # T = 0, slope 0.25: leads 1, 2, 3 mark with 1/4, 1/2, 3/4; lead 4 up to N-1 = 7 always
     marking = {e.match["meta.lead"]: e.params["threshold"] for e in prog.entries if e.table == TABLE_MARKING}
-    assert marking == {1: 16384, 2: 32768, 3: 49152, **{lead: 65536 for lead in range(4, MAX_RANKS)}}
+    assert marking == {1: 16384, 2: 32768, 3: 49152, **{lead: 65536 for lead in range(4, 8)}}
 
 
 def test_tofino_build_counts_queue_depth_in_cells() -> None:

@@ -121,6 +121,8 @@ def _error(text: str, name: str = "topologies/bad.yaml") -> str:
         ("{id: 2,", "{id: 2, size_bytes: 10,", "jobs[0].size_bytes", "multiple of 4"),
         ("{id: 2,", "{id: 2, payload: digits,", "jobs[0].payload", "must be one of"),
         ("{id: 2,", "{id: 2, payload: digest, size_bytes: 32,", "jobs[0].payload", "at least 4 elements per slice"),
+        # 48 MiB over 3 ranks: a 16 MiB chunk, one byte past the CTH's 24-bit offset
+        ("{id: 2,", "{id: 2, size_bytes: 48MiB,", "jobs[0].size_bytes", "must be below 16 MiB"),
         ("name: t\n", "name: t\ndcqcn: {gee: 1}\n", "dcqcn.gee", "unknown DCQCN parameter"),
         ("name: t\n", "name: t\ndcqcn: {g: 0}\n", "dcqcn", "dcqcn param g=0 must be in (0, 1]"),
         ("{id: 2,", "{id: 2, dcqcn: {min_rate_fraction: 2},", "jobs[0].dcqcn",

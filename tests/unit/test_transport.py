@@ -121,6 +121,36 @@ def test_exactly_once_in_order_over_lossy_channel(seed: int) -> None:
     assert sa["garbage"] == sb["garbage"] == 0
 
 
+def test_psns_wrap_at_24_bits_over_lossy_channel() -> None:
+    """PSNs travel mod 2**24 (the CTH's 24-bit field, as RoCEv2's BTH): a flow that crosses the
+    wrap under loss, duplication and reordering still delivers exactly once, in order."""
+    cfg = TransportConfig(line_rate_bps=20e6, mtu=600, window_packets=16)
+    a, b = Transport(JOB, 0, cfg, "none"), Transport(JOB, 1, cfg, "none")
+    start = (1 << 24) - 40  # both ends as if 2**24 - 40 packets had gone before
+    a.send(1, 1, b"", 0.0)
+    sflow = a._send[1]
+    sflow.pending[0].psn = sflow.next_psn = sflow.una = sflow.snd_nxt = start
+    b.on_datagram(0, data_pkt(0, step=0), ECN_ECT0, 0.0)  # opens the receive flow
+    b._recv[0].expected = start
+    b.poll(0.0)
+    sflow.next_psn = start + 1
+    rng = random.Random(7)
+    to_b = [(step, rng.randbytes(rng.choice([cfg.mss, 3 * cfg.mss]))) for step in range(2, 40)]
+    for step, msg in to_b:
+        a.send(1, step, msg, 0.0)
+    total = 1 + sum(-(-len(m) // cfg.mss) for _, m in to_b)
+    ch = Channel(7, {0: a, 1: b}, loss=0.1, dup=0.05, reorder=0.3)
+    wire_psns: set[int] = set()
+    emit = ch.emit
+    ch.emit = lambda src, outs: (wire_psns.update(decode(o.datagram)[0].psn for o in outs if src == 0), emit(src, outs))
+    b.deliveries()
+    ch.run(lambda: len(ch.got[1]) == total and a.idle())
+    assert reassemble(ch.got[1], 0) == [(1, b"")] + to_b
+    assert a._send[1].una == start + total > 1 << 24  # past the wrap
+    assert min(wire_psns) < 40 and max(wire_psns) >= (1 << 24) - 40  # both sides of it on the wire
+    assert a.stats()["garbage"] == b.stats()["garbage"] == 0 and a.stats()["retransmissions"] > 0
+
+
 def test_mss_and_config_validation() -> None:
     assert TransportConfig(mtu=1500).mss == 1500 - 20 - 8 - 16 == 1456
     with pytest.raises(ValueError, match="TransportConfig.mtu"):
@@ -150,7 +180,7 @@ def test_send_cuts_packets_and_marks_ect0() -> None:
     with pytest.raises(ValueError, match="own rank"):
         t.send(0, 1, b"x", 0.0)
     with pytest.raises(ValueError, match="offset"):
-        t.send(1, 1, b"xy", 0.0, offset=(1 << 32) - 1)
+        t.send(1, 1, b"xy", 0.0, offset=(1 << 24) - 2)  # the 24-bit CTH offset: a chunk below 16 MiB
 
 
 def test_receiver_acks_not_ect_and_unwraps_steps() -> None:

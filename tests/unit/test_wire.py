@@ -19,7 +19,7 @@ from hostapps.wire import (
     serial_newer,
 )
 
-FIELDS = dict(job_id=15, step=0xBEEF, src_rank=63, dst_rank=7, psn=0xDEADBEEF, offset=0x01020304)
+FIELDS = dict(job_id=15, channel=3, step=0xBEEF, src_rank=1023, dst_rank=0x0207, psn=0xADBEEF, offset=0xFFFFFE)
 
 
 @pytest.mark.parametrize("ctype", list(CthType))
@@ -33,19 +33,20 @@ def test_round_trip_every_type_and_flag(ctype: CthType, flags: int) -> None:
     got, rest = decode(datagram)
     assert got == hdr
     assert got.type is ctype and got.version == CTH_VERSION
-    assert (got.job_id, got.step, got.src_rank, got.dst_rank, got.psn, got.offset, got.flags) == (
-        15, 0xBEEF, 63, 7, 0xDEADBEEF, 0x01020304, int(flags))
+    assert (got.job_id, got.channel, got.step, got.src_rank, got.dst_rank, got.psn, got.offset, got.flags) == (
+        15, 3, 0xBEEF, 1023, 0x0207, 0xADBEEF, 0xFFFFFE, int(flags))
     assert bytes(rest) == payload
 
 
 def test_byte_layout_is_network_order() -> None:
-    raw = Cth(CthType.NACK, job_id=0x0102, step=0x0304, src_rank=5, dst_rank=6, psn=0x0708090A,
-              offset=0x0B0C0D0E, flags=CthFlags.ECE).pack()
-    assert raw == bytes([0x13, 0x02, 0x01, 0x02, 0x03, 0x04, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])
+    # version 2: job 8 bit | channel 8 bit | step 16 | src 16 | dst 16 | psn 24 | offset 24
+    raw = Cth(CthType.NACK, job_id=0x01, channel=0x02, step=0x0304, src_rank=0x0506, dst_rank=0x0708,
+              psn=0x090A0B, offset=0x0C0D0E, flags=CthFlags.ECE).pack()
+    assert raw == bytes([0x23, 0x02, 0x01, 0x02, 0x03, 0x04, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])
 
 
 def test_step_and_psn_wrap_on_pack() -> None:
-    got, _ = decode(Cth(CthType.DATA, 0, step=0x1_0005, src_rank=0, dst_rank=1, psn=(1 << 32) + 9).pack())
+    got, _ = decode(Cth(CthType.DATA, 0, step=0x1_0005, src_rank=0, dst_rank=1, psn=(1 << 24) + 9).pack())
     assert got.step == 5 and got.psn == 9
 
 
@@ -54,9 +55,9 @@ def test_step_and_psn_wrap_on_pack() -> None:
     [
         (b"", "shorter"),
         (bytes(15), "shorter"),
-        (bytes([0x21]) + bytes(15), "version 2"),
-        (bytes([0x15]) + bytes(15), "unknown CTH type 5"),
-        (bytes([0x10]) + bytes(15), "unknown CTH type 0"),
+        (bytes([0x11]) + bytes(15), "version 1"),
+        (bytes([0x25]) + bytes(15), "unknown CTH type 5"),
+        (bytes([0x20]) + bytes(15), "unknown CTH type 0"),
     ],
 )
 def test_decode_rejects_garbage(datagram: bytes, message: str) -> None:
@@ -66,9 +67,13 @@ def test_decode_rejects_garbage(datagram: bytes, message: str) -> None:
 
 def test_pack_overflow_raises_wire_error() -> None:
     with pytest.raises(WireError, match="out of range"):
-        Cth(CthType.DATA, job_id=0x1_0000, step=0, src_rank=0, dst_rank=0).pack()
+        Cth(CthType.DATA, job_id=0x100, step=0, src_rank=0, dst_rank=0).pack()
     with pytest.raises(WireError):
-        Cth(CthType.DATA, job_id=0, step=0, src_rank=256, dst_rank=0).pack()
+        Cth(CthType.DATA, job_id=0, step=0, src_rank=0x1_0000, dst_rank=0).pack()
+    with pytest.raises(WireError):
+        Cth(CthType.DATA, job_id=0, step=0, src_rank=0, dst_rank=0, channel=256).pack()
+    with pytest.raises(WireError, match="offset"):  # 24 bits: a chunk is below 16 MiB
+        Cth(CthType.DATA, job_id=0, step=0, src_rank=0, dst_rank=0, offset=1 << 24).pack()
 
 
 def test_serial_newer() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hostapps import wire
+from hostapps.collectives import COLLECTIVE_KINDS, lead_bound
 
 P4_INCLUDE = Path(__file__).resolve().parents[2] / "p4" / "include"
 
@@ -43,6 +44,14 @@ def _cth_fields() -> list[tuple[str, int]]:
         ("CTH_VERSION", wire.CTH_VERSION),
         ("MAX_JOBS", wire.MAX_JOBS),
         ("MAX_RANKS", wire.MAX_RANKS),
+        ("MAX_CHANNELS", wire.MAX_CHANNELS),
+        ("MAX_JOBS_LOG2", wire.MAX_JOBS_LOG2),
+        ("MAX_CHANNELS_LOG2", wire.MAX_CHANNELS_LOG2),
+        ("MAX_RANKS_LOG2", wire.MAX_RANKS_LOG2),
+        ("STEP_WINDOW_LOG2", wire.STEP_WINDOW_LOG2),
+        ("MAX_TRACKERS_LOG2", wire.MAX_TRACKERS_LOG2),
+        ("FLOW_SLOTS", wire.FLOW_SLOTS),
+        ("STEP_SLOTS", wire.STEP_SLOTS),
         ("STEP_WINDOW", wire.STEP_WINDOW),
         ("MAX_TRACKERS", wire.MAX_TRACKERS),
         ("ECN_NOT_ECT", wire.ECN_NOT_ECT),
@@ -63,15 +72,20 @@ def test_constant_agrees(p4_name: str, py_value: int) -> None:
 
 def test_register_slots_follow_from_sizes() -> None:
     consts = _p4_constants()
-    assert consts["FLOW_SLOTS"] == wire.MAX_JOBS * wire.MAX_RANKS
+    assert consts["FLOW_SLOTS"] == wire.MAX_JOBS * wire.MAX_CHANNELS * wire.MAX_RANKS
     assert consts["STEP_SLOTS"] == wire.MAX_TRACKERS * wire.STEP_WINDOW
     assert wire.MAX_TRACKERS > wire.MAX_JOBS  # job-wide trackers first, then per-port ones
-    assert 1 << consts["MAX_TRACKERS_LOG2"] == wire.MAX_TRACKERS
-    assert wire.STEP_WINDOW > wire.MAX_RANKS
+    # the window exceeds every lead a one-ring job can have (the loader rejects channel jobs beyond it)
+    assert wire.STEP_WINDOW > max(lead_bound(kind, wire.MAX_RANKS) for kind in COLLECTIVE_KINDS)
+    assert wire.STEP_WINDOW < 1 << 15  # serial arithmetic on 16-bit steps
     # indices are shifts (no run-time multiplication, docs/DESIGN.md section 4)
-    assert 1 << consts["MAX_RANKS_LOG2"] == wire.MAX_RANKS
-    assert 1 << consts["STEP_WINDOW_LOG2"] == wire.STEP_WINDOW
-    assert consts["MARKING_ENTRIES"] == wire.MAX_JOBS * wire.MAX_RANKS
+    for name in ("MAX_JOBS", "MAX_CHANNELS", "MAX_RANKS", "STEP_WINDOW", "MAX_TRACKERS"):
+        assert 1 << consts[name + "_LOG2"] == consts[name], name
+    top = wire.flow_index(wire.MAX_JOBS - 1, wire.MAX_CHANNELS - 1, wire.MAX_RANKS - 1)
+    assert top == wire.FLOW_SLOTS - 1 and wire.flow_index(1, 0, 0) == wire.MAX_CHANNELS * wire.MAX_RANKS
+    assert wire.slot_index(wire.MAX_TRACKERS - 1, wire.STEP_WINDOW - 1) == wire.STEP_SLOTS - 1
+    # the wire's fields hold every tracked value
+    assert wire.MAX_JOBS <= 1 << 8 and wire.MAX_CHANNELS <= 1 << 8 and wire.MAX_RANKS <= 1 << 16
 
 
 def test_cth_fields_widths_and_order() -> None:

@@ -1,16 +1,17 @@
 -- Wireshark / tshark dissector of symphony-emu's collective transport header (CTH).
 --
 -- Wire format: docs/DESIGN.md section 3 (hostapps/wire.py is the reference codec):
--- 16 bytes in network byte order, carried in UDP to port 4793 (CTH_UDP_PORT).
+-- 16 bytes in network byte order, carried in UDP to port 4793 (CTH_UDP_PORT), version 2.
 --
 --   byte 0      version:4 | type:4     DATA=1, ACK=2, NACK=3, CNP=4
 --   byte 1      flags                  bit0 LAST, bit1 ECE, bit2 RETX
---   bytes 2-3   job_id
+--   byte 2      job_id
+--   byte 3      channel                the job's ring (NCCL-style channel)
 --   bytes 4-5   step                   collective-global step, modulo 2^16
---   byte 6      src_rank
---   byte 7      dst_rank
---   bytes 8-11  psn                    DATA: sequence number; ACK: next expected PSN
---   bytes 12-15 offset                 DATA: byte offset of the payload in the step's chunk
+--   bytes 6-7   src_rank
+--   bytes 8-9   dst_rank
+--   bytes 10-12 psn                    24 bits, modulo 2^24; DATA: sequence number; ACK: next expected PSN
+--   bytes 13-15 offset                 24 bits, DATA: byte offset of the payload in the step's chunk
 --
 -- Use:  tshark -X lua_script:tools/wireshark/cth.lua -r s1-eth1.pcap -Y cth -T fields \
 --           -e cth.type -e cth.job -e cth.step -e cth.psn
@@ -31,12 +32,13 @@ f.flags    = ProtoField.uint8("cth.flags", "Flags", base.HEX)
 f.last     = ProtoField.bool("cth.flags.last", "LAST (last packet of the step's chunk)", 8, nil, 0x01)
 f.ece      = ProtoField.bool("cth.flags.ece", "ECE (ACK echoes a CE mark)", 8, nil, 0x02)
 f.retx     = ProtoField.bool("cth.flags.retx", "RETX (retransmission)", 8, nil, 0x04)
-f.job      = ProtoField.uint16("cth.job", "Job", base.DEC)
+f.job      = ProtoField.uint8("cth.job", "Job", base.DEC)
+f.channel  = ProtoField.uint8("cth.channel", "Channel", base.DEC)
 f.step     = ProtoField.uint16("cth.step", "Step", base.DEC)
-f.src_rank = ProtoField.uint8("cth.src_rank", "Source rank", base.DEC)
-f.dst_rank = ProtoField.uint8("cth.dst_rank", "Destination rank", base.DEC)
-f.psn      = ProtoField.uint32("cth.psn", "PSN", base.DEC)
-f.offset   = ProtoField.uint32("cth.offset", "Offset", base.DEC)
+f.src_rank = ProtoField.uint16("cth.src_rank", "Source rank", base.DEC)
+f.dst_rank = ProtoField.uint16("cth.dst_rank", "Destination rank", base.DEC)
+f.psn      = ProtoField.uint24("cth.psn", "PSN", base.DEC)
+f.offset   = ProtoField.uint24("cth.offset", "Offset", base.DEC)
 
 local e_short = ProtoExpert.new("cth.short", "CTH shorter than 16 bytes", expert.group.MALFORMED, expert.severity.ERROR)
 cth.experts = { e_short }
@@ -57,14 +59,15 @@ function cth.dissector(buf, pinfo, tree)
     fl:add(f.last, buf(1, 1))
     fl:add(f.ece, buf(1, 1))
     fl:add(f.retx, buf(1, 1))
-    sub:add(f.job, buf(2, 2))
+    sub:add(f.job, buf(2, 1))
+    sub:add(f.channel, buf(3, 1))
     sub:add(f.step, buf(4, 2))
-    sub:add(f.src_rank, buf(6, 1))
-    sub:add(f.dst_rank, buf(7, 1))
-    sub:add(f.psn, buf(8, 4))
-    sub:add(f.offset, buf(12, 4))
-    local summary = string.format("%s job=%d step=%d %d->%d psn=%d", ctype, buf(2, 2):uint(), buf(4, 2):uint(),
-        buf(6, 1):uint(), buf(7, 1):uint(), buf(8, 4):uint())
+    sub:add(f.src_rank, buf(6, 2))
+    sub:add(f.dst_rank, buf(8, 2))
+    sub:add(f.psn, buf(10, 3))
+    sub:add(f.offset, buf(13, 3))
+    local summary = string.format("%s job=%d ch=%d step=%d %d->%d psn=%d", ctype, buf(2, 1):uint(), buf(3, 1):uint(),
+        buf(4, 2):uint(), buf(6, 2):uint(), buf(8, 2):uint(), buf(10, 3):uint())
     sub:append_text(", " .. summary)
     pinfo.cols.info = "CTH " .. summary
     if n > CTH_LEN then
