@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import logging
 import re
+import shutil
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -131,7 +132,8 @@ def run_grid(ctx: FigureContext, scenarios: dict[str, dict[str, Any]], *,
     """Run every scenario (label -> topology document) with ``schemes`` over the seeds.
 
     Each document is written to ``ctx.out/scenarios/LABEL.yaml`` (figures that use the same
-    label and document share its runs). Returns label -> ``{"results": {(scheme, job):
+    label and document share its runs; a label whose document changed, e.g. after an edit of a
+    shipped file, has its old runs removed and run again). Returns label -> ``{"results": {(scheme, job):
     emu.sweep.SchemeJobResult}, "placebo": [...], "dirs": {scheme: [run folders]}, "scenario":
     path, "doc": document}``. Runs live in ``ctx.out/runs`` (reused: an interrupted figure resumes).
     """
@@ -146,10 +148,14 @@ def run_grid(ctx: FigureContext, scenarios: dict[str, dict[str, Any]], *,
     for label, doc in scenarios.items():
         path = scen_dir / f"{re.sub(r'[^A-Za-z0-9._-]+', '-', label).strip('-')}.yaml"
         text = yaml.safe_dump(doc, sort_keys=False)
-        if not path.exists() or path.read_text() != text:
+        stale = path.exists() and path.read_text() != text
+        if stale or not path.exists():
             path.write_text(text)
         spec = sweep.SweepSpec(topology=[str(path)], schemes=list(schemes), seeds=list(seeds or ctx.seeds))
         tasks, configs = sweep.plan_tasks(spec, [path], runs)
+        if stale:  # a run folder is named by the file's path: runs of the old text must not be reused
+            for task in tasks:
+                shutil.rmtree(task.out, ignore_errors=True)
         all_tasks += tasks
         plans[label] = (configs[0], path, doc)
     done = sweep.execute(all_tasks, workers=ctx.workers, scheduler=ctx.scheduler)
