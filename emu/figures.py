@@ -345,6 +345,13 @@ def _training_mix(ctx: FigureContext) -> dict[str, Any]:
     return doc
 
 
+def compute_families(ctx: FigureContext) -> dict[str, tuple[dict[str, Any], list[int]]]:
+    """Fig. 6's scenarios: family -> (document, the reductions it runs at), in run order."""
+    if ctx.quick:
+        return {"mix": (_training_mix(ctx), [1, 16])}
+    return {"train": (shipped("dc-train-8"), [1, 4, 16, 64]), "mix": (_training_mix(ctx), [1, 64])}
+
+
 def fig_jct_compute(ctx: FigureContext) -> str:
     """Fig. 6: normalized JCT (scheme / baseline) as the compute shrinks 1x-64x (the model's reduction).
 
@@ -353,11 +360,8 @@ def fig_jct_compute(ctx: FigureContext) -> str:
     beside the two straggler jobs (at 1x and 64x only: a mix run costs about five of dc-train-8's).
     ``--quick``: the mix only, at 1x and 16x.
     """
-    families = {"mix": _training_mix(ctx)}
-    factors = {"mix": [1, 16] if ctx.quick else [1, 64]}
-    if not ctx.quick:
-        families = {"train": shipped("dc-train-8"), **families}
-        factors["train"] = [1, 4, 16, 64]
+    families = {fam: doc for fam, (doc, _) in compute_families(ctx).items()}
+    factors = {fam: fs for fam, (_, fs) in compute_families(ctx).items()}
 
     def reduced(doc: dict[str, Any], f: int) -> dict[str, Any]:
         return with_changes(doc, lambda d: d["jobs"][small_job(d)]["model"].__setitem__("reduction", f))
