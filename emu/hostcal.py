@@ -80,8 +80,8 @@ def _timed_driver_class() -> type:
 
             self.core.on_datagram = counted  # RankWorker binds its transport's on_datagram per instance
 
-        def _sendto(self, datagram: bytes, ecn: int, addr: tuple[str, int]) -> bool:
-            ok = super()._sendto(datagram, ecn, addr)
+        def _sendto(self, datagram: bytes, ecn: int, addr: tuple[str, int], path: Any) -> bool:
+            ok = super()._sendto(datagram, ecn, addr, path)
             if ok:
                 self._acc[2] += 1
                 self._acc[3] += len(datagram)

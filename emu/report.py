@@ -56,7 +56,7 @@ CDF_PLOT = "cct_cdf.png"
 LEAD_PLOT = "step_lead.png"
 CCT_COLUMNS = ("scheme", "job", "iteration", "cct_s", "bound_s")
 FLOWS_FILE = "flows.csv"
-FLOW_COLUMNS = ("job", "rank", "dst_rank", "path")
+FLOW_COLUMNS = ("job", "rank", "dst_rank", "channel", "path")
 #: Shared links listed in the terminal (the rest are counted in one line).
 SHARED_LINKS_SHOWN = 12
 STEP_COLUMNS = ("scheme", "job", "rank", "iteration", "step", "start", "end")
@@ -180,7 +180,7 @@ def write_report(
     """Write summary.json, cct.csv, steps.csv, flows.csv and both PNGs (``plots``); return the terminal table.
 
     ``paths``: :meth:`emu.routing.Routes.flow_report` (where each ring flow went, flows per
-    link), kept in summary.json as ``paths`` and in flows.csv (job, rank, dst_rank, path).
+    link), kept in summary.json as ``paths`` and in flows.csv (job, rank, dst_rank, channel, path).
 
     ``order``: how the schemes' blocks ran (emu.runner.plan_blocks): ``scheme_order``
     (abba, random, sequential), ``blocks`` (scheme, measured and warm-up iterations per job,
@@ -201,7 +201,8 @@ def write_report(
     if paths is not None:
         summary["paths"] = dict(paths)
         _write_csv(out / FLOWS_FILE, FLOW_COLUMNS,
-                   [(f["job"], f["rank"], f["dst_rank"], " ".join(f["path"])) for f in paths.get("flows", [])])
+                   [(f["job"], f["rank"], f["dst_rank"], f.get("channel", 0), " ".join(f["path"]))
+                    for f in paths.get("flows", [])])
     if order:
         summary.update({k: order[k] for k in ("scheme_order", "blocks", "order_words") if k in order})
     if dilation != 1.0:

@@ -54,6 +54,7 @@ from typing import Any, Literal
 from emu.control import TableEntry
 from emu.p4build import P4_BUILDS, p4_build
 from hostapps.collectives import lead_bound
+from hostapps.spec import channel_port
 from hostapps.transport import TransportConfig
 from hostapps.wire import CTH_UDP_PORT, MAX_JOBS, MAX_TRACKERS, STEP_WINDOW
 
@@ -133,13 +134,19 @@ class SwitchProgram:
 
 @dataclasses.dataclass(frozen=True)
 class FlowPath:
-    """The path of one ring flow (DATA direction)."""
+    """The path of one ring flow (DATA direction) of one channel of a job."""
 
     job: int
     src_rank: int
     dst_rank: int
     nodes: tuple[str, ...]  #: src host, switches..., dst host
     links: tuple[int, ...]  #: index in Topology.links of each hop
+    channel: int = 0  #: the job's channel (ring): UDP source port CTH_UDP_PORT + channel
+
+    @property
+    def label(self) -> str:
+        """``"job:rank"``, or ``"job:rank/channel"`` for a channel after the first."""
+        return f"{self.job}:{self.src_rank}" + (f"/{self.channel}" if self.channel else "")
 
     @property
     def src_host(self) -> str:
@@ -166,8 +173,11 @@ class JobBandwidth:
     ``bottleneck_bps``: min link rate over every ring-flow path (the brief's B).
     ``fair_share_bps``: min over directed hops of link rate / number of the job's ring
     flows on that hop: what each flow gets when the ring runs in lockstep, so the tight
-    bound when ring flows share links (equal to ``bottleneck_bps`` when none do).
-    ``max_flows_per_hop``: most ring flows of the job sharing one directed hop.
+    bound when ring flows share links (equal to ``bottleneck_bps`` when none do). With K
+    channels a channel flow carries 1/K of a rank's bytes, so a hop's flows count 1/K each:
+    the share is the rate a whole ring's worth of bytes gets (K channels of one rank on its
+    access link: the link rate), and the bound keeps its single-ring formula.
+    ``max_flows_per_hop``: most ring flows (channel flows) of the job sharing one directed hop.
     """
 
     job: int
@@ -292,36 +302,39 @@ class Routes:
         return tuple(nodes), tuple(links)
 
     def ring_flows(self, job_id: int) -> list[FlowPath]:
-        """Paths of job ``job_id``'s ring flows, rank r -> (r+1) % N, in rank order."""
+        """Paths of job ``job_id``'s ring flows, rank r -> (r+1) % N, in rank order, each channel
+        c (``channels``; UDP source port ``CTH_UDP_PORT + c``, hostapps.spec.channel_port) in turn."""
         job = self.topo.job(job_id)
         n = len(job.ranks)
         out = []
         for r in range(n):
-            nodes, links = self.path(job.ranks[r], job.ranks[(r + 1) % n])
-            out.append(FlowPath(job.id, r, (r + 1) % n, nodes, links))
+            for c in range(job.channels):
+                nodes, links = self.path(job.ranks[r], job.ranks[(r + 1) % n], channel_port(CTH_UDP_PORT, c))
+                out.append(FlowPath(job.id, r, (r + 1) % n, nodes, links, c))
         return out
 
-    def link_load(self) -> dict[tuple[str, str], list[tuple[int, int]]]:
-        """Directed hop ``(from, to)`` -> (job, src rank) of every job's ring flows on it."""
-        load: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    def link_load(self) -> dict[tuple[str, str], list[str]]:
+        """Directed hop ``(from, to)`` -> the :attr:`FlowPath.label` of every job's ring flows on it."""
+        load: dict[tuple[str, str], list[str]] = {}
         for job in self.topo.jobs:
             for flow in self.ring_flows(job.id):
                 for hop in flow.hops:
-                    load.setdefault(hop, []).append((flow.job, flow.src_rank))
+                    load.setdefault(hop, []).append(flow.label)
         return load
 
     def flow_report(self) -> dict[str, Any]:
         """Where every ring flow went and how many share each link (summary.json ``paths``).
 
-        ``routing`` (the mode), ``flows``: per job and rank the path as node names;
-        ``links``: per directed hop ``from``, ``to``, ``flows`` (ring flows on it, all jobs),
-        ``ring_flows`` (``"job:rank"`` labels), sorted by most shared first; ``max_flows_per_link``.
+        ``routing`` (the mode), ``flows``: per job, rank and channel the path as node names;
+        ``links``: per directed hop ``from``, ``to``, ``flows`` (ring flows on it, all jobs and
+        channels), ``ring_flows`` (``"job:rank"`` labels, ``"job:rank/channel"`` for channels
+        after the first), sorted by most shared first; ``max_flows_per_link``.
         Background traffic is not in it.
         """
-        flows = [{"job": f.job, "rank": f.src_rank, "dst_rank": f.dst_rank, "path": list(f.nodes)}
-                 for job in self.topo.jobs for f in self.ring_flows(job.id)]
+        flows = [{"job": f.job, "rank": f.src_rank, "dst_rank": f.dst_rank, "path": list(f.nodes),
+                  "channel": f.channel} for job in self.topo.jobs for f in self.ring_flows(job.id)]
         load = self.link_load()
-        links = sorted(({"from": a, "to": b, "flows": len(on), "ring_flows": [f"{j}:{r}" for j, r in on]}
+        links = sorted(({"from": a, "to": b, "flows": len(on), "ring_flows": on}
                         for (a, b), on in load.items()), key=lambda x: (-x["flows"], x["from"], x["to"]))
         return {"routing": self.routing, "flows": flows, "links": links,
                 "max_flows_per_link": max((x["flows"] for x in links), default=0)}
@@ -333,14 +346,16 @@ class Routes:
         out: dict[str, set[int]] = {s.name: set() for s in self.plan.switches}
         for job in self.topo.jobs:
             for f in self.ring_flows(job.id):
+                sport = channel_port(CTH_UDP_PORT, f.channel)  # the ACKs of channel c come from port + c too
                 for a, b in ((f.src_host, f.dst_host), (f.dst_host, f.src_host)):
-                    nodes, _ = self.path(a, b)
+                    nodes, _ = self.path(a, b, sport)
                     for here, nxt in zip(nodes[1:-1], nodes[2:], strict=True):
                         out[here].add(self.plan.switch(here).port_to(nxt).port)
         return out
 
     def expected_flows(self) -> dict[str, dict[int, int]]:
-        """switch -> job id -> ring flows of the job crossing it (only counts >= 1)."""
+        """switch -> job id -> ring flows of the job crossing it (only counts >= 1); each channel's
+        flow counts (docs/DESIGN.md section 4: the frontier spans all of a job's channel flows)."""
         out: dict[str, dict[int, int]] = {s.name: {} for s in self.plan.switches}
         for job in self.topo.jobs:
             for flow in self.ring_flows(job.id):
@@ -373,10 +388,11 @@ class Routes:
             for hop, li in zip(flow.hops, flow.links, strict=True):
                 rate[hop] = self.plan.links[li].bandwidth_bps
         load = self.hop_load(job_id)
+        k = self.topo.job(job_id).channels
         return JobBandwidth(
             job=job_id,
             bottleneck_bps=min(rate.values()),
-            fair_share_bps=min(rate[h] / len(ranks) for h, ranks in load.items()),
+            fair_share_bps=min(rate[h] * k / len(ranks) for h, ranks in load.items()),
             max_flows_per_hop=max(len(r) for r in load.values()),
         )
 
@@ -467,7 +483,7 @@ def marking_entries(topo: Topology, job_id: int) -> list[TableEntry]:
     _check_job(job_id)
     params = topo.symphony_for(job_id)
     job = topo.job(job_id)
-    bound = min(lead_bound(job.collective, len(job.ranks)), MAX_LEAD)
+    bound = min(lead_bound(job.collective, len(job.ranks), job.channels), MAX_LEAD)
     out = []
     for lead in range(1, bound + 1):
         threshold = symphony_threshold(lead, params.lead_threshold, params.slope)

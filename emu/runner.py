@@ -517,6 +517,7 @@ def worker_specs(topology: Any, *, iterations: int | None, size: int | None, see
         else:
             iters = iterations if iterations is not None else job.iterations
             in_block = {}
+        channels = {"channels": job.channels} if job.channels > 1 else {}  # one channel: the spec as before
         for r, host in enumerate(job.ranks):
             schedule = compute_schedule(job, r, iters, seed)
             extra = {} if schedule is None else {"compute": schedule.as_dict()}
@@ -530,7 +531,7 @@ def worker_specs(topology: Any, *, iterations: int | None, size: int | None, see
                 "line_rate_bps": plan.host(host).line_rate_bps,
                 "rate_control": {"name": "dcqcn", "params": topology.dcqcn_for(job.id)},
                 "mtu": topology.mtu, "transport": topology.transport_for(job.id),
-                "step_timeout_s": job.step_timeout_s, "slices": job.slices, "payload": job.payload,
+                "step_timeout_s": job.step_timeout_s, "slices": job.slices, **channels, "payload": job.payload,
                 "seed": seed, "results_dir": str(results_dir),
             })
     return specs
@@ -1171,7 +1172,7 @@ def check_chunks(topology: Any, *, size: int | None, path: str | os.PathLike[str
     """UsageError (one line naming ``--size`` or the job's ``size_bytes``) when a job's step
     chunk would not fit the CTH's 24-bit offset (:func:`emu.topology_checks.chunk_problem`)."""
     for j, job in enumerate(topology.jobs):
-        problem = chunk_problem(size if size is not None else job.size_bytes, len(job.ranks))
+        problem = chunk_problem(size if size is not None else job.size_bytes, len(job.ranks), job.channels)
         if problem is not None:
             where = "--size" if size is not None else f"{path or 'topology'}: jobs[{j}].size_bytes"
             raise UsageError(f"{where}: {problem}")

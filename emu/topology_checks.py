@@ -19,9 +19,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from hostapps.collectives import digest_too_small, max_chunk_bytes
+from hostapps.collectives import digest_too_small, lead_bound, max_chunk_bytes
 from hostapps.ratecontrol import DCQCN_PRESETS, DcqcnParams, ecn_ramp_packets
-from hostapps.wire import MAX_CHUNK_BYTES, MAX_JOBS, MAX_RANKS
+from hostapps.wire import MAX_CHUNK_BYTES, MAX_JOBS, MAX_RANKS, STEP_WINDOW
 
 from .metrics import bandwidth_bound_s
 from .routing import compute_routes
@@ -366,10 +366,28 @@ def chunks_fit(topo: Topology, fail: Fail) -> None:
     """Every step chunk (``size_bytes`` over the ring's ranks) is below 16 MiB: the CTH carries a
     payload's byte offset in its chunk in 24 bits (docs/DESIGN.md section 3)."""
     for j, job in enumerate(topo.jobs):
-        problem = chunk_problem(job.size_bytes, len(job.ranks))
+        problem = chunk_problem(job.size_bytes, len(job.ranks), job.channels)
         if problem is not None:
             field = ("jobs", j, "model", "layer_bytes") if job.model is not None else ("jobs", j, "size_bytes")
-            raise fail(field, problem, "use a smaller size or more ranks")
+            raise fail(field, problem, "use a smaller size, more ranks or more channels")
+
+
+def channels_fit(topo: Topology, fail: Fail) -> None:
+    """A job of several channels runs an exact all-reduce, and its lead bound
+    (:func:`hostapps.collectives.lead_bound`) stays below the switches' step window."""
+    for j, job in enumerate(topo.jobs):
+        if job.channels == 1:
+            continue
+        if job.collective != "allreduce" or job.payload != "exact":
+            raise fail(("jobs", j, "channels"),
+                       f"{job.channels} channels need collective allreduce and payload exact, got "
+                       f"{job.collective} and {job.payload}", "use channels: 1 for this job")
+        bound = lead_bound(job.collective, len(job.ranks), job.channels)
+        if bound >= STEP_WINDOW:
+            raise fail(("jobs", j, "channels"),
+                       f"{job.channels} channels over {len(job.ranks)} ranks can lead by {bound} steps, not "
+                       f"below the switches' step window STEP_WINDOW = {STEP_WINDOW}",
+                       "use channels: 1, or at most 683 ranks for an all-reduce over channels")
 
 
 def chunk_problem(size_bytes: int, nranks: int, channels: int = 1) -> str | None:
@@ -378,7 +396,8 @@ def chunk_problem(size_bytes: int, nranks: int, channels: int = 1) -> str | None
     chunk = max_chunk_bytes(size_bytes, nranks, channels)
     if chunk <= MAX_CHUNK_BYTES:
         return None
-    return (f"a step chunk of {chunk} bytes ({size_bytes} bytes over {nranks} ranks) must be below 16 MiB "
+    over = f"{nranks} ranks" if channels == 1 else f"{nranks} ranks and {channels} channels"
+    return (f"a step chunk of {chunk} bytes ({size_bytes} bytes over {over}) must be below 16 MiB "
             f"(the CTH's 24-bit offset)")
 
 
@@ -557,6 +576,7 @@ CHECKS: tuple[Check, ...] = (
     jobs_fit,
     workloads_fit,
     chunks_fit,
+    channels_fit,
     background_hosts,
     explicit_paths_valid,
     ecn_can_mark,

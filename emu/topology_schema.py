@@ -20,7 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
 from pydantic_core import PydanticCustomError
 
 from hostapps.ratecontrol import DCQCN_PRESETS, DcqcnPreset
-from hostapps.wire import MAX_JOBS
+from hostapps.wire import MAX_CHANNELS, MAX_JOBS
 
 from .topology_plan import NetworkPlan, build_plan
 from .units import Bytes, Kind, Mbps, Milliseconds, Seconds
@@ -260,6 +260,10 @@ class JobSpec(_Model):
     #: each slice a 16-byte (sum, count) record of the ranks' tokens, verified exactly, so a
     #: rank's memory does not grow with ``size_bytes`` (hostapps.collectives.DigestRingCollective).
     payload: Payload = "exact"
+    #: NCCL-style channels: each collective's buffer is split over this many independent rings,
+    #: channel c on UDP source port 4793 + c, so ECMP can hash the channels apart; the collective
+    #: ends when every channel has (exact all-reduce only; hostapps.collectives.ChannelCollective).
+    channels: Count = Field(1, ge=1, le=MAX_CHANNELS)
     #: Delay of this job's start after the run's common start (ms, or with a unit).
     start_offset_ms: Milliseconds = Field(0.0, ge=0, le=MAX_TIME_MS)
     #: A step waiting longer than this for data fails the job (s, or with a unit).
@@ -457,6 +461,7 @@ FIXES: dict[str, str] = {
     "compute_ms": "give the compute time between collectives in ms, 0 or more",
     "slices": "give 1 or more slices per step",
     "payload": "use exact or digest",
+    "channels": f"give 1 to {MAX_CHANNELS} channels (MAX_CHANNELS, hostapps/wire.py)",
     "start_offset_ms": "give the job's start offset in ms, 0 or more",
     "rate_mbps": "give the on-period sending rate in Mbit/s",
     "on_ms": "give the mean on period in ms, more than 0",

@@ -34,6 +34,7 @@ import logging
 import socket
 import struct
 from collections import deque
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from hostapps.transport import Delivery, Outgoing, Transport, TransportConfig
@@ -70,10 +71,23 @@ class DatagramCore(Protocol):
         """When :meth:`poll` must run next, or None."""
 
 
+class _SendPath:
+    """One sending socket and its backlog of datagrams the kernel had no room for."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.backlog: deque[tuple[bytes, int, tuple[str, int]]] = deque()
+        self.writer = False
+        self.tos: int | None = None  # the socket's IP_TOS when set per send
+
+
 class UdpDriver:
     """A :class:`DatagramCore` on a UDP socket: receive, send with ECN, the core's timer.
 
-    Subclasses react to each poll in :meth:`_after_poll` (hand out deliveries, write records).
+    ``channel_socks``: for a rank of several channels, the sockets that send channels 1.. from
+    their own source ports (bound by the caller, send only: every datagram arrives at ``sock``);
+    a datagram goes out of the socket of its CTH channel byte. Subclasses react to each poll in
+    :meth:`_after_poll` (hand out deliveries, write records).
     """
 
     def __init__(
@@ -83,6 +97,7 @@ class UdpDriver:
         sock: socket.socket,
         peers: dict[int, tuple[str, int]],
         loop: asyncio.AbstractEventLoop,
+        channel_socks: Sequence[socket.socket] = (),
     ) -> None:
         self.core = core
         self.rank = rank
@@ -93,11 +108,9 @@ class UdpDriver:
         # uvloop's call_at returns a plain Handle (no .when()) for past deadlines,
         # so the deadline is kept beside the handle.
         self._timer_when: float | None = None
-        self._backlog: deque[tuple[bytes, int, tuple[str, int]]] = deque()
-        self._writer = False
+        self._paths = [_SendPath(sock)] + [_SendPath(s) for s in channel_socks]
         self._closed = False
         self._tos_cmsg = True  # False after the kernel refused IP_TOS ancillary data
-        self._sock_tos: int | None = None
         self._stats = {"icmp_errors": 0, "send_errors": 0, "unknown_source": 0,
                        "datagrams_received": 0, "datagrams_sent": 0}
         loop.add_reader(sock.fileno(), self._on_readable)
@@ -115,9 +128,10 @@ class UdpDriver:
         if self._timer is not None:
             self._timer.cancel()
         self._loop.remove_reader(self._sock.fileno())
-        if self._writer:
-            self._loop.remove_writer(self._sock.fileno())
-        self._sock.close()
+        for path in self._paths:
+            if path.writer:
+                self._loop.remove_writer(path.sock.fileno())
+            path.sock.close()
 
     def pump(self) -> None:
         """Poll the core now, send its output, re-arm its timer."""
@@ -190,30 +204,33 @@ class UdpDriver:
             logger.warning("rank %d: no address for rank %d, dropped a datagram",
                            self.rank, out.dst_rank)
             return
-        if self._backlog:
-            self._backlog.append((out.datagram, out.ecn, addr))
+        paths = self._paths
+        path = paths[0] if len(paths) == 1 else paths[out.datagram[3]]  # the CTH's channel byte
+        if path.backlog:
+            path.backlog.append((out.datagram, out.ecn, addr))
             return
-        if not self._sendto(out.datagram, out.ecn, addr):
-            self._backlog.append((out.datagram, out.ecn, addr))
-            if not self._writer:
-                self._writer = True
-                self._loop.add_writer(self._sock.fileno(), self._on_writable)
+        if not self._sendto(out.datagram, out.ecn, addr, path):
+            path.backlog.append((out.datagram, out.ecn, addr))
+            if not path.writer:
+                path.writer = True
+                self._loop.add_writer(path.sock.fileno(), self._on_writable, path)
 
-    def _on_writable(self) -> None:
-        while self._backlog:
-            datagram, ecn, addr = self._backlog[0]
-            if not self._sendto(datagram, ecn, addr):
+    def _on_writable(self, path: _SendPath) -> None:
+        while path.backlog:
+            datagram, ecn, addr = path.backlog[0]
+            if not self._sendto(datagram, ecn, addr, path):
                 return
-            self._backlog.popleft()
-        self._writer = False
-        self._loop.remove_writer(self._sock.fileno())
+            path.backlog.popleft()
+        path.writer = False
+        self._loop.remove_writer(path.sock.fileno())
 
-    def _sendto(self, datagram: bytes, ecn: int, addr: tuple[str, int]) -> bool:
-        """Send one datagram with TOS ``ecn``; False when the socket buffer is full."""
+    def _sendto(self, datagram: bytes, ecn: int, addr: tuple[str, int], path: _SendPath) -> bool:
+        """Send one datagram with TOS ``ecn`` from ``path``'s socket; False when its buffer is full."""
+        sock = path.sock
         try:
             if self._tos_cmsg:
                 try:
-                    self._sock.sendmsg(
+                    sock.sendmsg(
                         [datagram], [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", ecn))], 0, addr
                     )
                 except OSError as exc:
@@ -221,12 +238,12 @@ class UdpDriver:
                         raise
                     logger.info("IP_TOS control message refused (%s); using setsockopt per send", exc)
                     self._tos_cmsg = False
-                    return self._sendto(datagram, ecn, addr)
+                    return self._sendto(datagram, ecn, addr, path)
             else:
-                if self._sock_tos != ecn:
-                    self._sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, ecn)
-                    self._sock_tos = ecn
-                self._sock.sendto(datagram, addr)
+                if path.tos != ecn:
+                    sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, ecn)
+                    path.tos = ecn
+                sock.sendto(datagram, addr)
         except (BlockingIOError, InterruptedError):
             return False
         except OSError as exc:

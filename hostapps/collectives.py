@@ -85,10 +85,12 @@ class DeliveryLike(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SendRequest:
-    """One message for the transport: ``Transport.send(dst_rank, step, payload, now, offset=, last=)``.
+    """One message for the transport:
+    ``Transport.send(dst_rank, step, payload, now, offset=, last=, channel=)``.
 
     ``payload`` is a float32 little-endian slice of the step's chunk starting at byte
-    ``offset`` of the chunk; ``last`` marks the step's final slice.
+    ``offset`` of the chunk; ``last`` marks the step's final slice; ``channel`` the ring
+    (NCCL-style channel) of the collective that sends it.
     """
 
     dst_rank: int
@@ -96,6 +98,7 @@ class SendRequest:
     offset: int
     payload: bytes
     last: bool
+    channel: int = 0
 
 
 class CollectiveError(RuntimeError):
@@ -201,6 +204,7 @@ class RingCollective:
         step_base: CTH step of this collective's first step (``>= 0``).
         slices: slices per chunk for pipelined forwarding (``>= 1``).
         step_timeout: seconds without data from the left neighbour before failing.
+        channel: the channel its send requests carry (:class:`ChannelCollective`; 0 alone).
 
     Results: ``result`` is the reduced ``S``-element buffer (all-reduce), the gathered
     buffer (all-gather, chunk ``i`` from rank ``i``) or the reduced chunk ``rank``
@@ -219,6 +223,7 @@ class RingCollective:
         step_base: int,
         slices: int = 1,
         step_timeout: float,
+        channel: int = 0,
     ) -> None:
         if kind not in COLLECTIVE_KINDS:
             raise ValueError(f"unknown collective {kind!r}; expected one of {', '.join(COLLECTIVE_KINDS)}")
@@ -240,6 +245,7 @@ class RingCollective:
         self.step_base = step_base
         self.slices = slices
         self.step_timeout = float(step_timeout)
+        self.channel = channel
         self.left = (rank - 1) % nranks
         self.right = (rank + 1) % nranks
 
@@ -427,7 +433,7 @@ class RingCollective:
         sa, _ = self._slices[chunk][j]
         payload = self._slice_payload(chunk, j)
         last = j == len(self._slices[chunk]) - 1
-        self._outbox.append(SendRequest(self.right, self.step_base + i, sa * _ITEM, payload, last))
+        self._outbox.append(SendRequest(self.right, self.step_base + i, sa * _ITEM, payload, last, self.channel))
         self._sent[i][j] = True
         if self._starts[i] is None:
             self._starts[i] = now
@@ -469,6 +475,97 @@ class RingCollective:
         self.error = message
         self.done = True
         self.result = None
+
+
+class ChannelCollective:
+    """One collective over ``channels`` rings (NCCL-style channels) on one rank.
+
+    The buffer is cut into ``channels`` contiguous parts (:func:`chunk_bounds`); part c is an
+    independent :class:`RingCollective` (same kind, ranks and step numbers) whose messages
+    carry channel c, so each channel is its own transport flow with its own UDP source port
+    (docs/DESIGN.md section 5). As in NCCL the channels are not synchronised within a
+    collective: each runs its ring at its own pace, and the collective ends when every
+    channel has. Only the all-reduce is split (its result, the whole reduced buffer, is the
+    channels' results in order; an all-gather's or reduce-scatter's chunk ownership would
+    change with the split). Same interface as :class:`RingCollective`: ``start``, ``poll``,
+    ``on_delivery`` (routed by the delivery's ``channel``), ``next_timer``, ``done``,
+    ``error`` (the first channel's, named), ``result``, ``step_log`` (per step the first
+    channel's start and the last channel's end).
+
+    Raises ``ValueError`` for ``channels < 1`` or a collective other than all-reduce with
+    several channels, as :class:`RingCollective` for the rest.
+    """
+
+    def __init__(self, kind: str, rank: int, nranks: int, data: np.ndarray, *, step_base: int, channels: int,
+                 slices: int = 1, step_timeout: float) -> None:
+        if channels < 1:
+            raise ValueError(f"channels must be >= 1, got {channels}")
+        if channels > 1 and kind != "allreduce":
+            raise ValueError(f"{kind} over {channels} channels: only the all-reduce is split over channels")
+        self.rings = [RingCollective(kind, rank, nranks, data[a:b], step_base=step_base, slices=slices,
+                                     step_timeout=step_timeout, channel=c)
+                      for c, (a, b) in enumerate(chunk_bounds(len(data), channels))]
+        self.step_base = step_base
+        self.nsteps = self.rings[0].nsteps
+        self.result: np.ndarray | None = None
+
+    @property
+    def done(self) -> bool:
+        """Every channel ended, or one failed."""
+        return self.error is not None or all(r.done for r in self.rings)
+
+    @property
+    def error(self) -> str | None:
+        """The first failed channel's error, ``"channel c: ..."``, or None."""
+        for r in self.rings:
+            if r.error is not None:
+                return f"channel {r.channel}: {r.error}"
+        return None
+
+    @property
+    def last_step(self) -> int:
+        """CTH step number after this collective's last step (next ``step_base``)."""
+        return self.step_base + self.nsteps
+
+    @property
+    def step_log(self) -> list[tuple[int, float, float]]:
+        """``(step, start, end)`` per step every channel completed: the first channel's start, the last one's end."""
+        logs = [{s: (a, b) for s, a, b in r.step_log} for r in self.rings]
+        return [(s, min(lg[s][0] for lg in logs), max(lg[s][1] for lg in logs))
+                for s in sorted(logs[0]) if all(s in lg for lg in logs)]
+
+    def start(self, now: float) -> None:
+        """Begin every channel."""
+        for r in self.rings:
+            r.start(now)
+        self._check_result()
+
+    def on_delivery(self, d: DeliveryLike, now: float) -> bool:
+        """Hand a delivery to its channel's ring (:meth:`RingCollective.on_delivery`)."""
+        c = getattr(d, "channel", 0)
+        if not 0 <= c < len(self.rings):
+            logger.warning("dropped data of channel %d (the collective has %d)", c, len(self.rings))
+            return True
+        taken = self.rings[c].on_delivery(d, now)
+        self._check_result()
+        return taken
+
+    def poll(self, now: float) -> list[SendRequest]:
+        """Every channel's messages to send now (and their step timeouts)."""
+        out: list[SendRequest] = []
+        for r in self.rings:
+            out += r.poll(now)
+        self._check_result()
+        return out
+
+    def next_timer(self) -> float | None:
+        """The earliest channel timer, or None."""
+        times = [t for t in (r.next_timer() for r in self.rings) if t is not None]
+        return min(times) if times else None
+
+    def _check_result(self) -> None:
+        if self.result is None and all(r.done and r.error is None for r in self.rings):
+            self.result = np.concatenate([r.result for r in self.rings])  # type: ignore[misc]
 
 
 # --- digest payloads: exact, small per-rank state ---------------------------------------------

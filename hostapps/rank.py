@@ -90,6 +90,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from hostapps.collectives import (
+    ChannelCollective,
     DigestRingCollective,
     RingCollective,
     SendRequest,
@@ -311,7 +312,8 @@ class RankWorker:
         self.verifier: Verification = verifier if verifier is not None else LocalVerifier(spec)
         if config is None:
             config = transport_config(spec.line_rate_bps, spec.mtu, spec.transport)
-        self.transport = Transport(spec.job_id, spec.rank, config, spec.rate_control, spec.rate_params)
+        self.transport = Transport(spec.job_id, spec.rank, config, spec.rate_control, spec.rate_params,
+                                   channels=spec.channels)
         self.inputs = inputs if inputs is not None else (lambda k: rank_input(spec, spec.rank, k))
         self.clock_offset = clock_offset
         self.measured = measured
@@ -453,6 +455,10 @@ class RankWorker:
         """The collective of ``iteration`` on ``data`` (steps from ``iteration * steps``); with
         ``payload: digest`` ``data`` is the tokens of a :class:`DigestRingCollective`."""
         spec = self.spec
+        if spec.channels > 1:  # NCCL-style channels: the buffer over that many rings
+            return ChannelCollective(spec.collective, spec.rank, spec.nranks, data,  # type: ignore[return-value]
+                                     step_base=iteration * self.steps, channels=spec.channels,
+                                     slices=spec.slices, step_timeout=spec.step_timeout_s)
         if spec.payload == "digest":
             return DigestRingCollective(spec.collective, spec.rank, spec.nranks, spec.n_elements, data,
                                         step_base=iteration * self.steps, slices=spec.slices,
@@ -469,7 +475,7 @@ class RankWorker:
     def _transmit(self, requests: list[SendRequest], now: float) -> None:
         send = self.transport.send
         for req in requests:
-            send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last)
+            send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last, channel=req.channel)
 
     # -- the lifecycle -------------------------------------------------------------------
     def _run_collective(self, now: float) -> None:

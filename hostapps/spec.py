@@ -19,7 +19,7 @@ from typing import Any
 from hostapps.collectives import COLLECTIVE_KINDS, PAYLOADS, digest_too_small
 from hostapps.ratecontrol import RateControlError, make_rate_controller
 from hostapps.transport import TransportConfig
-from hostapps.wire import MAX_JOBS, MAX_RANKS
+from hostapps.wire import MAX_CHANNELS, MAX_JOBS, MAX_RANKS
 from hostapps.workload import ComputeSchedule
 
 
@@ -69,6 +69,9 @@ class WorkerSpec:
         payload: ``exact`` (float32 data, verified against the float64 sum) or ``digest`` (the
             same packets carrying one 16-byte record per slice, :class:`hostapps.collectives.DigestRingCollective`:
             a rank's memory does not grow with ``size_bytes``; every slice needs 16 bytes).
+        channels: NCCL-style channels (1..MAX_CHANNELS): the buffer over that many rings,
+            channel c sending from UDP source port ``port + c`` (:func:`channel_port`);
+            more than one needs an exact all-reduce.
     """
 
     job_id: int
@@ -92,6 +95,7 @@ class WorkerSpec:
     warmup: int = 0
     first_iteration: int = 0
     payload: str = "exact"
+    channels: int = 1
 
     @property
     def nranks(self) -> int:
@@ -116,7 +120,7 @@ _REQUIRED = (
 _OPTIONAL_DEFAULTS: dict[str, Any] = {
     "compute_s": 0.0, "rate_control": {"name": "dcqcn", "params": {}}, "mtu": 1500,
     "step_timeout_s": 10.0, "slices": 1, "seed": 1, "transport": {}, "compute": None, "warmup": 0, "first_iteration": 0,
-    "payload": "exact",
+    "payload": "exact", "channels": 1,
 }
 
 
@@ -231,14 +235,32 @@ def parse_spec(obj: Any, where: str = "spec") -> WorkerSpec:
         why = digest_too_small(size_bytes // 4, len(addrs), slices)
         if why is not None:
             raise SpecError(f"{where}: field 'payload': {why}")
+    channels = _int(obj, "channels", where, 1, MAX_CHANNELS)
+    if channels > 1 and (collective != "allreduce" or payload != "exact"):
+        raise SpecError(f"{where}: field 'channels': {channels} channels need collective allreduce and payload "
+                        f"exact, got {collective} and {payload}")
+    for a in addrs.values():
+        if a.port + channels - 1 > 65535:
+            raise SpecError(f"{where}: ranks[{a.rank}]: port {a.port} leaves no source port for channel "
+                            f"{channels - 1} (port + channel <= 65535)")
     return WorkerSpec(
         job_id=job_id, rank=rank, ranks=tuple(addrs[r] for r in range(len(addrs))),
         collective=collective, size_bytes=size_bytes, iterations=iterations, compute_s=compute_s,
         start_at=start_at, line_rate_bps=line_rate_bps, rate_control=rc["name"],
         rate_params=dict(params), mtu=mtu, step_timeout_s=step_timeout_s, slices=slices, seed=seed,
         results_dir=results_dir, transport=dict(transport), compute=compute,
-        warmup=warmup, first_iteration=first_iteration, payload=payload,
+        warmup=warmup, first_iteration=first_iteration, payload=payload, channels=channels,
     )
+
+
+def channel_port(port: int, channel: int) -> int:
+    """UDP source port of ``channel`` of a rank whose port is ``port``: ``port + channel``.
+
+    Channel 0 sends from the rank's own port (so one channel is exactly the single ring);
+    every channel sends to the peer's port, the CTH port the switches parse. A distinct
+    source port gives each channel its own 5-tuple, so ECMP hashes channels apart.
+    """
+    return port + channel
 
 
 def transport_config(line_rate_bps: float, mtu: int, overrides: dict[str, Any] | None = None) -> TransportConfig:

@@ -1,7 +1,10 @@
 """Reliable, paced, rate-controlled transport over CTH datagrams; no I/O, no clock.
 
-One :class:`Transport` per (job, rank). A flow is (job, src_rank -> dst_rank); each
-flow has PSNs starting at 0 (docs/DESIGN.md section 5). Every entry point takes ``now``
+One :class:`Transport` per (job, rank). A flow is (job, channel, src_rank -> dst_rank); each
+flow has PSNs starting at 0 (docs/DESIGN.md section 5). A job of K channels (NCCL-style rings,
+:class:`hostapps.collectives.ChannelCollective`) has K flows to its right neighbour in the one
+transport, so they share the host's line-rate pacing; internally a flow is keyed
+``rank | channel << 16`` (channel 0: the rank). Every entry point takes ``now``
 (seconds) and the core returns what to send (:meth:`Transport.poll`) and when it wants
 to be called again (:meth:`Transport.next_timer`); :mod:`hostapps.aio` and
 :mod:`hostapps.lossychannel` (tests) and :mod:`emu.vtime` drive it. Call :meth:`Transport.poll` after :meth:`Transport.send`
@@ -177,13 +180,14 @@ class Outgoing:
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One DATA packet's payload, delivered once and in PSN order per source."""
+    """One DATA packet's payload, delivered once and in PSN order per source and channel."""
 
     src_rank: int
     step: int
     offset: int
     payload: bytes
     last: bool
+    channel: int = 0
 
 
 class _TxPacket:
@@ -200,8 +204,9 @@ class _TxPacket:
 
 
 class _SendFlow:
-    def __init__(self, dst: int, rc: RateController, rto: float) -> None:
+    def __init__(self, dst: int, rc: RateController, rto: float, channel: int = 0) -> None:
         self.dst = dst
+        self.channel = channel
         self.rc = rc
         self.next_psn = 0  # next PSN to assign
         self.una = 0  # oldest unacked PSN
@@ -250,9 +255,9 @@ class Transport:
         rate_control: name in :data:`hostapps.ratecontrol.RATE_CONTROLLERS` (one
             controller per sending flow).
         rate_params: parameters of that controller (e.g. DcqcnParams fields).
-        channel: the job's channel (ring) this transport carries, 0 <= channel <
-            MAX_CHANNELS: every header it sends carries it, and a datagram of another
-            channel is garbage (one transport per channel, docs/DESIGN.md section 5).
+        channels: the job's channels (rings), 1..MAX_CHANNELS: each (channel, peer) is
+            its own flow, every header carries its flow's channel, and a datagram of a
+            channel >= ``channels`` is garbage (docs/DESIGN.md section 5).
 
     Raises ValueError (or RateControlError) on a bad argument.
     """
@@ -265,17 +270,17 @@ class Transport:
         rate_control: str = "dcqcn",
         rate_params: dict[str, Any] | None = None,
         *,
-        channel: int = 0,
+        channels: int = 1,
     ) -> None:
         if not 0 <= job_id < MAX_JOBS:
             raise ValueError(f"job_id {job_id} out of range 0..{MAX_JOBS - 1}")
         if not 0 <= rank <= MAX_WIRE_RANK:
             raise ValueError(f"rank {rank} out of range 0..{MAX_WIRE_RANK}")
-        if not 0 <= channel < MAX_CHANNELS:
-            raise ValueError(f"channel {channel} out of range 0..{MAX_CHANNELS - 1}")
+        if not 1 <= channels <= MAX_CHANNELS:
+            raise ValueError(f"channels {channels} out of range 1..{MAX_CHANNELS}")
         self.job_id = job_id
         self.rank = rank
-        self.channel = channel
+        self.channels = channels
         self.config = config or TransportConfig()
         self.rate_control = rate_control
         self.rate_params = dict(rate_params or {})
@@ -307,9 +312,9 @@ class Transport:
 
     def send(
         self, dst_rank: int, step: int, data: bytes | bytearray | memoryview, now: float,
-        *, offset: int = 0, last: bool = True,
+        *, offset: int = 0, last: bool = True, channel: int = 0,
     ) -> None:
-        """Queue one message for ``dst_rank``.
+        """Queue one message for ``dst_rank`` on ``channel``.
 
         The message is cut into DATA packets of at most ``config.mss`` payload bytes;
         packet i carries CTH offset ``offset + i * mss`` and the final one the LAST flag
@@ -321,11 +326,13 @@ class Transport:
             raise ValueError(f"dst_rank {dst_rank} must be 0..{MAX_WIRE_RANK} and not own rank {self.rank}")
         if step < 0:
             raise ValueError(f"step {step} must be >= 0")
+        if not 0 <= channel < self.channels:
+            raise ValueError(f"channel {channel} must be 0..{self.channels - 1}")
         view = memoryview(data).cast("B")
         if offset < 0 or offset + len(view) > MAX_CHUNK_BYTES:
             raise ValueError(f"offset {offset} + {len(view)} bytes does not fit the 24-bit CTH offset "
                              f"(a chunk must be below 16 MiB)")
-        flow = self._flow_to(dst_rank)
+        flow = self._flow_to(dst_rank | (channel << 16))
         mss = self.config.mss
         n = max(1, -(-len(view) // mss))
         for i in range(n):
@@ -334,17 +341,18 @@ class Transport:
             flow.next_psn += 1
             flow.pending.append(pkt)
 
-    def _flow_to(self, dst: int) -> _SendFlow:
-        flow = self._send.get(dst)
+    def _flow_to(self, key: int) -> _SendFlow:
+        """The send flow of ``key`` = dst rank | channel << 16, made on first use."""
+        flow = self._send.get(key)
         if flow is None:
             rc = make_rate_controller(self.rate_control, self.config.line_rate_bps, self.rate_params)
-            flow = _SendFlow(dst, rc, self.config.initial_rto)
-            self._send[dst] = flow
+            flow = _SendFlow(key & 0xFFFF, rc, self.config.initial_rto, key >> 16)
+            self._send[key] = flow
         return flow
 
-    def pending_bytes(self, dst_rank: int | None = None) -> int:
-        """Payload bytes queued or unacked (to ``dst_rank`` or to all)."""
-        flows = self._send.values() if dst_rank is None else [self._send.get(dst_rank)]
+    def pending_bytes(self, dst_rank: int | None = None, channel: int = 0) -> int:
+        """Payload bytes queued or unacked (to ``dst_rank`` on ``channel``, or to all)."""
+        flows = self._send.values() if dst_rank is None else [self._send.get(dst_rank | (channel << 16))]
         return sum(
             sum(len(p.payload) for p in f.pending) + sum(len(p.payload) for p in f.inflight.values())
             for f in flows if f is not None
@@ -368,16 +376,17 @@ class Transport:
         except WireError as exc:
             self._garbage(f"from rank {src_rank}: {exc}")
             return
-        if job_id != self.job_id or hdst != self.rank or hsrc != src_rank or channel != self.channel:
+        if job_id != self.job_id or hdst != self.rank or hsrc != src_rank or channel >= self.channels:
             self._garbage(
                 f"job {job_id} channel {channel} {hsrc}->{hdst} (from rank {src_rank}) "
-                f"is not for job {self.job_id} channel {self.channel} rank {self.rank}"
+                f"is not for job {self.job_id} channels 0..{self.channels - 1} rank {self.rank}"
             )
             return
+        key = (src_rank | (channel << 16)) if channel else src_rank  # the flow: peer | channel << 16
         if ptype == _DATA:
-            self._on_data(src_rank, step, psn, offset, flags, payload, ecn & ECN_MASK, now)
+            self._on_data(key, step, psn, offset, flags, payload, ecn & ECN_MASK, now)
             return
-        flow = self._send.get(src_rank)
+        flow = self._send.get(key)
         if flow is None:
             self._garbage(f"{CthType(ptype).name} from rank {src_rank} without a flow to it")
             return
@@ -449,7 +458,8 @@ class Transport:
 
     def _on_data(self, src: int, step: int, wire_psn: int, offset: int, flags: int, payload: memoryview, ecn: int,
                  now: float) -> None:
-        """A DATA packet's header fields (CTH values: step mod 2**16, PSN mod 2**24) and payload."""
+        """A DATA packet's header fields (CTH values: step mod 2**16, PSN mod 2**24) and payload;
+        ``src`` is the flow's key (peer rank | channel << 16)."""
         cfg = self.config
         flow = self._recv.get(src)
         if flow is None:
@@ -497,7 +507,7 @@ class Transport:
         flow.unacked += 1
         self._stats["packets_delivered"] += 1
         self._stats["bytes_delivered"] += len(data)
-        self._deliveries.append(Delivery(src, flow.step, offset, data, last))
+        self._deliveries.append(Delivery(src & 0xFFFF, flow.step, offset, data, last, src >> 16))
 
     def _maybe_nack(self, src: int, flow: _RecvFlow, now: float) -> None:
         if flow.nacked_psn == flow.expected and now - flow.last_nack < self.config.nack_interval:
@@ -517,8 +527,10 @@ class Transport:
         flow.unacked = 0
         flow.ack_due = None
 
-    def _control(self, dst: int, ctype: int, psn: int, now: float, *, step: int = 0, ece: bool = False) -> None:
-        datagram = pack_header(ctype, self.job_id, step, self.rank, dst, psn, 0, _ECE if ece else 0, self.channel)
+    def _control(self, key: int, ctype: int, psn: int, now: float, *, step: int = 0, ece: bool = False) -> None:
+        """Queue an ACK, NACK or CNP on flow ``key`` (peer rank | channel << 16)."""
+        dst = key & 0xFFFF
+        datagram = pack_header(ctype, self.job_id, step, self.rank, dst, psn, 0, _ECE if ece else 0, key >> 16)
         self._ctrl.append(Outgoing(dst, datagram, ECN_NOT_ECT))
         if self._ctrl_at is None:
             self._ctrl_at = now
@@ -593,7 +605,7 @@ class Transport:
             flow.snd_nxt = pkt.psn + 1
         flags = (_LAST if pkt.last else 0) | (_RETX if pkt.sends else 0)
         datagram = pack_header(_DATA, self.job_id, pkt.step, self.rank, flow.dst, pkt.psn % _PSN_MOD, pkt.offset,
-                               flags, self.channel) + pkt.payload
+                               flags, flow.channel) + pkt.payload
         pkt.sends += 1
         pkt.sent_at = now
         if flow.rto_at is None:
@@ -645,9 +657,9 @@ class Transport:
         out, self._deliveries = self._deliveries, []
         return out
 
-    def rate_bps(self, dst_rank: int) -> float:
-        """Current pacing rate of the flow to ``dst_rank`` (bit/s); line rate if none."""
-        flow = self._send.get(dst_rank)
+    def rate_bps(self, dst_rank: int, channel: int = 0) -> float:
+        """Current pacing rate of the flow to ``dst_rank`` on ``channel`` (bit/s); line rate if none."""
+        flow = self._send.get(dst_rank | (channel << 16))
         if flow is None:
             return self.config.line_rate_bps
         return min(flow.rc.rate_bps, self.config.line_rate_bps)

@@ -24,11 +24,12 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from typing import TextIO
 
 from hostapps import aio
 from hostapps.rank import LocalVerifier, RankWorker, rank_input
-from hostapps.spec import SpecError, WorkerSpec, load_spec, transport_config
+from hostapps.spec import SpecError, WorkerSpec, channel_port, load_spec, transport_config
 
 logger = logging.getLogger(__name__)
 
@@ -41,11 +42,11 @@ class RankDriver(aio.UdpDriver):
     """A :class:`RankWorker` on a UDP socket; its records go to ``out`` after each poll."""
 
     def __init__(self, worker: RankWorker, sock: socket.socket, peers: dict[int, tuple[str, int]],
-                 loop: asyncio.AbstractEventLoop, out: TextIO) -> None:
+                 loop: asyncio.AbstractEventLoop, out: TextIO, channel_socks: Sequence[socket.socket] = ()) -> None:
         self.worker = worker
         self.out = out
         self.finished: asyncio.Future[None] = loop.create_future()
-        super().__init__(worker, worker.spec.rank, sock, peers, loop)
+        super().__init__(worker, worker.spec.rank, sock, peers, loop, channel_socks)
 
     def write_records(self) -> None:
         """Write (and flush) the records the worker made since the last call."""
@@ -83,14 +84,19 @@ async def run_worker(spec: WorkerSpec, driver_class: type[RankDriver] = RankDriv
     spec.output_path.parent.mkdir(parents=True, exist_ok=True)
     # a scheme's later block appends to its JSON lines (emu.runner.plan_blocks)
     with spec.output_path.open("a" if first else "w", encoding="utf-8") as out:
-        try:
-            sock = aio.bind_udp((me.ip, me.port))
+        socks: list[socket.socket] = []
+        try:  # the rank's port, then one send socket per further channel (hostapps.spec.channel_port)
+            for c in range(spec.channels):
+                port = channel_port(me.port, c)
+                socks.append(aio.bind_udp((me.ip, port)))
         except OSError as exc:
-            message = f"cannot open UDP endpoint {me.ip}:{me.port}: {exc}"
+            for s in socks:
+                s.close()
+            message = f"cannot open UDP endpoint {me.ip}:{port}: {exc}"
             worker.interrupt(message)
             out.write("".join(json.dumps(r) + "\n" for r in worker.take_records()))
             raise WorkerFailed(message) from None
-        driver = driver_class(worker, sock, peers, loop, out)
+        driver = driver_class(worker, socks[0], peers, loop, out, socks[1:])
         try:
             driver.pump()  # arms the timer of the first iteration
             await driver.finished

@@ -246,4 +246,6 @@ class CostedSimRank(SimRank):
 
     def _send_one(self, o: Outgoing) -> None:
         dst = o.dst_rank
-        self.host.send(self.ip_of[dst], self.port, self.port_of[dst], o.datagram, o.ecn)
+        cports = self.channel_ports  # channel c sends from port + c (SimRank)
+        self.host.send(self.ip_of[dst], self.port if cports is None else cports[o.datagram[3]], self.port_of[dst],
+                       o.datagram, o.ecn)

@@ -40,7 +40,7 @@ from emu.vtime.network import HostLink
 from hostapps import rank as rank_core
 from hostapps.collectives import chunk_bounds, digest_present, digest_records
 from hostapps.rank import DONE, RankWorker
-from hostapps.spec import WorkerSpec
+from hostapps.spec import WorkerSpec, channel_port
 from hostapps.transport import Transport
 from hostapps.wire import CTH_UDP_PORT, ECN_NOT_ECT
 
@@ -227,6 +227,9 @@ class SimRank:
         self.rank_of = {frames.ip_bytes(a.ip): a.rank for a in spec.ranks}
         self.port = spec.ranks[spec.rank].port
         self.port_of = {a.rank: a.port for a in spec.ranks}
+        #: channel c sends from source port port + c (hostapps.spec.channel_port); None: one channel
+        self.channel_ports = ([channel_port(self.port, c) for c in range(spec.channels)]
+                              if spec.channels > 1 else None)
         self.ended = False
         self._written = 0  # iterations whose records are in the file
         self._mode = "a" if spec.first_iteration else "w"  # later blocks append
@@ -279,10 +282,11 @@ class SimRank:
         out = self._poll(now)
         if out:
             send = self.host.send
-            ip_of, port, port_of = self.ip_of, self.port, self.port_of
+            ip_of, port, port_of, cports = self.ip_of, self.port, self.port_of, self.channel_ports
             for o in out:
                 dst = o.dst_rank
-                send(ip_of[dst], port, port_of[dst], o.datagram, o.ecn)
+                send(ip_of[dst], port if cports is None else cports[o.datagram[3]], port_of[dst], o.datagram,
+                     o.ecn)  # the CTH's channel byte picks the source port
         if self.core.state >= DONE:
             if not self.ended:
                 self._close()

@@ -65,6 +65,8 @@ def test_parse_valid_spec() -> None:
         ({"colective": "allreduce"}, "unknown field 'colective'"),
         ({"payload": "sampled"}, "field 'payload' must be one of exact, digest"),
         ({"payload": "digest", "size_bytes": 32}, "field 'payload': digest payloads need at least 4 elements"),
+        ({"channels": 5}, "field 'channels' must be in 1..4"),
+        ({"channels": 2, "collective": "allgather"}, "field 'channels': 2 channels need collective allreduce"),
     ],
 )
 def test_spec_errors_name_the_field(over: dict, field: str) -> None:
