@@ -169,4 +169,4 @@ def test_sim_run_sends_where_the_report_says(tmp_path: Path) -> None:
     assert ports_with_traffic(counters) == routes.ports_in_use()
     uplinks = {p.port for p in routes.plan.switch("leaf1").ports if p.peer.startswith("spine")}
     assert uplinks - routes.ports_in_use()["leaf1"], "leaf1 should leave an uplink idle with seed 3"
-    assert (tmp_path / "out" / "flows.csv").read_text().startswith("job,rank,dst_rank,path\n")
+    assert (tmp_path / "out" / "flows.csv").read_text().startswith("job,rank,dst_rank,channel,path\n")
