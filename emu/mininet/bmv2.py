@@ -224,7 +224,9 @@ class Bmv2Switch(SwitchTarget):
                "--notifications-addr", self.notifications_addr]
         for port, intf in sorted(self.port_map().items()):
             cmd += ["-i", f"{port}@{intf}"]
-        cmd += ["--priority-queues", str(PRIORITY_QUEUES), "--no-p4", *self.options.extra_args, "--",
+        # --priority-queues is a target option of simple_switch(_grpc): after "--" (bmv2 refuses
+        # it among the generic options: "Error while parsing command line arguments")
+        cmd += ["--no-p4", *self.options.extra_args, "--", "--priority-queues", str(PRIORITY_QUEUES),
                 "--grpc-server-addr", self.grpc_addr]
         return cmd
 

@@ -33,6 +33,7 @@ from emu.embedded.stf import StfResult, run_stf_on
 from emu.targets.bmv2_control import (
     CLI_PRIORITY_BASE,
     CLI_PROMPT,
+    PRIORITY_QUEUES,
     Bmv2Control,
     EntrySpec,
     ProgramSchema,
@@ -567,7 +568,7 @@ def test_compile_and_switch_command_lines(tmp_path: Path) -> None:
     assert thrift != grpc_port and min(thrift, grpc_port) > 1024  # free ports, picked once per switch
     assert sw.command() == ["simple_switch_grpc", "--device-id", "2", "--thrift-port", str(thrift),
                             "--notifications-addr", f"ipc://{sw.notifications_path}", "-i", "1@s2-eth1",
-                            "-i", "2@s2-eth2", "--priority-queues", "2", "--no-p4", "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
+                            "-i", "2@s2-eth2", "--no-p4", "--", "--priority-queues", "2", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
     assert sw.command() == sw.command()  # stable
     other = bmv2.Bmv2Switch.__new__(bmv2.Bmv2Switch)
     other.name, other.seed_offset, other.options = "s3", 2, SwitchOptions(log_dir=tmp_path)
@@ -648,7 +649,9 @@ class Bmv2StfDevice:
                    "--notifications-addr", f"ipc://{log_path.parent}/bmv2-{os.getpid()}-notifications.ipc"]
             for p, (sw_end, _) in self.veths.items():
                 cmd += ["-i", f"{p}@{sw_end}"]
-            cmd.append(str(json_path))
+            # as the bmv2 target runs it: p4/symphony.p4 sends ACK/NACK/CNP to egress queue 1
+            # (standard_metadata.priority), which a one-queue bmv2 drops ("Priority out of range")
+            cmd += [str(json_path), "--", "--priority-queues", str(PRIORITY_QUEUES)]
             with open(log_path, "ab") as logf:
                 self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT)
             deadline = time.monotonic() + 20
