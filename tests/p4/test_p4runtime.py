@@ -519,6 +519,23 @@ def test_arbitration_notifications() -> None:
 V1MODEL_PROGRAMS = [PROGRAM, *sorted((REPO / "tests" / "p4" / "programs").glob("*.p4"))]
 
 
+#: Programs p4c 1.2.4.9 refuses for its bmv2 back end or P4Runtime, not for the language: the
+#: embedded switch runs them (it has neither restriction), p4c gives no P4Info to compare.
+P4C_TARGET_REFUSES = {
+    "action_selector": "an action_selector constructed in place has no @name (P4Runtime needs one)",
+    "exit_copy_out": "exit under a condition inside an action (bmv2 back end)",
+    "firewall_hit_miss": "a table applied on two paths of one control (bmv2 back end)",
+}
+#: Known divergences from p4c 1.2.4.9, found with p4c installed: each a defect of the embedded
+#: front end (issue 18) or P4Info (issue 21), reported as an expected failure until it is fixed
+#: (then remove its line: the comparison runs again).
+P4C_DIVERGES = {
+    "header_stack": "p4c: lastIndex outside a parser is a type error (p4c 1.2.4.9); the embedded front end accepts it",
+    "new_types": "p4c: a select key of a `type`-declared type is a type error; the embedded front end accepts it",
+    "selector_hashes": "p4c adds NoAction @defaultonly to a table without default_action; the embedded P4Info does not",
+}
+
+
 @pytest.mark.parametrize("program", V1MODEL_PROGRAMS, ids=[p.stem for p in V1MODEL_PROGRAMS])
 def test_p4info_matches_p4c(program: Path, tmp_path: Path) -> None:
     """p4c's P4Info for each program has our tables, actions (directly called ones too),
@@ -531,10 +548,18 @@ def test_p4info_matches_p4c(program: Path, tmp_path: Path) -> None:
     from emu.embedded.p4info import p4info_mismatch
 
     recorded = REPO / "tests" / "p4" / "p4c" / f"{program.stem}.p4info.txtpb"
+    if program.stem in P4C_DIVERGES:
+        pytest.xfail(P4C_DIVERGES[program.stem])
     if shutil.which("p4c") is not None:
         from emu.mininet.bmv2 import compile_program
+        from emu.targets import SwitchStartError
 
-        _, p4info_path = compile_program(program, tmp_path)
+        try:
+            _, p4info_path = compile_program(program, tmp_path)
+        except SwitchStartError as e:
+            if program.stem in P4C_TARGET_REFUSES:
+                pytest.skip(f"p4c refuses it for its target: {P4C_TARGET_REFUSES[program.stem]} ({e})")
+            raise
     elif recorded.exists():
         p4info_path = recorded
     else:
