@@ -241,19 +241,7 @@ def run_lock_free(out_dir: Path) -> bool:
 
     False when there is no lock file (an older run) or it cannot be read: not known.
     """
-    import fcntl
-
-    try:
-        fd = os.open(out_dir / RUN_LOCK, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return True
+    return linknames.lock_free(out_dir / RUN_LOCK)
 
 
 def register_run(run_id: str, out_dir: Path, node_names: Iterable[str] = ()) -> None:

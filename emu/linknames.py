@@ -95,8 +95,9 @@ def delete_links(names: list[str]) -> None:
         log.info("deleted link %s", name)
 
 
-def _free(path: Path) -> bool:
-    """Whether nobody holds the lock of tag file ``path`` (False when it cannot be opened)."""
+def lock_free(path: Path) -> bool:
+    """Whether nobody holds an exclusive flock(2) on ``path`` (False when it cannot be opened):
+    the proof of life of a link tag here and of a run note (emu.cleanup.run_lock_free)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
@@ -125,12 +126,12 @@ def _claim_files() -> list[Path]:
 
 def held_tags() -> dict[str, str]:
     """Tag -> run id ("" when unknown) of every tag a live process holds."""
-    return {p.name: _owner(p) for p in _claim_files() if not _free(p)}
+    return {p.name: _owner(p) for p in _claim_files() if not lock_free(p)}
 
 
 def dead_tags() -> dict[str, str]:
     """Tag -> run id of every claim file whose lock nobody holds (its holder died)."""
-    return {p.name: _owner(p) for p in _claim_files() if _free(p)}
+    return {p.name: _owner(p) for p in _claim_files() if lock_free(p)}
 
 
 def _lock_tag(tag: str) -> int | None:
