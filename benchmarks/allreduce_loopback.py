@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,24 +43,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from emu.hostcal import free_ports
+
 REPO = Path(__file__).resolve().parents[1]
 #: Seconds between launching the workers and iteration 0 (imports take ~0.5 s each).
 START_DELAY_S = 2.5
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct UDP ports that are free on 127.0.0.1 right now."""
-    socks, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
 
 
 def write_specs(args: argparse.Namespace, out: Path) -> list[Path]:

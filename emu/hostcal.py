@@ -154,7 +154,9 @@ def worker_main(spec_path: str, samples_path: str) -> int:
     return 0
 
 
-def _free_ports(n: int) -> list[int]:
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct UDP ports that are free on 127.0.0.1 right now (all bound at once, then
+    released: a worker started next binds one; another process may take it meanwhile)."""
     socks, ports = [], []
     try:
         for _ in range(n):
@@ -171,7 +173,7 @@ def _free_ports(n: int) -> list[int]:
 def _run_once(work: Path, ranks: int, size: int, iterations: int, rate_mbps: float, mtu: int,
               timeout_s: float, start_delay_s: float) -> list[dict[str, Any]]:
     """One loopback all-reduce of timed workers; their samples (one dict per rank)."""
-    ports = _free_ports(ranks)
+    ports = free_ports(ranks)
     addrs = [{"rank": r, "ip": "127.0.0.1", "port": p} for r, p in enumerate(ports)]
     start_at = time.time() + start_delay_s
     procs = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from emu.hostcal import free_ports
 from hostapps.collectives import RingCollective
 from hostapps.rank import RECORD_FIELDS, digest, make_input, verify
 from hostapps.spec import SpecError, WorkerSpec, parse_spec
@@ -128,17 +128,6 @@ def test_inputs_follow_the_contract() -> None:
 
 
 # --- worker processes over real UDP sockets ---------------------------------------------
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def write_specs(tmp_path: Path, n: int, **over) -> list[Path]:
