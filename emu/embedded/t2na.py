@@ -62,6 +62,7 @@ from .errors import P4FrontendError
 from .externs import Register, crc16
 from .optimize import optimize
 from .tables import ActionProfile
+from .v1model import ActionProfileExtern as V1ActionProfileExtern
 from .v1model import CounterExtern as V1CounterExtern
 
 __all__ = ["CELL_BYTES", "T2NA", "compile_t2na", "qdepth_cells"]
@@ -319,19 +320,12 @@ class CounterExtern(V1CounterExtern):
     kind_enum = "CounterType_t"
 
 
-class ActionProfileExtern:
+class ActionProfileExtern(V1ActionProfileExtern):
     """``ActionProfile(size)``: members the control plane creates for the tables whose
-    ``implementation`` it is, or for an ActionSelector built on it (tables.ActionProfile)."""
+    ``implementation`` it is, or for an ActionSelector built on it (tables.ActionProfile);
+    v1model's action_profile under TNA's name."""
 
-    def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> ActionProfile:
-        if len(inst.args) != 1:
-            gen.fail(inst.loc, "ActionProfile takes 1 argument (size)")
-        prof = ActionProfile(fq, gen.const_of(inst.args[0], [scope]))
-        gen.objects.action_profiles[fq] = prof
-        return prof
-
-    def call(self, gen: CodeGen, prof: ActionProfile, meth: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
-        gen.fail(e.loc, f"unsupported method call {meth}() on {prof.name} (an action profile has no methods)")
+    P4_NAME = "ActionProfile"
 
 
 class ActionSelectorExtern(ActionProfileExtern):

@@ -165,9 +165,12 @@ class ActionProfileExtern:
     """``action_profile(N)``: a table's actions as N members the control plane creates
     (``implementation = ap;``); no methods."""
 
+    #: the extern's name in the architecture (error messages)
+    P4_NAME = "action_profile"
+
     def instantiate(self, gen: CodeGen, fq: str, inst: ir.Instance, scope: dict[str, Any]) -> ActionProfile:
         if len(inst.args) != 1:
-            gen.fail(inst.loc, "action_profile takes 1 argument (size)")
+            gen.fail(inst.loc, f"{self.P4_NAME} takes 1 argument (size)")
         prof = ActionProfile(fq, gen.const_of(inst.args[0], [scope]))
         gen.objects.action_profiles[fq] = prof
         return prof
