@@ -465,6 +465,11 @@ class _Builder(Transformer):
                               tuple((str(i), a) for i, a in enumerate(args)))
         return ir.NamedT(name, args)
 
+    def dontcare_type(self, meta, ch):
+        """``_`` as a type argument (``Hash<_>``): a type variable no declaration names, so it
+        matches any argument (P4_16 spec 7.2.13, grammar ``typeArg``)."""
+        return ir.NamedT("_")
+
     def stack_type(self, meta, ch):
         elem = ch[0]
         if not isinstance(elem, ir.HeaderT):

@@ -267,3 +267,15 @@ def test_type_declaration_beside_a_field_named_type(tmp_path: Path) -> None:
         load_program(bad)
     assert str(ei.value) == (f"{display_path(str(bad))}:{line_of(bad, 'type s_t')}: "
                              "unsupported type declaration of S2 (need bit<N>, int<N> or bool)")
+
+
+def test_dont_care_type_argument_in_extern_declaration(tmp_path: Path) -> None:
+    """``_`` is a type argument (``Hash<_>``, as TNA declares ActionSelector's hash) but not a type."""
+    decls = ("extern Box<T> { Box(); }\n"
+             "extern Holder { Holder(Box<_> b); }")
+    ok = write_program(tmp_path, "apply { }", decls=decls, name="ok.p4")
+    load_program(ok)
+    bad = write_program(tmp_path, "apply { }", decls="extern Holder2 { Holder2(_ b); }", name="bad.p4")
+    with pytest.raises(P4FrontendError) as ei:
+        load_program(bad)
+    assert str(ei.value).startswith(f"{display_path(str(bad))}:{line_of(bad, 'Holder2(_')}:")

@@ -218,10 +218,10 @@ extern ActionProfile {
 }
 
 extern ActionSelector {
-    ActionSelector(ActionProfile action_profile, Hash hash, SelectorMode_t mode,
+    ActionSelector(ActionProfile action_profile, Hash<_> hash, SelectorMode_t mode,
                    bit<32> max_group_size, bit<32> num_groups);
     /* deprecated in TNA: the selector makes its own profile of `size` members */
-    ActionSelector(bit<32> size, Hash hash, SelectorMode_t mode);
+    ActionSelector(bit<32> size, Hash<_> hash, SelectorMode_t mode);
 }
 
 /* Declared so that programs using them get a clear "unsupported extern" error. */
