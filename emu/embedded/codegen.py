@@ -2037,7 +2037,14 @@ class CodeGen:
                     params.append((p.name, p.type.width))
             owner = decl.name if act.name in getattr(decl, "actions", {}) else ""
             spec_name = f"{owner}.{act.name}" if owner else act.name
-            specs.append(ActionSpec(spec_name, aid, params, act.name))
+            specs.append(ActionSpec(spec_name, aid, params, act.name, ref.scope))
+        no_action = self.prog.actions.get("NoAction")
+        if t.default_action is None and no_action is not None and "NoAction" not in [a.name for a in actions]:
+            # p4c's front end (CreateBuiltins) gives a table without default_action
+            # ``@defaultonly NoAction`` among its actions and ``default_action = NoAction()``
+            # (P4_16 spec 14.2.1.3: a miss without a default action changes nothing)
+            actions.append(no_action)
+            specs.append(ActionSpec("NoAction", len(specs), [], "NoAction", "default_only"))
         table = Table(fq, keys, specs, t.size, t.const_default)
         if t.implementation is not None:
             self._implementation(table, t, fq, scopes)
@@ -2059,6 +2066,9 @@ class CodeGen:
                                       f"default action {ref.name} is not in the actions of table {t.name}")
             aid = names.index(ref.name)
             spec = specs[aid]
+            if spec.scope == "table_only":
+                raise P4FrontendError(ref.loc[0], ref.loc[1],
+                                      f"default action {ref.name} of table {t.name} is @tableonly")
             vals = [self.const_of(a, scopes) for a in (ref.args or [])]
             if len(vals) != len(spec.params):
                 raise P4FrontendError(ref.loc[0], ref.loc[1], f"default action {ref.name} needs {len(spec.params)} arguments")
@@ -2067,8 +2077,8 @@ class CodeGen:
             names = [a.name for a in actions]
             if "NoAction" in names:
                 table.set_default("NoAction", force=True)
-            else:
-                table.default = (-1, (), False, None)  # no action at all on a miss
+            else:  # no NoAction declared (no core.p4): no action at all on a miss
+                table.default = (-1, (), False, None)
         if t.entries is not None:
             self._const_entries(table, t, specs, actions, scopes)
         self.objects.tables[fq] = table

@@ -796,7 +796,7 @@ class _Builder(Transformer):
                 if not isinstance(value, list):
                     self._fail(pmeta, "table key must be a { ... } list")
                 seen_key = True
-                for e, mk, emeta, text in value:
+                for e, mk, emeta, text, _scope in value:
                     if mk is None:
                         self._fail(emeta, "table key element needs a match kind")
                     if mk not in ("exact", "lpm", "ternary", "optional", "range", "selector"):
@@ -805,8 +805,10 @@ class _Builder(Transformer):
             elif pname == "actions":
                 if not isinstance(value, list):
                     self._fail(pmeta, "table actions must be a { ... } list")
-                for e, _mk, emeta, _text in value:
-                    t.actions.append(self._action_ref(e, emeta))
+                for e, _mk, emeta, _text, scope in value:
+                    ref = self._action_ref(e, emeta)
+                    ref.scope = scope
+                    t.actions.append(ref)
             elif pname == "default_action":
                 t.default_action = self._action_ref(value, pmeta)
                 t.const_default = is_const
@@ -871,6 +873,10 @@ class _Builder(Transformer):
 
     def prop_elem(self, meta, ch):
         name = next((a for a in ch if isinstance(a, _Ann) and a.name == "name"), None)
+        scopes = [a.name for a in ch if isinstance(a, _Ann) and a.name in ("defaultonly", "tableonly")]
+        if len(scopes) > 1:
+            self._fail(meta, "an action cannot be both @defaultonly and @tableonly")
+        scope = {"defaultonly": "default_only", "tableonly": "table_only"}[scopes[0]] if scopes else ""
         ch = self._strip(ch)
         e = ch[0]
         mk = str(ch[1]) if len(ch) > 1 and ch[1] is not None else None
@@ -879,7 +885,7 @@ class _Builder(Transformer):
             if len(name.args) != 1 or not isinstance(name.args[0], ir.StringLit):
                 self._fail(meta, '@name takes one string argument')
             text = name.args[0].value
-        return (e, mk, meta, text)
+        return (e, mk, meta, text, scope)
 
     # -- statements
     def block(self, meta, ch):

@@ -412,6 +412,9 @@ class ActionRef:
     #: after ``passes.RemoveActionParameters``: this table's copy of the action, its directional
     #: arguments copied in and out in its body (None: the action as declared)
     action: Action | None = None
+    #: ``@defaultonly`` / ``@tableonly`` on the element of ``actions`` (P4_16 spec 14.2.1.2):
+    #: "default_only", "table_only", or "" (both, the default)
+    scope: str = ""
 
 
 @dataclass

@@ -57,6 +57,8 @@ _MATCH_TYPES = {
     "optional": p4info_pb2.MatchField.OPTIONAL,
 }
 _METER_UNITS = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
+#: ActionSpec.scope -> P4Info ActionRef.scope (P4Runtime section 6.3, ``@defaultonly`` / ``@tableonly``)
+_SCOPES = {"default_only": p4info_pb2.ActionRef.DEFAULT_ONLY, "table_only": p4info_pb2.ActionRef.TABLE_ONLY}
 _COUNTER_UNITS = {"packets": p4info_pb2.CounterSpec.PACKETS, "bytes": p4info_pb2.CounterSpec.BYTES,
                   "packets_and_bytes": p4info_pb2.CounterSpec.BOTH}
 
@@ -265,7 +267,11 @@ def build_p4info(pipeline: Any) -> p4info_pb2.P4Info:
             mf = t.match_fields.add()
             mf.id, mf.name, mf.bitwidth, mf.match_type = i, key.name, key.width, _MATCH_TYPES[key.kind]
         for spec in table.actions.values():
-            t.action_refs.add().id = action_ids[spec.name]
+            ref = t.action_refs.add()
+            ref.id = action_ids[spec.name]
+            if spec.scope:  # as p4c writes it: the annotation and the scope
+                ref.annotations.append("@defaultonly" if spec.scope == "default_only" else "@tableonly")
+                ref.scope = _SCOPES[spec.scope]
         if table.const_default and table.default_desc[0]:
             t.const_default_action_id = action_ids[table.default_desc[0]]
         for direct, dids in ((getattr(table, "direct_counter", None), dcounter_ids),
@@ -337,7 +343,7 @@ def _summary(info: p4info_pb2.P4Info) -> dict[str, dict[int, tuple]]:
     return {
         "table": {t.preamble.id: (t.preamble.name, tuple((m.id, m.name, m.bitwidth, m.match_type)
                                                           for m in t.match_fields),
-                                  tuple(sorted(r.id for r in t.action_refs)), t.const_default_action_id,
+                                  tuple(sorted((r.id, r.scope) for r in t.action_refs)), t.const_default_action_id,
                                   t.size, tuple(sorted(t.direct_resource_ids)), t.implementation_id)
                   for t in info.tables},
         "action": {a.preamble.id: (a.preamble.name, tuple((p.id, p.name, p.bitwidth) for p in a.params))

@@ -123,6 +123,8 @@ class _Table:
     const_entries: bool = False
     #: the P4Runtime id of the table's action profile or selector (``implementation``), 0 if none
     profile_id: int = 0
+    #: action id -> P4Info ActionRef.scope of the actions that are not TABLE_AND_DEFAULT
+    scopes: dict[int, int] = field(default_factory=dict)
 
     @property
     def priority_required(self) -> bool:
@@ -196,7 +198,8 @@ class P4RuntimeService:
             self.tables[t.preamble.id] = _Table(t.preamble.name, t.preamble.id, keys,
                                                 {r.id: actions[r.id] for r in t.action_refs},
                                                 bool(t.const_default_action_id), bool(t.is_const_table),
-                                                int(t.implementation_id))
+                                                int(t.implementation_id),
+                                                {r.id: r.scope for r in t.action_refs if r.scope})
         by_table = {t.name: t for t in self.tables.values()}
         self.profiles: dict[int, _Profile] = {}
         for name, prof in (getattr(self.pipeline, "action_profiles", {}) or {}).items():
@@ -478,8 +481,17 @@ class P4RuntimeService:
         return t
 
     def _action(self, t: _Table, te: Any) -> tuple[str, dict[str, int]]:
+        """The action of a direct table's entry or default entry; an action whose scope forbids
+        the use is PERMISSION_DENIED, as PI's server answers (P4Info ActionRef.scope)."""
         if te.action.WhichOneof("type") != "action":
             raise P4RuntimeStatus("INVALID_ARGUMENT", f"{t.name}: a direct table takes an action")
+        scope = t.scopes.get(te.action.action.action_id, 0)
+        if scope == p4info_pb2.ActionRef.TABLE_ONLY and te.is_default_action:
+            raise P4RuntimeStatus("PERMISSION_DENIED", f"{t.name}: a TABLE_ONLY (@tableonly) action cannot be the "
+                                                       "default action")
+        if scope == p4info_pb2.ActionRef.DEFAULT_ONLY and not te.is_default_action:
+            raise P4RuntimeStatus("PERMISSION_DENIED", f"{t.name}: a DEFAULT_ONLY (@defaultonly) action cannot be "
+                                                       "used in a table entry")
         return self._decode_action(t, te.action.action)
 
     def _decode_action(self, t: _Table, act: Any) -> tuple[str, dict[str, int]]:

@@ -43,12 +43,15 @@ class KeySpec:
 
 @dataclass
 class ActionSpec:
-    """An action a table may use: fully qualified name, id in the table, params (name, width)."""
+    """An action a table may use: fully qualified name, id in the table, params (name, width);
+    ``scope`` "default_only" (``@defaultonly``: only the default action), "table_only"
+    (``@tableonly``: only in entries) or "" (both; P4_16 spec 14.2.1.2, P4Runtime ActionRef.scope)."""
 
     name: str
     aid: int
     params: list[tuple[str, int]]
     short: str = ""
+    scope: str = ""
 
 
 class Table:
@@ -207,6 +210,8 @@ class Table:
                                f"{self.profile.name}: add an entry with a member or a group")
         key, prio = self._canon(match, priority)
         a = self._action(action)
+        if a.scope == "default_only":
+            raise ControlError(f"{self.name}: action {a.name} is @defaultonly: it cannot be used in an entry")
         args, desc = self._args(a, params)
         if modify:
             if key not in self.entries:
@@ -241,6 +246,8 @@ class Table:
         if self.const_default and not force:
             raise ControlError(f"{self.name}: default action is const")
         a = self._action(action)
+        if a.scope == "table_only":
+            raise ControlError(f"{self.name}: action {a.name} is @tableonly: it cannot be the default action")
         args, desc = self._args(a, params)
         self.default = (a.aid, args, False, None)
         self.default_desc = (a.name, desc)

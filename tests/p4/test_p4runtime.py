@@ -532,7 +532,6 @@ P4C_TARGET_REFUSES = {
 P4C_DIVERGES = {
     "header_stack": "p4c: lastIndex outside a parser is a type error (p4c 1.2.4.9); the embedded front end accepts it",
     "new_types": "p4c: a select key of a `type`-declared type is a type error; the embedded front end accepts it",
-    "selector_hashes": "p4c adds NoAction @defaultonly to a table without default_action; the embedded P4Info does not",
 }
 
 
@@ -619,6 +618,51 @@ def test_const_entries_are_read_only() -> None:
             assert len(list(sh.TableEntry("I.calculate").read())) == 3  # the program's entries stay
         finally:
             sh.teardown()
+
+
+def test_table_without_default_action_gets_defaultonly_noaction(tmp_path: Path) -> None:
+    """As p4c's front end (CreateBuiltins): a table with no default_action has
+    ``@defaultonly NoAction`` among its actions and NoAction as its (not const) default, so a
+    miss runs NoAction (action_run) and a P4Info made by p4c is accepted; a DEFAULT_ONLY action
+    in an entry and a TABLE_ONLY one as the default are PERMISSION_DENIED, as PI's server says."""
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+
+    prog = write_program(tmp_path, """
+    action set_b(bit<8> v) { hdr.h.b = v; }
+    action keep() { }
+    table t { key = { hdr.h.a: exact; } actions = { set_b; @tableonly keep; } }
+    apply {
+        sm.egress_spec = 2;
+        switch (t.apply().action_run) { NoAction: { hdr.h.e = 7; } default: { } }
+    }""")
+    core = SwitchCore(Pipeline(load_program(prog)), [1, 2])
+    info = build_p4info(core.pipeline)
+    (t,) = info.tables
+    actions = {a.preamble.name: a.preamble.id for a in info.actions}
+    scopes = {r.id: (r.scope, list(r.annotations)) for r in t.action_refs}
+    assert scopes == {actions["I.set_b"]: (0, []),
+                      actions["I.keep"]: (p4info_pb2.ActionRef.TABLE_ONLY, ["@tableonly"]),
+                      actions["NoAction"]: (p4info_pb2.ActionRef.DEFAULT_ONLY, ["@defaultonly"])}
+    assert not t.const_default_action_id
+    assert core.pipeline.process(bytes(6), 1) == (2, bytes([0, 0, 0, 0, 0, 7]))  # a miss: NoAction ran
+    svc = P4RuntimeService(ControlAPI(core), device_id=1)
+    svc.arbitrate(svc.open_stream(), text_format.Parse("device_id: 1 election_id { low: 1 }",
+                                                       p4runtime_pb2.MasterArbitrationUpdate()))
+
+    def write(kind: int, entry: str) -> str:
+        req = text_format.Parse(f"device_id: 1 election_id {{ low: 1 }} updates {{ type: {kind} entity {{ "
+                                f"table_entry {{ table_id: {t.preamble.id} {entry} }} }} }}", p4runtime_pb2.WriteRequest())
+        return svc.write(req)[0][0]
+
+    ins, mod = p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY
+    hit = "match { field_id: 1 exact { value: '\\x00' } } "
+    assert write(ins, hit + f"action {{ action {{ action_id: {actions['NoAction']} }} }}") == "PERMISSION_DENIED"
+    assert write(mod, f"is_default_action: true action {{ action {{ action_id: {actions['I.keep']} }} }}") \
+        == "PERMISSION_DENIED"
+    assert write(ins, hit + f"action {{ action {{ action_id: {actions['I.keep']} }} }}") == "OK"
+    assert core.pipeline.process(bytes(6), 1) == (2, bytes(6))  # a hit on keep
+    assert write(mod, f"is_default_action: true action {{ action {{ action_id: {actions['NoAction']} }} }}") == "OK"
 
 
 def test_multicast_groups_and_clone_sessions(shell: Target, embedded: Target) -> None:
