@@ -515,6 +515,10 @@ class CodeGen:
                 self.fail(e.loc, f"header stack {base.path} has no member {e.name}")
             if isinstance(base, DynElem):
                 return self.dyn_field(base, e.name, e.loc)
+            if isinstance(base, SubControlRef | SubParserRef):  # passes.CopyInCopyOut: a parameter's storage
+                for p, b in base.params:
+                    if p.name == e.name:
+                        return b
             if base is None and isinstance(e.expr, ir.Call) and self._is_lookahead(e.expr, scopes):
                 code, t = self.lookahead(e.expr, scopes)
                 if not isinstance(t, ir.HeaderT):
@@ -1239,10 +1243,8 @@ class CodeGen:
             if isinstance(obj, TableRef) and meth == "apply":
                 self.apply_table(obj, scopes, loc)
                 return
-            if isinstance(obj, SubControlRef) and meth == "apply":
-                return self.apply_control(obj, e, scopes, ctx)
-            if isinstance(obj, SubParserRef) and meth == "apply":
-                return self.apply_parser(obj, e, scopes, ctx)
+            if isinstance(obj, SubControlRef | SubParserRef) and meth == "apply":  # passes.CopyInCopyOut lowers these
+                self.fail(loc, f"unsupported call {desc_call(e)} here")
             if isinstance(obj, ExternRef):
                 try:
                     return obj.ext.call(self, obj.obj, meth, e, scopes, ctx)
@@ -1286,45 +1288,11 @@ class CodeGen:
         sub = replace(ctx, depth=ctx.depth + 1, in_loop=uses_return or ctx.in_loop)
         self.body_with_copy_out(act.body.stmts, body_sc, sub, [], False, uses_return)
 
-    def copy_in(self, p: ir.Param, a: ir.Expr, scopes, loc, owner: str, copy_out: list[tuple[Any, Any]],
-                local: Any = None) -> Any:
-        """Copy-in of argument ``a`` for parameter ``p`` (P4_16 spec 6.8): the parameter's local
-        (``local``, or a fresh one) initialised from ``a`` (``in``, ``inout``, directionless) or
-        invalid/0 (``out``); ``out``/``inout`` add ``(argument, local)`` to ``copy_out``. Scalars,
-        headers, structs, stacks and unions alike: a parameter is never an alias of its argument."""
-        if isinstance(p.type, ir.StructT | ir.HeaderT | ir.StackT | ir.UnionT):
-            src = self.ref(a, scopes)
-            if not isinstance(src, HdrRef | StructRef | StackRef | UnionRef) or src.type != p.type:
-                self.fail(a.loc, f"argument {p.name} of {owner} must be a {tname(p.type)}")
-            if local is None:
-                local = self.alloc_local(p.type, f"{owner}.{p.name}")
-            self.flush_pre()
-            if p.direction == "out":
-                self.clear_ref(local)
-            else:
-                self.copy_ref(local, src)
-            if p.direction in ("out", "inout"):
-                copy_out.append((src, local))
-            return local
-        if local is None:
-            local = Leaf(self.fresh(p.name), p.type)
-        if p.direction in ("out", "inout"):
-            tgt = self.out_target(a, scopes, loc)
-            if p.direction == "inout":
-                init = self.convert(V(tgt.var, tgt.type, dirty=tgt.bits), p.type, loc)
-            else:
-                init = "False" if isinstance(p.type, ir.BoolT) else "0"
-            copy_out.append((tgt, local))
-        else:
-            init = self.convert(self.expr(a, scopes), p.type, loc)
-        self.flush_pre()
-        self.emit(f"{local.var} = {init}")
-        return local
-
-    def body_with_copy_out(self, stmts: list[ir.Stmt], scopes, ctx: Ctx, copy_out: list[tuple[Any, Any]],
-                           guard: bool, uses_return: bool) -> None:
-        """Emit ``stmts`` (in a ``while True`` when they ``return``), then the copy-out; with
-        ``guard`` the copy-out also runs when ``exit`` raises ``_Exit`` through them (spec 12.5)."""
+    def body_with_copy_out(self, stmts: list[ir.Stmt], scopes, ctx: Ctx, copy_out: list[ir.Stmt],
+                           guard: bool, uses_return: bool, out_scopes=None, out_ctx: Ctx | None = None) -> None:
+        """Emit ``stmts`` (in a ``while True`` when they ``return``), then the copy-out statements
+        (in ``out_scopes``/``out_ctx``, the caller's); with ``guard`` the copy-out also runs when
+        ``exit`` raises ``_Exit`` through them (spec 12.5)."""
         if guard:
             self.emit("try:")
             self.ind += 1
@@ -1339,17 +1307,10 @@ class CodeGen:
             self.ind -= 1
             self.emit("finally:")
             self.ind += 1
-        self.copy_back(copy_out)
+        for s in copy_out:
+            self.stmt(s, out_scopes, out_ctx)
         if guard:
             self.ind -= 1
-
-    def copy_back(self, copy_out: list[tuple[Any, Any]]) -> None:
-        """The copy-out of ``out``/``inout`` parameters: each local back into its argument."""
-        for tgt, local in copy_out:
-            if isinstance(tgt, Leaf):
-                self.emit(f"{tgt.var} = {self.store_code(tgt, local.var)}")
-            else:
-                self.copy_ref(tgt, local)
 
     def alloc_local(self, t: Any, path: str) -> Any:
         """Storage for a local header, struct or header stack value (not part of the packet state)."""
@@ -1946,20 +1907,24 @@ class CodeGen:
         self.declare_locals(sub, sub_ctx)
         return SubParserRef(sub, params, sub_ctx)
 
-    def apply_parser(self, c: SubParserRef, e: ir.Call, scopes, ctx: Ctx) -> None:
-        """``p2.apply(pkt, args)`` in a parser state: copy-in, P2's states as a state loop of
-        their own, copy-out; when P2 rejects or sets an error the calling parser stops too."""
+    def stmt_apply_sub(self, s: ir.ApplySub, scopes, ctx: Ctx) -> None:
+        """``c.apply()`` of a control or parser instantiated in this one, its arguments copied in by
+        ``passes.CopyInCopyOut``: its body, then ``s.copy_out`` (in the caller's scopes)."""
+        c = self.ref(s.inst, scopes)
+        if isinstance(c, SubControlRef):
+            return self.apply_control(c, s, scopes, ctx)
+        if isinstance(c, SubParserRef):
+            return self.apply_parser(c, s, scopes, ctx)
+        self.fail(s.loc, f"{s.inst.name} is not a control or parser instance")
+
+    def apply_parser(self, c: SubParserRef, s: ir.ApplySub, scopes, ctx: Ctx) -> None:
+        """The sub-parser's states as a state loop of their own, then the copy-out; when it rejects
+        or sets an error the calling parser stops too (after the copy-out)."""
         if ctx.kind != "parser":
-            self.fail(e.loc, f"{c.decl.name}.apply outside a parser")
-        if len(e.args) != len(c.params):
-            self.fail(e.loc, f"{c.decl.name}.apply takes {len(c.params)} arguments, got {len(e.args)}")
-        copy_out: list[tuple[Any, Any]] = []
-        for (p, b), a in zip(c.params, e.args, strict=True):
-            if isinstance(b, PacketRef):
-                if not isinstance(self.ref(a, scopes), PacketRef):
-                    self.fail(a.loc, f"argument {p.name} of {c.decl.name}.apply must be the packet_in")
-                continue
-            self.copy_in(p, a, scopes, e.loc, f"{c.decl.name}.apply", copy_out, local=b)
+            self.fail(s.loc, f"{c.decl.name}.apply outside a parser")
+        for a in s.packets:
+            if not isinstance(self.ref(a, scopes), PacketRef):
+                self.fail(a.loc, f"the packet argument of {c.decl.name}.apply must be the packet_in")
         decl = c.decl
         names = ["start"] + [n for n in decl.states if n != "start"]
         idx = {n: i for i, n in enumerate(names)}
@@ -1989,21 +1954,17 @@ class CodeGen:
         self.emit("else:")
         self.emit("    break")
         self.ind -= 1
-        self.copy_back(copy_out)
+        for x in s.copy_out:
+            self.stmt(x, scopes, ctx)
         self.emit(f"if _perr or {rej}: break  # the sub-parser rejected: so does this parser")
 
-    def apply_control(self, c: SubControlRef, e: ir.Call, scopes, ctx: Ctx) -> None:
-        """``c.apply(args)``: copy-in into the instance's parameter storage, the control's apply
-        block, copy-out (also after ``exit``, P4_16 spec 12.5 and 6.8)."""
-        if len(e.args) != len(c.params):
-            self.fail(e.loc, f"{c.decl.name}.apply takes {len(c.params)} arguments, got {len(e.args)}")
-        copy_out: list[tuple[Any, Any]] = []
-        for (p, b), a in zip(c.params, e.args, strict=True):
-            self.copy_in(p, a, scopes, e.loc, f"{c.decl.name}.apply", copy_out, local=b)
+    def apply_control(self, c: SubControlRef, s: ir.ApplySub, scopes, ctx: Ctx) -> None:
+        """The control's apply block, then the copy-out (also after ``exit``, P4_16 spec 12.5 and 6.8)."""
         uses_return = contains(c.decl.apply, ir.Return)
-        guard = bool(copy_out) and control_may_exit(c.decl, self.prog)
+        guard = bool(s.copy_out) and control_may_exit(c.decl, self.prog)
         self.body_with_copy_out(c.decl.apply.stmts, c.ctx.scopes,
-                                replace(c.ctx, in_loop=uses_return, depth=ctx.depth + 1), copy_out, guard, uses_return)
+                                replace(c.ctx, in_loop=uses_return, depth=ctx.depth + 1), s.copy_out, guard,
+                                uses_return, scopes, ctx)
 
     def _table(self, decl, t: ir.Table, ctx: Ctx) -> TableRef:
         fq = f"{decl.name}.{t.name}"
@@ -2460,4 +2421,5 @@ STMT_EMITTERS: dict[type, Any] = {
     ir.Exit: CodeGen.stmt_exit,
     ir.Return: CodeGen.stmt_return,
     ir.Switch: CodeGen.switch,
+    ir.ApplySub: CodeGen.stmt_apply_sub,
 }

@@ -365,6 +365,20 @@ class Empty(Stmt):
     """``;``."""
 
 
+@dataclass
+class ApplySub(Stmt):
+    """After ``passes.CopyInCopyOut``: ``inst.apply()`` of a control or parser instantiated inside
+    another, its arguments already copied into the instance's parameters (``inst.param``, a
+    :class:`Member` of the instance, names that storage). ``packets`` are the caller's
+    ``packet_in`` arguments a sub-parser shares (not copied); ``copy_out`` assigns each
+    ``out``/``inout`` argument its parameter, left to right, when the body ends: also when an
+    ``exit`` leaves it (spec 12.5) or the sub-parser rejects."""
+
+    inst: Name
+    packets: list[Expr]
+    copy_out: list[Stmt]
+
+
 # ---------------------------------------------------------------- declarations
 
 

@@ -23,6 +23,9 @@ the lowered IR. Adding a piece of language semantics is one more pass here.
   ``exit`` copying out first (spec 12.5); a table's actions stay actions.
 - :class:`RemoveActionParameters` (p4c ``RemoveActionParameters``): a table's action gets its
   directional arguments (bound in the table's actions list) as copy-in/copy-out in its body.
+- :class:`CopyInCopyOut` (the copy-in/copy-out p4c's ``InlineControls``/``InlineParsers``
+  make): ``c.apply(args)`` of a control or parser instantiated inside another becomes
+  assignments of its parameters, the apply (:class:`~.ir.ApplySub`) and its copy-out.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 from . import ir
 from .errors import P4FrontendError
 
-__all__ = ["PASSES", "ConstantFolding", "InlineActions", "InlineFunctions", "RemoveActionParameters",
+__all__ = ["PASSES", "ConstantFolding", "CopyInCopyOut", "InlineActions", "InlineFunctions", "RemoveActionParameters",
            "RemoveReturns", "SideEffectOrdering", "UniqueLocalNames", "has_effect", "lower"]
 
 logger = logging.getLogger(__name__)
@@ -1174,9 +1177,114 @@ class RemoveActionParameters:
         return replace(ref, args=None, action=local)
 
 
+def _zero(loc: ir.Loc, t: ir.Type) -> ir.Expr:
+    """The value an uninitialised scalar reads (0, false: as bmv2 leaves it)."""
+    return ir.BoolLit(loc, False) if isinstance(t, ir.BoolT) else ir.Lit(loc, 0)
+
+
+class CopyInCopyOut:
+    """Make the copy-in/copy-out of a sub-control's or sub-parser's ``apply`` explicit (P4_16
+    spec 6.8: a parameter is never an alias of its argument; 12.5: ``exit`` copies out).
+
+    ``c.apply(a1, a2)`` where ``c`` is a control instantiated in the calling control (or a
+    parser in the calling parser) becomes one block: ``c.p1 = a1;`` for each ``in``, ``inout``
+    or directionless parameter (``c.p1``, a member of the instance, is the storage of its
+    parameter ``p1``), ``out`` ones set as uninitialised (scalars 0/false; headers invalid and
+    structs zero, through a fresh local declared without initialiser), left to right; then
+    :class:`~.ir.ApplySub` with the copy-out ``a2 = c.p2;`` of each ``out``/``inout``
+    argument, which code generation runs when the body ends, when an ``exit`` leaves it and
+    when the sub-parser rejects. A sub-parser's ``packet_in`` argument is shared, not copied.
+    Raises :class:`P4FrontendError` for a wrong number of arguments or an ``out``/``inout``
+    argument that is not a variable.
+    """
+
+    name = "CopyInCopyOut"
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.prog: ir.Program | None = None
+        #: instance name -> its control or parser declaration, in the block being rewritten
+        self.subs: dict[str, ir.ControlDecl | ir.ParserDecl] = {}
+
+    def fresh(self, base: str) -> str:
+        self.n += 1
+        return f"{TEMP}c{self.n}_{base}"
+
+    def run(self, prog: ir.Program) -> ir.Program:
+        self.prog = prog
+        controls = {}
+        for k, c in prog.controls.items():
+            self.subs = {i.name: prog.controls[i.type.name] for i in c.instances if i.type.name in prog.controls}
+            if not self.subs:
+                controls[k] = c
+                continue
+            controls[k] = replace(c, apply=self.block(c.apply),
+                                  actions={n: replace(a, body=self.block(a.body)) for n, a in c.actions.items()})
+        parsers = {}
+        for k, p in prog.parsers.items():
+            self.subs = {i.name: prog.parsers[i.type.name] for i in p.locals
+                         if isinstance(i, ir.Instance) and i.type.name in prog.parsers}
+            if not self.subs:
+                parsers[k] = p
+                continue
+            parsers[k] = replace(p, states={n: replace(st, stmts=self.stmts(st.stmts)) for n, st in p.states.items()})
+        return replace(prog, controls=controls, parsers=parsers)
+
+    def block(self, b: ir.Block) -> ir.Block:
+        return replace(b, stmts=self.stmts(b.stmts))
+
+    def stmts(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+        return [self.stmt(s) for s in stmts]
+
+    def stmt(self, s: ir.Stmt) -> ir.Stmt:
+        if isinstance(s, ir.Block):
+            return self.block(s)
+        if isinstance(s, ir.If):
+            return replace(s, then=self.stmt(s.then), other=self.stmt(s.other) if s.other is not None else None)
+        if isinstance(s, ir.Switch):
+            return replace(s, cases=[(labels, self.block(b)) for labels, b in s.cases])
+        if isinstance(s, ir.CallStmt):
+            f = s.call.func
+            if isinstance(f, ir.Member) and f.name == "apply" and isinstance(f.expr, ir.Name) \
+                    and f.expr.name in self.subs:
+                return self.apply(f.expr, self.subs[f.expr.name], s.call.args, s.call.loc)
+        return s
+
+    def apply(self, inst: ir.Name, decl: ir.ControlDecl | ir.ParserDecl, args: list[ir.Expr],
+              loc: ir.Loc) -> ir.Stmt:
+        """The block of one ``inst.apply(args)``."""
+        if len(args) != len(decl.params):
+            raise P4FrontendError(loc[0], loc[1], f"{decl.name}.apply takes {len(decl.params)} arguments, "
+                                                  f"got {len(args)}")
+        body: list[ir.Stmt] = []
+        packets: list[ir.Expr] = []
+        copy_out: list[ir.Stmt] = []
+        for p, a in zip(decl.params, args, strict=True):
+            if isinstance(decl, ir.ParserDecl) and getattr(p.type, "name", "") == "packet_in":
+                packets.append(a)
+                continue
+            param = ir.Member(a.loc, inst, p.name)
+            if p.direction == "out":
+                if isinstance(p.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
+                    undef = self.fresh(p.name)
+                    body.append(ir.VarDecl(a.loc, p.type, undef, None))
+                    body.append(ir.Assign(a.loc, param, ir.Name(a.loc, undef)))
+                else:
+                    body.append(ir.Assign(a.loc, param, _zero(a.loc, p.type)))
+            else:
+                body.append(ir.Assign(a.loc, param, a))
+            if p.direction in ("out", "inout"):
+                if not (_is_path(a) or (isinstance(a, ir.Slice) and _is_path(a.expr))):
+                    raise P4FrontendError(a.loc[0], a.loc[1], f"argument {p.name} of {decl.name}.apply is "
+                                                              f"{p.direction}: it must be a variable")
+                copy_out.append(ir.Assign(a.loc, a, ir.Member(a.loc, inst, p.name)))
+        body.append(ir.ApplySub(loc, inst, packets, copy_out))
+        return ir.Block(loc, body)
+
+
 #: the passes :func:`lower` runs, in order
 PASSES: tuple[type, ...] = (UniqueLocalNames, ConstantFolding, SideEffectOrdering, RemoveReturns, InlineFunctions,
-                            InlineActions, RemoveActionParameters)
+                            InlineActions, RemoveActionParameters, CopyInCopyOut)
 
 
 def lower(prog: ir.Program) -> ir.Program:

@@ -221,3 +221,30 @@ def test_remove_action_parameters_names_a_missing_directional_argument(tmp_path:
     with pytest.raises(P4FrontendError, match=r"missing.p4:\d+: table t: action count_into needs its 1 "
                                               r"directional argument\(s\) in the actions list, got 0"):
         passes.RemoveActionParameters().run(load_program(p))
+
+
+def test_copy_in_copy_out_makes_sub_block_arguments_assignments() -> None:
+    prog = passes.CopyInCopyOut().run(load_program(PROGRAMS / "sub_copy_in.p4"))
+    # pair.apply(meta.p, meta.p, hdr.t.e): pair.old = meta.p; pair.p = meta.p; pair.r = 0; then the
+    # apply with the copy-out hdr.t.e = pair.r... (the in parameter old is not copied back)
+    block = _ingress(prog).apply.stmts[3]
+    assert isinstance(block, ir.Block)
+    *copy_in, apply = block.stmts
+    assert [(s.target.expr.name, s.target.name) for s in copy_in] == [("pair", "old"), ("pair", "p"), ("pair", "r")]
+    assert isinstance(copy_in[2].value, ir.Lit) and copy_in[2].value.value == 0  # out: uninitialised
+    assert isinstance(apply, ir.ApplySub) and apply.inst.name == "pair" and apply.packets == []
+    assert [(s.value.name, type(s.target).__name__) for s in apply.copy_out] == [("p", "Member"), ("r", "Member")]
+    # the sub-parser shares the packet_in: subp.apply(pkt, hdr, hdr)
+    sub = prog.parsers["P"].states["start"].stmts[1]
+    assert isinstance(sub.stmts[-1], ir.ApplySub) and [a.name for a in sub.stmts[-1].packets] == ["pkt"]
+    assert len(sub.stmts) == 3  # snap and h copied in
+
+
+def test_copy_in_copy_out_names_a_wrong_call(tmp_path: Path) -> None:
+    p = tmp_path / "bad.p4"
+    p.write_text((PROGRAMS / "sub_copy_in.p4").read_text().replace("ex.apply(hdr.t, hdr.t);", "ex.apply(hdr.t, 8w1);"))
+    with pytest.raises(P4FrontendError, match=r"bad.p4:\d+: argument t of Ex.apply is inout: it must be a variable"):
+        passes.CopyInCopyOut().run(load_program(p))
+    p.write_text((PROGRAMS / "sub_copy_in.p4").read_text().replace("ex.apply(hdr.t, hdr.t);", "ex.apply(hdr.t);"))
+    with pytest.raises(P4FrontendError, match=r"Ex.apply takes 2 arguments, got 1"):
+        passes.CopyInCopyOut().run(load_program(p))
