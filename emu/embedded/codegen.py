@@ -7,9 +7,9 @@ intrinsic metadata, its extern objects and functions) comes from an
 :class:`Architecture` (``v1model.py``): a new extern is one entry in its
 ``externs``/``functions`` tables, a new statement or expression one branch here.
 
-Generated code is a list of :class:`Line` objects; constructs the optimizer may rewrite
-are recorded as *sites* (:class:`ExtractSite`, :class:`DeparseSite`) that hold the very
-lines they emitted, so ``optimize.py`` edits those objects and never searches the text.
+Generated code is a list of :class:`Line` objects. With ``optimize``, ``extract`` and
+``emit`` consult the def-use of the packet state that ``optimize.def_use`` computed on the
+IR before emission (``CodeGen.du``): nothing is rewritten after it is emitted.
 Errors raise :class:`P4FrontendError` naming the file and line of the construct.
 """
 
@@ -25,8 +25,8 @@ from .errors import ControlError, P4FrontendError
 from .externs import DirectCounter, DirectMeter, Objects, csum, hash_value
 from .tables import ActionProfile, ActionSpec, KeySpec, Table, ValueSet
 
-__all__ = ["ActionRef", "Architecture", "CodeGen", "Compiled", "assemble", "Ctx", "DeparseSite", "ExternRef", "ExternType",
-           "ExtractSite", "HdrRef", "Leaf", "Line", "PacketRef", "StructRef", "TableRef", "UnionRef", "V", "mask",
+__all__ = ["ActionRef", "Architecture", "CodeGen", "Compiled", "assemble", "Ctx", "ExternRef", "ExternType",
+           "HdrRef", "Leaf", "Line", "PacketRef", "StructRef", "TableRef", "UnionRef", "V", "mask",
            "tname"]
 
 Scopes = list[dict[str, Any]]
@@ -230,17 +230,20 @@ FunctionGen = Any  # Callable[[CodeGen, ir.Call, Scopes, Ctx], None]
 
 @dataclass(frozen=True)
 class Architecture:
-    """What :class:`CodeGen` needs of an architecture: its externs by type name and its functions by name."""
+    """What :class:`CodeGen` needs of an architecture: its externs by type name and its functions by
+    name; ``effects``: extern function name -> ``f(walker, call, scopes)`` recording what a call
+    reads and writes where its declared directions say too much (``optimize.def_use``)."""
 
     externs: dict[str, ExternType]
     functions: dict[str, FunctionGen]
+    effects: dict[str, Any] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------- emitted code
 
 @dataclass(eq=False, slots=True)
 class Line:
-    """One line of generated Python: indentation level and text ("" = removed by the optimizer)."""
+    """One line of generated Python: indentation level and text ("" = left out)."""
 
     ind: int
     text: str
@@ -261,6 +264,8 @@ class Compiled:
     objects: Objects
     #: ``@field_list(n)`` -> the metadata vars it preserves (keys of the ``pres`` dicts)
     field_lists: dict[int, list[str]] = field(default_factory=dict)
+    #: with optimize: the def-use of the packet state the code was generated with (``optimize.DefUse``)
+    du: Any = None
 
 
 def assemble(gen: CodeGen, ingress: list[Line], egress: list[Line], arch: str,
@@ -273,35 +278,7 @@ def assemble(gen: CodeGen, ingress: list[Line], egress: list[Line], arch: str,
     objs = gen.objects
     logger.info("compiled %s (%s): %d lines of Python, %d tables, %d registers, %d counters",
                 gen.prog.source, arch, source.count("\n"), len(objs.tables), len(objs.registers), len(objs.counters))
-    return Compiled(source, gen.ns["_ingress"], gen.ns["_egress"], objs, field_lists or {})
-
-
-@dataclass(eq=False)
-class ExtractSite:
-    """One ``extract`` (optimize=True): the lines it emitted that the optimizer may drop.
-
-    ``raw_line`` stores the header's bytes in ``raw``; ``int_line`` (int path only) reads
-    them as one int; ``fields`` pairs each line that computes a field with that field's var.
-    """
-
-    hdr: HdrRef
-    raw: str
-    raw_line: Line
-    int_line: Line | None
-    fields: list[tuple[Line, str]]
-
-
-@dataclass(eq=False)
-class DeparseSite:
-    """One header ``emit`` of the deparser (optimize=True): its line and its rebuild code."""
-
-    hdr: HdrRef
-    line: Line
-    code: str
-
-    def emit_bytes(self, raw: str) -> None:
-        """Re-emit the header from the bytes it was extracted from (var ``raw``)."""
-        self.line.text = f"if {self.hdr.valid}: _out.append({raw})"
+    return Compiled(source, gen.ns["_ingress"], gen.ns["_egress"], objs, field_lists or {}, gen.du)
 
 
 def mask(w: int) -> int:
@@ -332,10 +309,11 @@ class CodeGen:
         self._globs: dict[int, str] = {}
         #: optimize: header valid var -> var holding the bytes of its last extract
         self.raw: dict[str, str] = {}
-        #: optimize: var -> number of stores to it emitted by extract()
-        self.extract_stores: dict[str, int] = {}
-        self.extract_sites: list[ExtractSite] = []
-        self.deparse_sites: list[DeparseSite] = []
+        #: optimize: the def-use of the packet state (``optimize.def_use``), set by the architecture
+        #: before it emits (None: every field live, no header emitted from its bytes)
+        self.du: Any = None
+        #: whether code emitted since the architecture last cleared it reads the packet length ``_plen``
+        self.plen_used = False
         self.structs: dict[str, _struct.Struct] = {}
         #: the context of the statement being generated (function calls inside expressions need it)
         self.cur_ctx: Ctx | None = None
@@ -369,16 +347,17 @@ class CodeGen:
 
     def snapshot(self) -> tuple:
         """State to :meth:`restore` to discard everything generated after this call."""
-        return (len(self.lines), dict(self.extract_stores), self.ind, len(self.extract_sites),
-                len(self.deparse_sites))
+        return (len(self.lines), self.ind)
 
     def restore(self, snap: tuple) -> None:
-        """Drop the lines and sites generated since ``snap`` was taken."""
-        n_lines, stores, self.ind, n_ext, n_dep = snap
+        """Drop the lines generated since ``snap`` was taken."""
+        n_lines, self.ind = snap
         del self.lines[n_lines:]
-        self.extract_stores = stores
-        del self.extract_sites[n_ext:]
-        del self.deparse_sites[n_dep:]
+
+    def plen(self) -> str:
+        """The packet length in bytes (``_plen``), recording that the code reads it."""
+        self.plen_used = True
+        return "_plen"
 
     # ---------------------------------------------------------------- storage
     def alloc_struct(self, t: ir.StructT, path: str) -> StructRef:
@@ -1389,10 +1368,10 @@ class CodeGen:
             self.resolve_indirect(table, decl, tname, ent, ctx, want_hit)
         if table.direct_counter is not None:  # counted on a hit, per entry (bmv2)
             d = self.fresh("d")
-            self.pre_or_emit(f"if {ent}[2]: {d} = {ent}[3]; {d}.packets += 1; {d}.bytes += _plen", want_hit)
+            self.pre_or_emit(f"if {ent}[2]: {d} = {ent}[3]; {d}.packets += 1; {d}.bytes += {self.plen()}", want_hit)
         if table.direct_meter is not None:  # run on a hit; read() in the action gets the colour
             col = self.fresh("colour")
-            units = "_plen" if table.direct_meter.kind == "bytes" else "1"
+            units = self.plen() if table.direct_meter.kind == "bytes" else "1"
             self.pre_or_emit(f"{col} = {ent}[3].meter.execute(_now, {units}) if {ent}[2] else None", want_hit)
             self.direct_colour[id(table.direct_meter)] = col
         if want_hit:
@@ -1612,7 +1591,7 @@ class CodeGen:
         if not self.optimize:
             self.emit(f"_x = int.from_bytes(_pkt[_pos:_pos + {nbytes}], 'big')")
             self.emit(f"_pos += {nbytes}")
-            self._split(h.fields, "_x", h.type.width, None)
+            self._split(h.fields, "_x", h.type.width)
             self.emit(f"{h.valid} = True")
             for ln in h.invalidate_siblings():
                 self.emit(ln)
@@ -1620,17 +1599,16 @@ class CodeGen:
         raw = self.raw.get(h.valid)
         if raw is None:
             raw = self.raw[h.valid] = self.fresh(h.path + "_raw")
-        raw_line = self.emit(f"{raw} = _pkt[_pos:_pos + {nbytes}]")
-        for var in [h.valid] + [v for _n, _w, v in h.fields]:
-            self.extract_stores[var] = self.extract_stores.get(var, 0) + 1
-        site = ExtractSite(h, raw, raw_line, None, [])
-        self.extract_sites.append(site)
-        field_lines = site.fields
+        du = self.du
+        live = (lambda var: True) if du is None else du.live
+        if du is not None and du.raw_needed(h):  # a deparser emits the header from these bytes
+            self.emit(f"{raw} = _pkt[_pos:_pos + {nbytes}]")
         layout = self.struct_layout(h)
         if layout is None:
-            site.int_line = self.emit(f"_x = int.from_bytes(_pkt[_pos:_pos + {nbytes}], 'big')")
+            if any(live(v) for _n, _w, v in h.fields):
+                self.emit(f"_x = int.from_bytes(_pkt[_pos:_pos + {nbytes}], 'big')")
             self.emit(f"_pos += {nbytes}")
-            self._split(h.fields, "_x", h.type.width, field_lines)
+            self._split(h.fields, "_x", h.type.width, live)
         else:
             # one struct.unpack of byte-aligned pieces, then split the pieces holding several fields
             sname, chunks = layout
@@ -1654,9 +1632,10 @@ class CodeGen:
             self.emit(f"_pos += {nbytes}")
             for item in post:
                 if item[0] == "line":
-                    field_lines.append((self.emit(f"{item[1]} = {item[2]}"), item[1]))
+                    if live(item[1]):
+                        self.emit(f"{item[1]} = {item[2]}")
                 else:
-                    self._split(item[1], item[2], item[3], field_lines)
+                    self._split(item[1], item[2], item[3], live)
         self.emit(f"{h.valid} = True")
         for ln in h.invalidate_siblings():
             self.emit(ln)
@@ -1690,19 +1669,20 @@ class CodeGen:
         self.emit("    break")
         self.emit(f"_pos += {nbytes}")
 
-    def _split(self, fields, src: str, width: int, field_lines: list[tuple[Line, str]] | None) -> None:
-        """Assign ``fields`` (name, width, var) from the ``width``-bit value in ``src``."""
+    def _split(self, fields, src: str, width: int, live: Any = None) -> None:
+        """Assign ``fields`` (name, width, var) from the ``width``-bit value in ``src``; with ``live``
+        (var -> bool) only the fields it says may be read."""
         shift = width
         for _n, w, var in fields:
             shift -= w
+            if live is not None and not live(var):
+                continue
             if shift == 0:
-                ln = self.emit(f"{var} = {src} & {hex(mask(w))}")
+                self.emit(f"{var} = {src} & {hex(mask(w))}")
             elif shift + w == width:
-                ln = self.emit(f"{var} = {src} >> {shift}")
+                self.emit(f"{var} = {src} >> {shift}")
             else:
-                ln = self.emit(f"{var} = ({src} >> {shift}) & {hex(mask(w))}")
-            if field_lines is not None:
-                field_lines.append((ln, var))
+                self.emit(f"{var} = ({src} >> {shift}) & {hex(mask(w))}")
 
     def struct_layout(self, h: HdrRef) -> tuple[str, list[tuple[int, list, list[int]]]] | None:
         """A ``struct.Struct`` (global name) covering header ``h`` in byte-aligned pieces, and its chunks.
@@ -1784,10 +1764,9 @@ class CodeGen:
                         part = f"{var} >> {off}" if off else var
                         args.append(part if off + size * 8 == nb * 8 else f"({part}) & {hex(mask(size * 8))}")
                 code = f"{layout[0]}.pack({', '.join(args)})"
-            ln = self.emit(f"if {h.valid}: _out.append({code})")
-            if self.optimize:
-                # optimize.py may later re-emit the header from its extracted bytes
-                self.deparse_sites.append(DeparseSite(h, ln, code))
+            if self.optimize and self.du is not None and self.du.untouched(h) and h.valid in self.raw:
+                code = self.raw[h.valid]  # only extract wrote it: the bytes it was extracted from
+            self.emit(f"if {h.valid}: _out.append({code})")
 
     # ---------------------------------------------------------------- blocks
     def declare_locals(self, decl, ctx: Ctx) -> None:

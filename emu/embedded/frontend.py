@@ -386,6 +386,8 @@ class _Builder(Transformer):
         self.extern_functions: dict[str, ir.Loc] = {}
         self.extern_arity: dict[str, set[int]] = {}
         self.method_arity: dict[tuple[str, str], set[int]] = {}
+        self.extern_params: dict[str, list[list[ir.Param]]] = {}
+        self.method_params: dict[tuple[str, str], list[list[ir.Param]]] = {}
         self.instances: list[ir.Instance] = []
         self.functions: dict[str, ir.Function] = {}
         self.field_lists: dict[int, list[tuple[str, str]]] = {}
@@ -493,6 +495,7 @@ class _Builder(Transformer):
             match_kinds=self.match_kinds, actions=self.actions, parsers=self.parsers,
             controls=self.controls, externs=self.externs, extern_functions=self.extern_functions,
             extern_arity=self.extern_arity, method_arity=self.method_arity,
+            extern_params=self.extern_params, method_params=self.method_params,
             instances=self.instances, main=main, functions=self.functions, field_lists=self.field_lists,
             ser_enums=self.ser_enums)
 
@@ -615,14 +618,15 @@ class _Builder(Transformer):
         self.externs[name] = self._loc(meta)
         for c in ch[1:]:
             if isinstance(c, tuple) and c[0] == "method":
-                self.method_arity.setdefault((name, c[1]), set()).update(c[2])
+                self.method_arity.setdefault((name, c[1]), set()).update(_arity(c[2]))
+                self.method_params.setdefault((name, c[1]), []).append(c[2])
         return None
 
     def method_proto(self, meta, ch):
         ch = self._strip(ch)
         params = ch[-1] or []
         names = [c for c in ch[:-1] if isinstance(c, Token) and c.type in ("NAME", "APPLY")]
-        return ("method", str(names[-1]), _arity(params)) if names else None
+        return ("method", str(names[-1]), list(params)) if names else None
 
     def ctor_proto(self, meta, ch):
         return None
@@ -630,6 +634,7 @@ class _Builder(Transformer):
     def extern_func_decl(self, meta, ch):
         self.extern_functions[str(ch[1])] = self._loc(meta)
         self.extern_arity.setdefault(str(ch[1]), set()).update(_arity(ch[-1] or []))
+        self.extern_params.setdefault(str(ch[1]), []).append(list(ch[-1] or []))
         return None
 
     def package_decl(self, meta, ch):

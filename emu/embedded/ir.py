@@ -567,6 +567,10 @@ class Program:
     #: ``@optional`` parameters), and (extern type, method) -> counts
     extern_arity: dict[str, set[int]] = field(default_factory=dict)
     method_arity: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+    #: the declared parameters (directions) of each overload: extern function name -> lists, and
+    #: (extern type, method) -> lists (``optimize.def_use`` reads the directions)
+    extern_params: dict[str, list[list[Param]]] = field(default_factory=dict)
+    method_params: dict[tuple[str, str], list[list[Param]]] = field(default_factory=dict)
     #: ``@field_list(n)`` annotations: list n -> [(struct name, member name)] in declaration order
     field_lists: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     #: serializable enums ``enum bit<8> E { A = 1 }``: name -> member -> value (the type is its bit<N>)

@@ -60,7 +60,7 @@ from .codegen import (
 )
 from .errors import P4FrontendError
 from .externs import Register, crc16
-from .optimize import optimize
+from .optimize import def_use
 from .tables import ActionProfile
 from .v1model import ActionProfileExtern as V1ActionProfileExtern
 from .v1model import CounterExtern as V1CounterExtern
@@ -499,16 +499,25 @@ def compile_t2na(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
         c.emit("    _STATS['parser_errors'] += 1")
         c.emit(f"    {line_var} = {c.glob('_PERRMAP', errmap)}.get(_perr, {_PARSER_ERR_OTHER})")
 
+    ig_ctx = [ctx_for(iparser, ig, "parser"), ctx_for(ingress, ig, "control"), ctx_for(ideparser, ig, "control")]
+    eg_ctx = [ctx_for(eparser, eg, "parser"), ctx_for(egress, eg, "control"), ctx_for(edeparser, eg, "control")]
+    if optimize_code:
+        # the v1model optimizations that apply per block (optimize.py, on the IR before emission):
+        # re-emit untouched headers from their extracted bytes, skip extracted fields nothing reads
+        decls = [iparser, ingress, ideparser, eparser, egress, edeparser]
+        c.du = def_use(prog, [(d, x.scopes[0], "ingress" if i < 3 else "egress")
+                              for i, (d, x) in enumerate(zip(decls, ig_ctx + eg_ctx, strict=True))], T2NA.effects)
+
     # ---- ingress: parser, control, deparser
     c.lines, c.ind = [], 1
     c.emit("_pos = 0")
     c.emit("_perr = 0")
-    c.gen_parser(iparser, ctx_for(iparser, ig, "parser"))
+    c.gen_parser(iparser, ig_ctx[0])
     perr_flags(ig_prsr["parser_err"].var)
-    c.gen_control(ingress, ctx_for(ingress, ig, "control"))
+    c.gen_control(ingress, ig_ctx[1])
     c.emit(f"if {ig_dprsr['drop_ctl'].var} & 1: return None")
     c.emit("_out = []")
-    c.gen_control(ideparser, ctx_for(ideparser, ig, "control"))
+    c.gen_control(ideparser, ig_ctx[2])
     c.emit("_out.append(_pkt[_pos:])")
     c.emit(f"return ({ig_tm['ucast_egress_port'].var}, 0, _plen, (b''.join(_out), _plen))")
     ingress_body = c.lines
@@ -517,12 +526,12 @@ def compile_t2na(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
     c.lines, c.ind = [], 1
     c.emit("_pos = 0")
     c.emit("_perr = 0")
-    c.gen_parser(eparser, ctx_for(eparser, eg, "parser"))
+    c.gen_parser(eparser, eg_ctx[0])
     perr_flags(eg["eg_prsr_md"].members["parser_err"].var)
-    c.gen_control(egress, ctx_for(egress, eg, "control"))
+    c.gen_control(egress, eg_ctx[1])
     c.emit(f"if {eg_dprsr['drop_ctl'].var} & 1: return None")
     c.emit("_out = []")
-    c.gen_control(edeparser, ctx_for(edeparser, eg, "control"))
+    c.gen_control(edeparser, eg_ctx[2])
     c.emit("_out.append(_pkt[_pos:])")
     c.emit("return b''.join(_out)")
     egress_body = c.lines
@@ -530,9 +539,6 @@ def compile_t2na(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
     inits = dict(c.slots)
     raw_init: list[Line] = []
     if optimize_code:
-        # the v1model optimizations that apply per block: re-emit untouched headers from their
-        # extracted bytes, skip extracted fields nothing reads (optimize.py)
-        optimize(c, ingress_body, egress_body, [], [], "_plen")
         raw_init = [Line(1, f"{v} = b''") for v in c.raw.values()]
     ig_prefix = _header_prefix(ig_intr, {"ingress_port": "_port", "ingress_mac_tstamp": "_now * 1000"})
     head = [Line(0, "def _ingress(_frame, _port, _now):")]

@@ -32,7 +32,7 @@ from .codegen import (
 )
 from .errors import P4FrontendError
 from .externs import Counter, DirectCounter, DirectMeter, Meter, Register
-from .optimize import names, optimize
+from .optimize import def_use
 from .tables import ActionProfile
 
 __all__ = ["DROP_PORT", "SM_FIELDS", "V1MODEL", "Compiled", "compile_v1model"]
@@ -126,7 +126,7 @@ class CounterExtern:
         gen.emit(f"{iv} = {idx}")
         gen.emit(f"if {iv} < {c.size}:")
         gen.emit(f"    {pv}[{iv}] += 1")
-        gen.emit(f"    {bv}[{iv}] += _plen")
+        gen.emit(f"    {bv}[{iv}] += {gen.plen()}")
 
 
 def _meter_kind(gen: CodeGen, inst: ir.Instance, arg: int, scope: dict[str, Any]) -> str:
@@ -152,7 +152,7 @@ class MeterExtern:
         idx = gen.clean(gen.expr(e.args[0], scopes))
         out = gen.out_target(e.args[1], scopes, e.loc)
         iv = gen.fresh("i")
-        units = "_plen" if m.kind == "bytes" else "1"
+        units = gen.plen() if m.kind == "bytes" else "1"
         gen.flush_pre()
         gen.emit(f"{iv} = {idx}")
         gen.emit(f"{out.var} = {cells}[{iv}].execute(_now, {units}) if {iv} < {m.size} else 0")
@@ -370,6 +370,24 @@ def desc(e: ir.Call) -> str:
     return f"{e.func.name}()" if isinstance(e.func, ir.Name) else "call"
 
 
+def _drop_effect(w: Any, e: ir.Call, scopes: Scopes) -> None:
+    """``mark_to_drop(sm)`` writes ``egress_spec`` and ``mcast_grp`` (gen_mark_to_drop), nothing else."""
+    for sm in w.path(e.args[0], scopes) if e.args else []:
+        if isinstance(sm, StructRef):
+            for f in ("egress_spec", "mcast_grp"):
+                if f in sm.members:
+                    w.write(sm.members[f])
+
+
+def _update_checksum_effect(w: Any, e: ir.Call, scopes: Scopes) -> None:
+    """``update_checksum(cond, data, checksum, algo)`` reads the condition and the data and only
+    writes the checksum (its ``inout`` is not read: gen_update_checksum)."""
+    for a in e.args[:2]:
+        w.expr(a, scopes)
+    if len(e.args) > 2:
+        w.write_path(e.args[2], scopes)
+
+
 #: The v1model architecture: extern types and functions by P4 name.
 V1MODEL = Architecture(
     externs={"register": RegisterExtern(), "counter": CounterExtern(), "meter": MeterExtern(),
@@ -380,6 +398,7 @@ V1MODEL = Architecture(
                "clone": gen_clone, "clone_preserving_field_list": gen_clone,
                "resubmit_preserving_field_list": gen_resubmit,
                "recirculate_preserving_field_list": gen_recirculate},
+    effects={"mark_to_drop": _drop_effect, "update_checksum": _update_checksum_effect},
 )
 
 
@@ -478,6 +497,13 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
     meta_vars, sm_vars = set(_leaves(M)), set(_leaves(S))
     espec, mgrp = sm["egress_spec"].var, sm["mcast_grp"].var
     pres_dict = "{" + ", ".join(f"{v!r}: {v}" for v in pres_vars) + "}"
+    if optimize_code:
+        # def-use of the packet state on the IR, before anything is emitted (optimize.py); v1model's
+        # own code reads egress_spec and mcast_grp after ingress, egress_spec in egress, and the
+        # preserved field lists at the start of ingress
+        halves = ["ingress"] * 3 + ["egress"] * 3
+        c.du = def_use(prog, [(decl, ctx.scopes[0], h) for decl, ctx, h in zip(blocks, ctxs, halves, strict=True)],
+                       V1MODEL.effects, {"ingress": {espec, mgrp, *pres_vars}, "egress": {espec}})
 
     def restore() -> None:  # preserved metadata of a resubmitted/recirculated/cloned packet
         if pres_vars:
@@ -506,6 +532,7 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
     # ---- egress body (egress control, compute checksum, deparser)
     c.lines = []
     c.ind = 1
+    c.plen_used = False
     c.gen_control(blocks[3], ctxs[3])
     e2e_line = Line(1, "")
     c.lines.append(e2e_line)
@@ -534,10 +561,17 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
                     (sm["egress_rid"].var, "_rid"), (sm["instance_type"].var, "_itype"),
                     (espec, "0")]  # bmv2 sets egress_spec to drop_port + 1 (512, 0 in 9 bits) before egress
     inits = dict(c.slots)
+    egress_plen = c.plen_used
     if optimize_code:
-        passed, egress_setup = optimize(c, ingress_body, egress_body, all_slots, egress_setup,
-                                        sm["packet_length"].var)
-        live_in = names(ingress_body)[0] | set(passed) | {espec, mgrp}
+        # egress receives only the state it reads (its setup assigns some first: no need to pass
+        # those); ingress initialises only what it reads or passes
+        load_eg = set(c.du.reads_in("egress")) | {c.raw[v] for v in c.du.raw_reads["egress"]}
+        if egress_plen:
+            load_eg.add(sm["packet_length"].var)
+        egress_setup = [(v, code) for v, code in egress_setup if v in load_eg]
+        set_first = {v for v, _code in egress_setup}
+        passed = [v for v in all_slots + list(c.raw.values()) if v in load_eg and v not in set_first]
+        live_in = c.du.reads_in("ingress") | set(passed) | {espec, mgrp}
         ingress_setup = [(v, code) for v, code in ingress_setup if v in live_in]
         init_vars = [v for v in all_slots + list(c.raw.values()) if v in live_in]
         inits.update((v, b"") for v in c.raw.values())
@@ -578,7 +612,7 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
              Line(1, f"{state_in}, = _st")]
     if ops_eg:
         ehead.append(Line(1, "_clone = _recirc = None"))
-    if not optimize_code or "_plen" in names(egress_body)[0]:
+    if not optimize_code or egress_plen:
         ehead.append(Line(1, f"_plen = {sm['packet_length'].var}"))
     ehead += [Line(1, f"{v} = {code}") for v, code in egress_setup]
     return assemble(c, head + ingress_body + tail, ehead + egress_body, "v1model", lists)

@@ -572,3 +572,57 @@ def test_const_entries_refuse_control_plane_changes() -> None:
         pipe.table_add("calculate", {"hdr.c.op": 1}, "op_add")
     with pytest.raises(ControlError, match="const entries"):
         pipe.table_clear("classes")
+
+
+DEF_USE_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header a_t { bit<8> x; bit<8> y; }
+header b_t { bit<8> p; bit<8> q; bit<8> r; }
+struct headers { a_t a; b_t b; }
+struct metadata { bit<8> m; bit<8> unused; }
+parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.a); pkt.extract(hdr.b); transition accept; }
+}
+control VC(inout headers hdr, inout metadata meta) { apply { } }
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply {
+        meta.m = hdr.b.q;
+        hdr.b.q = hdr.b.q - 1;
+        meta.unused = 1;
+        if (hdr.b.p == 0) { mark_to_drop(sm); }
+    }
+}
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { hdr.b.r = meta.m; } }
+control CC(inout headers hdr, inout metadata meta) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.a); pkt.emit(hdr.b); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_def_use_of_the_packet_state_on_the_ir(tmp_path: Path) -> None:
+    """optimize.def_use: what the optimizations of extract/emit/egress state are decided from."""
+    import random
+
+    from emu.embedded import passes
+    from emu.embedded.v1model import compile_v1model
+
+    path = tmp_path / "du.p4"
+    path.write_text(DEF_USE_PROGRAM)
+    du = compile_v1model(passes.lower(load_program(path)), optimize_code=True, rng=random.Random(1), stats={}).du
+
+    def var(prefix: str) -> str:
+        (v,) = [t for t in du.tracked if t.startswith(f"_{prefix}_")]
+        return v
+
+    # a: only extract writes it, so the deparser emits its bytes and its fields are not computed
+    a_valid = var("hdr_a_valid")
+    assert a_valid in du.extracted and not {a_valid, var("hdr_a_x"), var("hdr_a_y")} & du.other_writes
+    assert du.raw_reads["egress"] == {a_valid} and not du.live(var("hdr_a_x")) and not du.live(var("hdr_a_y"))
+    # b: written in both halves; its fields are read (ingress: p, q; egress: all, by the rebuild)
+    assert {var("hdr_b_q"), var("hdr_b_r")} <= du.other_writes
+    assert {var("hdr_b_p"), var("hdr_b_q")} <= du.reads["ingress"] and var("hdr_b_r") not in du.reads["ingress"]
+    assert {var("hdr_b_p"), var("hdr_b_q"), var("hdr_b_r")} <= du.reads["egress"]
+    # metadata: m goes to egress, unused is only written; mark_to_drop reads nothing of sm
+    assert var("meta_m") in du.reads["egress"] and not du.live(var("meta_unused"))
+    assert var("sm_ingress_port") not in du.reads["ingress"] and var("sm_egress_spec") in du.other_writes
