@@ -24,12 +24,28 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "bmv2: needs simple_switch_grpc and p4c")
 
 
+#: Test files (beside tests/e2e) whose tests wait on real time: namespaces, veths, switch
+#: processes. Each group runs in one pytest-xdist worker, in order, beside the CPU-bound rest.
+WALL_CLOCK_GROUPS = {
+    "mininet": ("tests/p4/test_portio.py", "tests/p4/test_pcap.py"),
+    "bmv2": ("tests/p4/test_bmv2.py", "tests/p4/test_student_script.py", "tests/p4/test_finsy.py"),
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test under tests/e2e gets the ``root`` marker."""
+    """Every test under tests/e2e gets the ``root`` marker. With ``--dist loadgroup``
+    (pyproject.toml's addopts) the end-to-end tests and the Mininet P4 tests are one group and
+    the bmv2 tests another: each group runs in one worker, its tests one after another as
+    without xdist, while the other worker takes the unit and P4 tests."""
     e2e = REPO / "tests" / "e2e"
+    groups = {REPO / f: name for name, files in WALL_CLOCK_GROUPS.items() for f in files}
     for item in items:
-        if e2e in Path(str(item.path)).parents:
+        path = Path(str(item.path))
+        if e2e in path.parents:
             item.add_marker(pytest.mark.root)
+            item.add_marker(pytest.mark.xdist_group("mininet"))
+        elif path in groups:
+            item.add_marker(pytest.mark.xdist_group(groups[path]))
 
 
 def mininet_missing() -> str | None:

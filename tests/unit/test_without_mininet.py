@@ -84,7 +84,7 @@ def test_virtual_time_tests_pass_without_mininet(tmp_path: Path) -> None:
     # The bit-for-bit test runs the same scenario three times to compare seeds, not imports: it
     # runs once, in the main process (the suite's time budget; every code path it takes, the
     # others take here too)
-    proc = run_child(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/test_vtime.py",
+    proc = run_child(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "tests/unit/test_vtime.py",
                       "--deselect", "tests/unit/test_vtime.py::test_mininet_mode_refuses_a_4096_byte_mtu",
                       "--deselect", "tests/unit/test_vtime.py::test_sim_same_seed_same_results_bit_for_bit"],
                      no_mininet_env(tmp_path), 540)
