@@ -75,9 +75,16 @@ def test_interrupt_with_parallel_runs_leaves_no_process(tmp_path: Path, signame:
     import sys
     import time
 
-    cmd = [sys.executable, str(REPO / "benchmarks" / "dc_sweep.py"), str(REPO / "topologies" / "single.yaml"),
-           "--size", "64KiB", "--iterations", "2000", "--jobs", "2", "--set", "symphony.slope=0.1,0.2",
-           "--out", str(tmp_path / "sw")]
+    # Started as from a terminal: Ctrl-C's and SIGTERM's default handling, neither blocked,
+    # whatever this process inherited or a library left in it (a child inherits ignored and
+    # blocked signals); faulthandler dumps every thread's stack on SIGABRT (see the timeout).
+    terminal = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+                "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
+                "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+    cmd = [sys.executable, "-X", "faulthandler", "-c", terminal, str(REPO / "benchmarks" / "dc_sweep.py"),
+           str(REPO / "topologies" / "single.yaml"), "--size", "64KiB", "--iterations", "2000", "--jobs", "2",
+           "--set", "symphony.slope=0.1,0.2", "--out", str(tmp_path / "sw")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
     def session() -> list[int]:
@@ -98,9 +105,16 @@ def test_interrupt_with_parallel_runs_leaves_no_process(tmp_path: Path, signame:
         assert len(session()) >= 3, "the sweep did not start its workers"
         time.sleep(1.0)
         signum = getattr(signal, signame)
+        with open(f"/proc/{proc.pid}/status") as f:  # what the sweep does with signals when it gets this one
+            masks = " ".join(line.strip() for line in f if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
         proc.send_signal(signum)
-        out, _ = proc.communicate(timeout=30)
-        assert proc.returncode == 128 + signum, out
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler: where every thread of the sweep waits
+            out, _ = proc.communicate(timeout=30)
+            pytest.fail(f"the sweep did not end within 30 s of {signame} ({masks}):\n{out[-6000:]}")
+        assert proc.returncode == 128 + signum, f"{masks}\n{out}"
         assert "interrupted" in out and "resumes" in out and "Traceback" not in out
         deadline = time.monotonic() + 10
         while session() and time.monotonic() < deadline:
