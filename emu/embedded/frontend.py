@@ -17,6 +17,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -388,6 +389,8 @@ class _Builder(Transformer):
         self.method_arity: dict[tuple[str, str], set[int]] = {}
         self.extern_params: dict[str, list[list[ir.Param]]] = {}
         self.method_params: dict[tuple[str, str], list[list[ir.Param]]] = {}
+        self.method_types: dict[tuple[str, str], ir.Type | None] = {}
+        self.extern_type_params: dict[str, tuple[str, ...]] = {}
         self.instances: list[ir.Instance] = []
         self.functions: dict[str, ir.Function] = {}
         self.field_lists: dict[int, list[tuple[str, str]]] = {}
@@ -496,6 +499,7 @@ class _Builder(Transformer):
             controls=self.controls, externs=self.externs, extern_functions=self.extern_functions,
             extern_arity=self.extern_arity, method_arity=self.method_arity,
             extern_params=self.extern_params, method_params=self.method_params,
+            method_types=self.method_types, extern_type_params=self.extern_type_params,
             instances=self.instances, main=main, functions=self.functions, field_lists=self.field_lists,
             ser_enums=self.ser_enums)
 
@@ -528,11 +532,12 @@ class _Builder(Transformer):
     def type_decl(self, meta, ch):
         """``type T N;`` (P4_16 spec 7.6): a new type with ``T``'s representation. Values of it
         behave as ``T`` here (p4c also requires casts between ``N`` and ``T``; this front end
-        accepts a program that omits them, it never changes the result of one that has them)."""
+        accepts a program that omits them, it never changes the result of one that has them); the
+        type keeps its name (``newtype``) for the checks of ``typeinfer.TypeInference``."""
         base = ch[1]
         if not isinstance(base, ir.BitT | ir.IntT | ir.BoolT):
             self._fail(meta, f"unsupported type declaration of {str(ch[2])} (need bit<N>, int<N> or bool)")
-        self.types[str(ch[2])] = base
+        self.types[str(ch[2])] = replace(base, newtype=str(ch[2]))
         return None
 
     def field(self, meta, ch):
@@ -616,17 +621,21 @@ class _Builder(Transformer):
     def extern_decl(self, meta, ch):
         name = str(ch[0])
         self.externs[name] = self._loc(meta)
+        if isinstance(ch[1], list):  # extern Hash<W>: its type parameters
+            self.extern_type_params[name] = tuple(ch[1])
         for c in ch[1:]:
             if isinstance(c, tuple) and c[0] == "method":
                 self.method_arity.setdefault((name, c[1]), set()).update(_arity(c[2]))
                 self.method_params.setdefault((name, c[1]), []).append(c[2])
+                self.method_types[(name, c[1])] = c[3]
         return None
 
     def method_proto(self, meta, ch):
         ch = self._strip(ch)
         params = ch[-1] or []
         names = [c for c in ch[:-1] if isinstance(c, Token) and c.type in ("NAME", "APPLY")]
-        return ("method", str(names[-1]), list(params)) if names else None
+        ret = next((c for c in ch[:-1] if c is not None and not isinstance(c, Token | list)), None)
+        return ("method", str(names[-1]), list(params), ret) if names else None
 
     def ctor_proto(self, meta, ch):
         return None

@@ -9,6 +9,7 @@ compiles (:mod:`runtime`). Node and field names follow the P4_16 specification.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 Loc = tuple[str, int]
 
@@ -17,16 +18,22 @@ Loc = tuple[str, int]
 
 @dataclass(frozen=True)
 class BitT:
-    """``bit<width>``: unsigned, arithmetic modulo 2**width (P4_16 spec 8.6)."""
+    """``bit<width>``: unsigned, arithmetic modulo 2**width (P4_16 spec 8.6).
+
+    ``newtype``: the name of the ``type`` declaration (spec 7.6) this is the representation
+    of, if any; it takes no part in equality (values of it behave as ``bit<width>`` here),
+    ``typeinfer.TypeInference`` reads it where P4_16 tells the two apart."""
 
     width: int
+    newtype: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class IntT:
-    """``int<width>``: two's complement signed (P4_16 spec 8.6)."""
+    """``int<width>``: two's complement signed (P4_16 spec 8.6); ``newtype`` as :class:`BitT`'s."""
 
     width: int
+    newtype: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -39,7 +46,9 @@ class VarbitT:
 
 @dataclass(frozen=True)
 class BoolT:
-    """``bool``."""
+    """``bool``; ``newtype`` as :class:`BitT`'s."""
+
+    newtype: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -571,7 +580,13 @@ class Program:
     #: (extern type, method) -> lists (``optimize.def_use`` reads the directions)
     extern_params: dict[str, list[list[Param]]] = field(default_factory=dict)
     method_params: dict[tuple[str, str], list[list[Param]]] = field(default_factory=dict)
+    #: (extern type, method) -> its declared return type (None: void), in terms of the extern's
+    #: type parameters ``extern_type_params[type]`` (``NamedT("W")`` for ``W get()``)
+    method_types: dict[tuple[str, str], Type | None] = field(default_factory=dict)
+    extern_type_params: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: ``@field_list(n)`` annotations: list n -> [(struct name, member name)] in declaration order
     field_lists: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     #: serializable enums ``enum bit<8> E { A = 1 }``: name -> member -> value (the type is its bit<N>)
     ser_enums: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: after ``typeinfer.TypeInference``: the type of every expression and temporary it typed
+    typed: Any = None

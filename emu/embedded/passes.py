@@ -26,6 +26,9 @@ the lowered IR. Adding a piece of language semantics is one more pass here.
 - :class:`CopyInCopyOut` (the copy-in/copy-out p4c's ``InlineControls``/``InlineParsers``
   make): ``c.apply(args)`` of a control or parser instantiated inside another becomes
   assignments of its parameters, the apply (:class:`~.ir.ApplySub`) and its copy-out.
+- :class:`~.typeinfer.TypeInference` (p4c ``TypeInference``), last: every name resolved and
+  every expression typed (``Program.typed``, which code generation reads), P4_16 type errors
+  reported with ``FILE:LINE``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 
 from . import ir
 from .errors import P4FrontendError
+from .typeinfer import TypeInference
 
 __all__ = ["PASSES", "ConstantFolding", "CopyInCopyOut", "InlineActions", "InlineFunctions", "RemoveActionParameters",
            "RemoveReturns", "SideEffectOrdering", "UniqueLocalNames", "has_effect", "lower"]
@@ -1284,7 +1288,7 @@ class CopyInCopyOut:
 
 #: the passes :func:`lower` runs, in order
 PASSES: tuple[type, ...] = (UniqueLocalNames, ConstantFolding, SideEffectOrdering, RemoveReturns, InlineFunctions,
-                            InlineActions, RemoveActionParameters, CopyInCopyOut)
+                            InlineActions, RemoveActionParameters, CopyInCopyOut, TypeInference)
 
 
 def lower(prog: ir.Program) -> ir.Program:

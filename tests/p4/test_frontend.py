@@ -279,3 +279,34 @@ def test_dont_care_type_argument_in_extern_declaration(tmp_path: Path) -> None:
     with pytest.raises(P4FrontendError) as ei:
         load_program(bad)
     assert str(ei.value).startswith(f"{display_path(str(bad))}:{line_of(bad, 'Holder2(_')}:")
+
+
+def test_last_index_outside_a_parser_is_a_type_error(tmp_path: Path) -> None:
+    """``stack.lastIndex`` is defined in a parser only (spec 8.18); p4c 1.2.4.9 refuses it in a
+    control, so does TypeInference (tests/p4/programs/header_stack.p4 reads it in its parser)."""
+    text = TEMPLATE.replace("struct headers {{ h_t h; }}", "struct headers {{ h_t h; h_t[2] hs; }}").format(
+        decls="", ingress="apply {\n  hdr.h.a = (bit<8>)hdr.hs.lastIndex;\n}")
+    path = tmp_path / "prog.p4"
+    path.write_text(text)
+    with pytest.raises(P4FrontendError) as ei:
+        Pipeline(load_program(path))
+    assert str(ei.value) == (f"{display_path(str(path))}:{line_of(path, 'hdr.hs.lastIndex')}: hdr.hs.lastIndex: "
+                             "lastIndex of a header stack is defined only in a parser (P4_16 spec 8.18; p4c "
+                             "refuses it too)")
+
+
+def test_select_on_a_type_declared_key_is_a_type_error(tmp_path: Path) -> None:
+    """A ``type``-declared value is no ``select`` key (p4c 1.2.4.9); cast to its bit<N>, it is
+    (tests/p4/programs/new_types.p4)."""
+    base = (TEMPLATE.replace("header h_t {{", "type bit<8> T_t;\nheader h_t {{").replace("bit<8>  a;", "T_t a;")
+            .replace("transition accept;", "transition select(KEY) {{ 1: accept; default: reject; }}"))
+    bad = tmp_path / "bad.p4"
+    bad.write_text(base.replace("KEY", "hdr.h.a").format(decls="", ingress="apply { }"))
+    with pytest.raises(P4FrontendError) as ei:
+        Pipeline(load_program(bad))
+    assert str(ei.value) == (f"{display_path(str(bad))}:{line_of(bad, 'select(hdr.h.a)')}: select key hdr.h.a is "
+                             "of type T_t, a `type` declaration, which select does not accept (as p4c): cast it "
+                             "to bit<8>")
+    ok = tmp_path / "ok.p4"
+    ok.write_text(base.replace("KEY", "(bit<8>)hdr.h.a").format(decls="", ingress="apply { }"))
+    Pipeline(load_program(ok))

@@ -530,8 +530,6 @@ P4C_TARGET_REFUSES = {
 #: front end (issue 18) or P4Info (issue 21), reported as an expected failure until it is fixed
 #: (then remove its line: the comparison runs again).
 P4C_DIVERGES = {
-    "header_stack": "p4c: lastIndex outside a parser is a type error (p4c 1.2.4.9); the embedded front end accepts it",
-    "new_types": "p4c: a select key of a `type`-declared type is a type error; the embedded front end accepts it",
 }
 
 

@@ -1,6 +1,7 @@
 // Type declarations: `type` (P4_16 spec 7.6) over bit<N>, int<N> and a typedef, with
 // @p4runtime_translation; a serializable enum (spec 8.3) as a header field; all as header
-// fields, a table key, an action parameter, a constant and a select key.
+// fields, a table key, an action parameter, a constant and (cast to its bit<16>, as P4_16
+// requires of select and of operators) a select key and a signed comparison.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -22,8 +23,8 @@ const ethertype_t TYPE_T = (ethertype_t)16w0x88b5;
 parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
     state start {
         pkt.extract(hdr.eth);
-        transition select(hdr.eth.etherType) {
-            TYPE_T: parse_t;
+        transition select((bit<16>)hdr.eth.etherType) {
+            (bit<16>)TYPE_T: parse_t;
             default: accept;
         }
     }
@@ -33,7 +34,9 @@ parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_met
 control VC(inout headers hdr, inout metadata meta) { apply { } }
 
 control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
-    action fwd(port_id_t p) { sm.egress_spec = (bit<9>)p; }
+    // the port is bit<9> action data: p4c gives a @p4runtime_translation type's action data the
+    // translated width (32) in P4Info, which the embedded P4Info does not (see docs/p4-subset.md)
+    action fwd(bit<9> p) { port_id_t q = (port_id_t)p; sm.egress_spec = (bit<9>)q; }
     action drop() { mark_to_drop(sm); }
     table by_tag {
         key = { hdr.t.tag: exact; }
@@ -44,7 +47,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
     apply {
         if (hdr.t.isValid()) {
             delta_t zero = (delta_t)8s0;
-            if (hdr.t.d < zero) { hdr.t.r = 0x01; } else { hdr.t.r = 0x02; }
+            if ((int<8>)hdr.t.d < (int<8>)zero) { hdr.t.r = 0x01; } else { hdr.t.r = 0x02; }
             if (hdr.t.kind == Kind_t.B) { hdr.t.r = hdr.t.r | 0x10; }
             by_tag.apply();
         } else {
