@@ -529,8 +529,7 @@ P4C_TARGET_REFUSES = {
 #: Known divergences from p4c 1.2.4.9, found with p4c installed: each a defect of the embedded
 #: front end (issue 18) or P4Info (issue 21), reported as an expected failure until it is fixed
 #: (then remove its line: the comparison runs again).
-P4C_DIVERGES = {
-}
+P4C_DIVERGES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("program", V1MODEL_PROGRAMS, ids=[p.stem for p in V1MODEL_PROGRAMS])
