@@ -237,7 +237,7 @@ class SchemeRun:
 
 
 #: Keys of the switch core's stats() that count (subtracted per scheme); others are kept as read.
-COUNTING_STATS = ("rx", "tx", "drops", "tail_drops", "pipeline", "io_lag")
+COUNTING_STATS = ("rx", "tx", "drops", "tail_drops", "pipeline", "io_lag", "cpu")
 
 
 def _stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
