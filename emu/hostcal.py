@@ -251,6 +251,43 @@ def fit(per_rank: list[dict[str, Any]]) -> tuple[HostCost, dict[str, Any]]:
     return cost, figures
 
 
+def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCost:
+    """``base``'s CPU terms with the waits of a real-time run and its switches' CPU per frame.
+
+    ``results``: a Mininet run's folder. The workers' mean wait for a CPU per wake-up is the sum
+    of their ``cpu_wait_s`` over the sum of their ``cpu_slices`` (the ``transport`` records of
+    ``<scheme>/job*-rank*.jsonl``); the switches' CPU per frame and wait per wake-up come from
+    the embedded switches' ``stats.cpu`` in ``<scheme>/counters.json`` (``cpu_ns`` over the frames
+    received, ``wait_ns`` over ``slices``; /proc/self/schedstat of each switch process). Raises
+    :class:`CalibrationError` (one line naming the folder) when the run recorded neither.
+    """
+    wait, slices = 0.0, 0
+    for path in sorted((results / scheme).glob("job*-rank*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            if rec.get("kind") == "transport" and rec.get("cpu_slices"):
+                wait += rec["cpu_wait_s"]
+                slices += rec["cpu_slices"]
+    if not slices:
+        raise CalibrationError(f"{results / scheme}: no cpu_slices in the workers' records (not a real-time run?)")
+    cost = base.with_wait(wait / slices)
+    counters = results / scheme / "counters.json"
+    sw_cpu = sw_wait = 0
+    sw_slices = frames = 0
+    if counters.exists():
+        for entry in json.loads(counters.read_text(encoding="utf-8")).values():
+            stats = entry.get("stats") or {}
+            cpu = stats.get("cpu")
+            if isinstance(cpu, dict) and cpu.get("slices"):
+                sw_cpu += cpu["cpu_ns"]
+                sw_wait += cpu["wait_ns"]
+                sw_slices += cpu["slices"]
+                frames += sum(int(v) for v in (stats.get("rx") or {}).values())
+    if sw_slices and frames:
+        cost = cost.with_switch(sw_cpu / frames * 1e-9, sw_wait / sw_slices * 1e-9)
+    return cost
+
+
 def loop_timer_resolution() -> float:
     """How finely the real worker's asyncio loop times its sleeps (s): 1 ms with epoll or poll,
     whose timeouts Python rounds up to whole milliseconds (``selectors.EpollSelector.select``);

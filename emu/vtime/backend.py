@@ -22,7 +22,7 @@ from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError
 from emu.controller import NetworkError
 from emu.p4build import p4_build
 from emu.vtime.events import NS_PER_S, s_to_ns
-from emu.vtime.hostcost import CostedSimRank
+from emu.vtime.hostcost import CostedSimRank, CostedSimSwitch
 from emu.vtime.hosts import OnOffSource, SimHost, SimRank, make_verifier
 from emu.vtime.network import SimNetwork
 from hostapps.rank import DONE, FAILED
@@ -61,7 +61,10 @@ class SimBackend(Backend):
         t0 = time.monotonic()
         self.hosts = {}
         try:
-            self.network = SimNetwork(self.topology, seed=self.seed, mtu=mtu, program=p4_build(self.p4).source)
+            cost = self.host_cost()
+            switch_class = CostedSimSwitch.factory(cost, self.seed) if cost is not None and cost.switches else None
+            self.network = SimNetwork(self.topology, seed=self.seed, mtu=mtu, program=p4_build(self.p4).source,
+                                      switch_class=switch_class, veth_hosts=cost is not None)
             self.network.p4 = self.p4
             progress(ProgressEvent("network", message="programming switches"))
             self.network.program("baseline")

@@ -23,6 +23,25 @@ linear model, per rank (one worker process each, so one CPU each):
   :data:`hostapps.aio.RECV_BATCH` datagrams), a timer that falls due while it is busy runs
   when it is free.
 
+The switches are processes too (:mod:`emu.embedded.switch`: the same core on an asyncio
+loop, uvloop when installed, one per switch) and on a shared machine they wait for a CPU as
+the workers do (measured: as long per wake-up as the workers, 55-58 us of CPU per frame).
+With the switch terms set, :class:`CostedSimSwitch` makes each switch one CPU in the same way:
+
+- a wake-up (a frame arrived while it slept, or its departure timer fired) first waits
+  ``switch_run_wait_s`` on average for a CPU (exponential, seeded), then each frame read
+  costs ``switch_packet_s`` (AF_PACKET read, the P4 pipeline, the traffic manager, the
+  send) and enters the traffic manager at the time it has been read; what arrives meanwhile
+  waits for the next run;
+- the frames due by the end of the run leave then (a departure is late by what the switch
+  waited); its departure timer fires at the deadline. (The real switch's loop timers have
+  1 ms resolution but fire early as often as late: uvloop rounds a delay to the nearest ms,
+  and :mod:`emu.embedded.portio` takes a timer up to 1 ms early as due, so no rounding here.)
+
+The traffic manager keeps serialising on its own schedule (:mod:`emu.embedded.tm`: a
+packet starts service when the port is free, back-dated like a real-time switch's), so a
+late switch delays frames, it does not slow the link.
+
 ``len`` is the UDP payload (the CTH datagram) in bytes. All times are seconds. The values
 come from ``symphony-emu calibrate-host`` (:mod:`emu.hostcal`), which runs the real worker
 on this machine and fits the model to the CPU time of each event loop callback; the file it
@@ -47,13 +66,17 @@ from typing import Any
 
 from emu.vtime.events import s_to_ns
 from emu.vtime.hosts import SimHost, SimRank
+from emu.vtime.network import SimSwitch
 from hostapps.aio import RECV_BATCH
 from hostapps.rank import DONE
 from hostapps.spec import WorkerSpec
 from hostapps.transport import Outgoing
 
 #: The model's coefficients (seconds, seconds per byte), in file order.
-FIELDS = ("wake_s", "rx_packet_s", "rx_byte_s", "tx_packet_s", "tx_byte_s", "run_wait_s", "timer_resolution_s")
+FIELDS = ("wake_s", "rx_packet_s", "rx_byte_s", "tx_packet_s", "tx_byte_s", "run_wait_s", "timer_resolution_s",
+          "switch_packet_s", "switch_run_wait_s")
+#: The switch process's terms (:class:`CostedSimSwitch`); all 0: switches cost nothing.
+SWITCH_FIELDS = ("switch_packet_s", "switch_run_wait_s")
 
 
 class HostCostError(ValueError):
@@ -71,6 +94,8 @@ class HostCost:
     tx_byte_s: float = 0.0
     run_wait_s: float = 0.0
     timer_resolution_s: float = 0.0
+    switch_packet_s: float = 0.0
+    switch_run_wait_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in FIELDS:
@@ -87,6 +112,15 @@ class HostCost:
     def with_wait(self, run_wait_s: float) -> HostCost:
         """The same CPU costs with another mean wait for a CPU per wake-up (s)."""
         return dataclasses.replace(self, run_wait_s=run_wait_s)
+
+    def with_switch(self, packet_s: float, run_wait_s: float) -> HostCost:
+        """The same host terms with a switch process's CPU per frame and mean wait per wake-up (s)."""
+        return dataclasses.replace(self, switch_packet_s=packet_s, switch_run_wait_s=run_wait_s)
+
+    @property
+    def switches(self) -> bool:
+        """True when any switch term is set (the switches are then :class:`CostedSimSwitch`)."""
+        return any(getattr(self, k) for k in SWITCH_FIELDS)
 
     def as_dict(self) -> dict[str, float]:
         """The coefficients by name (:data:`FIELDS`)."""
@@ -249,3 +283,88 @@ class CostedSimRank(SimRank):
         cports = self.channel_ports  # channel c sends from port + c (SimRank)
         self.host.send(self.ip_of[dst], self.port if cports is None else cports[o.datagram[3]], self.port_of[dst],
                        o.datagram, o.ecn)
+
+
+class CostedSimSwitch(SimSwitch):
+    """A :class:`emu.vtime.network.SimSwitch` that is one CPU spending :class:`HostCost`'s switch terms.
+
+    See the module docstring. ``_busy_until`` (ns) is when its current run ends; a run reads
+    every frame that waits (each costs ``switch_packet_s``, received by the core at the time it
+    has been read), then polls the core once and hands the due frames to the peers at the
+    run's end. Make one per switch with :meth:`factory` (seeded by the run's seed and the
+    switch's name).
+    """
+
+    def __init__(self, name: str, core: Any, loop: Any, cost: HostCost, seed: int) -> None:
+        super().__init__(name, core, loop)
+        self.cost = cost
+        self._rxq: deque[tuple[int, bytes]] = deque()
+        self._busy_until = 0
+        self._run_at: int | None = None
+        self._pkt_ns = cost.switch_packet_s * 1e9
+        self._wait_ns = cost.switch_run_wait_s * 1e9
+        self._rng = random.Random(f"switch-cost {seed} {name}")
+        #: runs, of them after a wait for a CPU, and the time waited (ns)
+        self.runs = self.woken = self.waited_ns = 0
+
+    @classmethod
+    def factory(cls, cost: HostCost, seed: int) -> Callable[[str, Any, Any], CostedSimSwitch]:
+        """``switch_class`` for :class:`emu.vtime.network.SimNetwork`."""
+        return lambda name, core, loop: cls(name, core, loop, cost, seed)
+
+    def port_input(self, port: int) -> Callable[[bytes], None]:
+        """A frame arriving on ``port`` waits in the socket until the switch reads it."""
+        q = self._rxq
+
+        def arrive(frame: bytes) -> None:
+            q.append((port, frame))
+            if self._run_at is None:
+                self._runnable()
+
+        return arrive
+
+    def _wake(self, t: int) -> None:
+        if t != self.wake_at:
+            return  # superseded by an earlier wake-up
+        self.wake_at = None
+        if self._run_at is None:
+            self._runnable()
+
+    def _runnable(self) -> None:
+        now = self.loop.now
+        if now <= self._busy_until:
+            t = self._busy_until
+        else:
+            t = now
+            self.woken += 1
+            if self._wait_ns > 0:
+                w = round(self._rng.expovariate(1.0) * self._wait_ns)
+                self.waited_ns += w
+                t += w
+        self._run_at = t
+        self.loop.at(t, self._run, t)
+
+    def _run(self, t: int) -> None:
+        if t != self._run_at:
+            return
+        self._run_at = None
+        clock = float(self.loop.now)
+        q, receive, pkt = self._rxq, self._receive, self._pkt_ns
+        while q:
+            port, frame = q.popleft()
+            clock += pkt
+            receive(port, frame, math.ceil(clock))
+        end = math.ceil(clock)
+        self.runs += 1
+        self._busy_until = end
+        out = self._poll(end)
+        if out:
+            at, peers = self.loop.at, self.peers
+            for port, frame in out:
+                at(end, peers[port], frame)
+        deadline = self._deadline()
+        if deadline is None or (self.wake_at is not None and deadline >= self.wake_at):
+            return
+        ns = deadline if deadline > end else end
+        self.wake_at = deadline
+        self.loop.at(ns, self._wake, deadline)

@@ -154,11 +154,17 @@ class SimNetwork(ProgrammedNetwork):
     """The topology's switches and links in one :class:`EventLoop`; programmed like Mininet's.
 
     ``hosts`` attach later (:meth:`attach_host`): a host gets a send function onto its access
-    link and gives a receive function for frames that reach it. Raises NetworkError when
+    link and gives a receive function for frames that reach it. ``switch_class(name, core, loop)``
+    makes each switch (default :class:`SimSwitch`; the host-cost model's
+    :class:`emu.vtime.hostcost.CostedSimSwitch` spends a switch process's CPU time). ``veth_hosts``:
+    a host's access link towards its switch is what Mininet makes of it (:mod:`emu.mininet.network`:
+    a veth pair, the switch shapes only its own egress), no serialisation and no delay, instead of
+    the link's rate and delay (the host-cost model, which reproduces real time). Raises NetworkError when
     the P4 program does not load.
     """
 
-    def __init__(self, topology: Topology, *, seed: int = 1, mtu: int = 1500, program: Path = DEFAULT_BUILD.source) -> None:
+    def __init__(self, topology: Topology, *, seed: int = 1, mtu: int = 1500, program: Path = DEFAULT_BUILD.source,
+                 switch_class: Callable[[str, Any, EventLoop], SimSwitch] | None = None, veth_hosts: bool = False) -> None:
         from emu.embedded.control import ControlAPI
         from emu.embedded.core import SwitchCore
         from emu.embedded.errors import P4FrontendError
@@ -170,6 +176,7 @@ class SimNetwork(ProgrammedNetwork):
         self.programmed_scheme: str | None = None
         self.loop = EventLoop()
         self.mtu = mtu
+        self.veth_hosts = veth_hosts
         try:
             prog = load_program(program)
         except (P4FrontendError, OSError) as exc:
@@ -180,7 +187,7 @@ class SimNetwork(ProgrammedNetwork):
             pipeline = Pipeline(prog, seed=seed + sw.index)  # seed + index, as SwitchOptions gives it
             core = SwitchCore(pipeline, [p.port for p in sw.ports], ticks_per_us=TICKS_PER_US,
                               max_frame_bytes=mtu + FRAME_EXTRA_BYTES, wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
-            self.switches[sw.name] = SimSwitch(sw.name, core, self.loop)
+            self.switches[sw.name] = (switch_class or SimSwitch)(sw.name, core, self.loop)
             self._controls[sw.name] = ControlAPI(core)
         # switch-to-switch ports
         for sw in self.plan.switches:
@@ -213,7 +220,10 @@ class SimNetwork(ProgrammedNetwork):
         sw = self.switches[host.switch]
         sw.peers[host.switch_port] = receive
         self._host_rx[name] = receive
-        nic = QueueConfig(rate_bps=host.line_rate_bps, depth_pkts=None, delay_us=link.delay_us)
+        if self.veth_hosts:  # Mininet's host link: a veth pair, frames reach the switch at once
+            nic = QueueConfig(rate_bps=None, depth_pkts=None, delay_us=0)
+        else:
+            nic = QueueConfig(rate_bps=host.line_rate_bps, depth_pkts=None, delay_us=link.delay_us)
         hl = HostLink(self.loop, nic, sw.port_input(host.switch_port))
         self.host_links[name] = hl
         return hl

@@ -5,8 +5,9 @@ Tolerances (docs/virtual-time.md, "Cross-check"):
 - ``single.yaml`` (one switch, 4 ranks, no background): the real-time mean CCT no more than
   15% below the virtual-time one and no more than 35% above it (measured 0.3% apart, 95.0 vs
   94.7 ms, on a quiet machine; 15-25% above with another process on the 2 cores). Virtual time
-  does not model host CPU time or scheduling, which only ever make a real-time run slower;
-  a real-time run *faster* than the model would mean the model is wrong;
+  does not model host CPU time or scheduling, which only ever make a real-time run slower,
+  but it serialises each frame on the host's link too, which Mininet's veth does not (so on a
+  quiet machine real time measured 8.5% faster, 0.915);
 - ``tests/e2e/xcheck.yaml`` (one switch, 4 ranks, background into one rank's downlink):
   Symphony marks only with Symphony and some with it, in both modes; the same maximum step
   lead within one step and the mean step lead within 0.75 steps (measured: baseline 0.94 vs
@@ -15,20 +16,18 @@ Tolerances (docs/virtual-time.md, "Cross-check"):
   the marked flow differ, see docs/virtual-time.md).
 
 - with the host model (emu.vtime.hostcost, docs/virtual-time.md "Host cost"): virtual time
-  with the CPU costs of the calibration recorded in ``topologies/host-cost.json`` plus the
-  wait for a CPU per wake-up that the real-time run's own workers measured
-  (``cpu_wait_s / cpu_slices``). Real time no more than 15% faster than the model, the bound
-  of virtual time without it (on a quiet machine ``single`` ran 8.5% faster than virtual time
-  without the model and 10.2% faster than with it, one run each: the calibration, made at
-  load 18, over-counts a quiet machine's wake-ups). ``single.yaml``:
-  on a quiet machine (workers waiting for a CPU under 15% of the time) no more than 10%
-  slower; on a busier one the model leaves out the switches' share of the CPU, which only
-  slows real time, so the upper bound grows to 1.10 / (1 - w) as in the other tests, and the
-  model must be closer to real time than virtual time without it (measured at w = 0.35-0.44,
-  five runs: real / model 1.09-1.33 against 1.20-1.50 without the model). ``default.yaml``
-  (D = 1): the model does not close its gap (four runs at w = 0.35-0.42: real / model
-  1.22-1.24, without it 1.20-1.25; docs/virtual-time.md says why), so only the one-sided
-  bounds of the first test, 0.85 and 1.35 / (1 - w).
+  with the workers' CPU costs of the calibration recorded in ``topologies/host-cost.json``,
+  the wait for a CPU per wake-up that the real-time run's own workers measured
+  (``cpu_wait_s / cpu_slices``), its switch processes' CPU per frame and wait per wake-up
+  (``stats.cpu`` of counters.json) and Mininet's veth host links (emu.hostcal.live_cost).
+  ``single.yaml`` and ``default.yaml`` (D = 1): real / model within 10% either way
+  (1/1.10 .. 1.10) when the workers waited for a CPU under 15% of the time; on a busier machine
+  the upper bound grows to 1.10 / (1 - w) as in the other tests (what the model leaves out of a
+  loaded machine only slows real time: CPUs taken by other processes for milliseconds at a time,
+  with every process of the run waiting at once). Measured (docs/virtual-time.md, 6 iterations
+  per run, 3 model seeds each): real / model 1.03 (``single``) and 0.92-1.09 (``default``) with
+  the run's processes ahead of the machine's other work (nice -15, w = 0.20-0.25); 1.09-1.13 and
+  1.11-1.20 at w = 0.33-0.38 without.
 
 The upper bounds hold on a quiet machine. A loaded one (issue 19: 0.43 with other work on
 the 2 cores) makes every real-time run slower than the model by the CPU its workers waited
@@ -39,13 +38,11 @@ never move.
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 
 import pytest
 
-from emu import runner
+from emu import hostcal, runner
 from emu.vtime import hostcost
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,42 +71,20 @@ def _both(topology: Path, tmp_path: Path, **kw: object) -> tuple[dict, dict]:
     return mn.summary, sim.summary
 
 
-def live_wait(results: Path, scheme: str = "baseline") -> float:
-    """Mean wait for a CPU per wake-up (s) of a real-time run's workers: the sum of their
-    ``cpu_wait_s`` over the sum of their ``cpu_slices`` (/proc/self/schedstat)."""
-    wait, slices = 0.0, 0
-    for path in (results / scheme).glob("job*-rank*.jsonl"):
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
-            if rec["kind"] == "transport" and rec.get("cpu_slices"):
-                wait += rec["cpu_wait_s"]
-                slices += rec["cpu_slices"]
-    assert slices > 0, f"{results}: no cpu_slices in the workers' records"
-    return wait / slices
-
-
-def _check_host_model(topology: Path, tmp_path: Path, mn: runner.RunResult, free: dict, *, within: float = 1.10,
-                      closer: bool = True, **kw: object) -> None:
-    """Virtual time with the host model against the real-time run ``mn`` (see the module docstring):
-    real / model at least 0.85 (the bound of virtual time without the model: on a quiet machine
-    ``single`` gave real / without 0.915 and real / model 0.898, one run each, so real time can be
-    faster than either), at most ``within`` on a quiet machine, else at most ``within`` / (1 - w)
-    and, with ``closer``, nearer 1 than real / (virtual time without the model)."""
+def _check_host_model(topology: Path, tmp_path: Path, mn: runner.RunResult, *, within: float = 1.10,
+                      **kw: object) -> None:
+    """Virtual time with the host model measured in the real-time run ``mn`` (see the module
+    docstring): real / model within ``within`` either way on a quiet machine; on a busier one
+    at most ``within`` / (1 - w), never below 1 / ``within``."""
     d = float(mn.summary.get("dilation") or 1.0)
-    cost = hostcost.load(HOST_COST).with_wait(live_wait(mn.out_dir)).dilated(d)
+    cost = hostcal.live_cost(hostcost.load(HOST_COST), mn.out_dir).dilated(d)
     sim = runner.run(topology, out=tmp_path / "sim-host-cost", mode="sim", host_cost=cost, **kw)  # type: ignore[arg-type]
     assert sim.ok, sim.failure
-    real = mn.summary["baseline"]["cct_s"]["mean"]
-    model, without = sim.summary["baseline"]["cct_s"]["mean"], free["baseline"]["cct_s"]["mean"]
+    real, model = mn.summary["baseline"]["cct_s"]["mean"], sim.summary["baseline"]["cct_s"]["mean"]
     got = _got_cpu(mn.summary, "baseline")
-    what = (real, model, without, cost, mn.summary["baseline"].get("overload"))
-    assert real / model >= 0.85, what
-    if got >= 1 - QUIET_WAIT:
-        assert real / model <= within, what
-    else:
-        assert real / model <= within / got, what
-        if closer:
-            assert abs(math.log(real / model)) < abs(math.log(real / without)), what
+    what = (real, model, cost, mn.summary["baseline"].get("overload"))
+    assert real / model >= 1 / within, what
+    assert real / model <= (within if got >= 1 - QUIET_WAIT else within / got), what
 
 
 @pytest.mark.timeout(300)
@@ -120,7 +95,7 @@ def test_single_switch_cct_agrees(mininet_env: None, tmp_path: Path) -> None:
     assert mn.ok and sim.ok, (mn.failure, sim.failure)
     a, b = mn.summary["baseline"]["cct_s"]["mean"], sim.summary["baseline"]["cct_s"]["mean"]
     assert 0.85 <= a / b <= 1.35 / _got_cpu(mn.summary, "baseline"), (a, b, mn.summary["baseline"].get("overload"))
-    _check_host_model(SINGLE, tmp_path, mn, sim.summary, **kw)
+    _check_host_model(SINGLE, tmp_path, mn, **kw)
 
 
 @pytest.mark.timeout(300)
@@ -128,9 +103,8 @@ def test_default_cct_with_host_model_agrees(mininet_env: None, tmp_path: Path) -
     """``default.yaml`` at its own rates (D = 1: the hosts' cost is what is checked)."""
     kw = {"schemes": ("baseline",), "iterations": 2}
     mn = runner.run(DEFAULT, out=tmp_path / "mininet", mode="mininet", dilation=1, **kw)  # type: ignore[arg-type]
-    sim = runner.run(DEFAULT, out=tmp_path / "sim", mode="sim", **kw)  # type: ignore[arg-type]
-    assert mn.ok and sim.ok, (mn.failure, sim.failure)
-    _check_host_model(DEFAULT, tmp_path, mn, sim.summary, within=1.35, closer=False, **kw)
+    assert mn.ok, mn.failure
+    _check_host_model(DEFAULT, tmp_path, mn, **kw)
 
 
 @pytest.mark.timeout(420)

@@ -73,6 +73,45 @@ def test_wait_for_a_cpu_is_seeded_and_slows_the_ring(tmp_path: Path) -> None:
     assert run["host_cost"]["run_wait_s"] == 5e-4
 
 
+def test_switch_cost_makes_the_switch_a_cpu(tmp_path: Path) -> None:
+    """3 ms of switch CPU per frame is more than a frame's 1.2 ms on a 10 Mbit/s wire: the one
+    switch of single.yaml forwards every rank's datagrams one after the other, so an iteration
+    takes at least all of them x 3 ms. A wait for a CPU is seeded like the hosts'."""
+    got = _cct(tmp_path, HostCost(switch_packet_s=3e-3), "sw")["cct_s"]["mean"]
+    assert got >= 4 * DATAGRAMS_PER_ITERATION * 3e-3 * 0.98, got  # 4 ranks through s1
+    w = HostCost(switch_run_wait_s=1e-3)
+    a, b = _cct(tmp_path, w, "sw1"), _cct(tmp_path, w, "sw2")
+    assert a == b  # the same seed: the same waits, bit for bit
+    assert a["cct_s"]["mean"] > _cct(tmp_path, HostCost(), "free")["cct_s"]["mean"] * 1.02
+
+
+def test_live_cost_reads_a_real_time_run(tmp_path: Path) -> None:
+    """The workers' wait per timeslice and the switches' CPU per frame and wait per timeslice."""
+    d = tmp_path / "baseline"
+    d.mkdir()
+    for r, (w, n) in enumerate([(0.3, 100), (0.5, 300)]):
+        rec = {"kind": "transport", "job": 0, "rank": r, "cpu_wait_s": w, "cpu_slices": n}
+        (d / f"job0-rank{r}.jsonl").write_text(json.dumps({"kind": "step"}) + "\n" + json.dumps(rec) + "\n")
+    sw = {"rx": {"1": 600, "2": 400}, "cpu": {"cpu_ns": 50_000_000, "wait_ns": 200_000_000, "slices": 400}}
+    (d / "counters.json").write_text(json.dumps({"s1": {"stats": sw}, "s2": {"stats": {"rx": {"1": 5}}}}))
+    base = HostCost(rx_packet_s=5e-6)
+    got = hostcal.live_cost(base, tmp_path)
+    assert got == base.with_wait(0.8 / 400).with_switch(50e-3 / 1000, 0.2 / 400)
+    (d / "counters.json").unlink()  # bmv2 or an older run: the switches stay free
+    assert hostcal.live_cost(base, tmp_path) == base.with_wait(0.8 / 400)
+    with pytest.raises(hostcal.CalibrationError, match="no cpu_slices"):
+        hostcal.live_cost(base, tmp_path, "symphony")
+
+
+def test_switch_process_reports_its_cpu() -> None:
+    from emu.embedded.switch import process_cpu
+
+    cpu = process_cpu()
+    if cpu is None:
+        pytest.skip("no /proc/self/schedstat on this kernel")
+    assert set(cpu) == {"cpu_ns", "wait_ns", "slices"} and cpu["cpu_ns"] > 0 and cpu["slices"] > 0
+
+
 def test_host_cost_option_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--host-cost: the host model is for virtual time"):
         runner.run(SINGLE, mode="mininet", out=tmp_path / "m", host_cost=tmp_path / "none.json")
