@@ -557,11 +557,15 @@ class CodeGen:
             self.fail(e.loc, f"unsupported expression {type(e).__name__}")
         return fn(self, e, scopes)
 
+    def typeof(self, e: ir.Expr) -> Any:
+        """The type ``typeinfer.TypeInference`` (the last pass) gave expression ``e``."""
+        return self.prog.typed.of(e)
+
     def expr_lit(self, e: ir.Lit, scopes) -> V:
-        return V(repr(e.value), e.type or ir.IntLitT(), e.value)
+        return V(repr(e.value), self.typeof(e), e.value)
 
     def expr_bool(self, e: ir.BoolLit, scopes) -> V:
-        return V("True" if e.value else "False", ir.BoolT(), int(e.value))
+        return V("True" if e.value else "False", self.typeof(e), int(e.value))
 
     def expr_path(self, e: ir.Name | ir.Member | ir.Index, scopes) -> V:
         if isinstance(e, ir.Member) and e.name in ("hit", "miss") and isinstance(e.expr, ir.Call):
@@ -577,18 +581,15 @@ class CodeGen:
         self.fail(e.loc, "unsupported use of a header, struct or object as a value")
 
     def expr_type_member(self, e: ir.TypeMember, scopes) -> V:
-        if e.type_name == "error":
-            if e.member not in self.errors:
-                self.fail(e.loc, f"unknown error {e.member}")
-            return V(str(self.errors[e.member]), ir.ErrorT(), self.errors[e.member])
-        t = self.prog.types.get(e.type_name)
-        ser = self.prog.ser_enums.get(e.type_name)
-        if ser is not None and e.member in ser:
-            return self.const(ser[e.member], t)
-        if isinstance(t, ir.EnumT) and e.member in t.members:
+        """``error.X``, ``E.X`` (its number) or a serializable enum's member (its value); TypeInference
+        refused unknown members."""
+        t = self.typeof(e)
+        if isinstance(t, ir.ErrorT):
+            return V(str(self.errors[e.member]), t, self.errors[e.member])
+        if isinstance(t, ir.EnumT):
             i = t.members.index(e.member)
             return V(str(i), t, i)
-        self.fail(e.loc, f"unknown member {e.type_name}.{e.member}")
+        return self.const(self.prog.ser_enums[e.type_name][e.member], t)
 
     def expr_slice(self, e: ir.Slice, scopes) -> V:
         v = self.expr(e.expr, scopes)
@@ -974,16 +975,15 @@ class CodeGen:
         self.copy_ref(dst, src)
 
     def temp_decl(self, s: ir.VarDecl, scopes) -> None:
-        """A temporary of a pass (``passes.py``) whose type is that of its value (``ir.TypeOfT``)."""
+        """A temporary of a pass (``passes.py``, type ``ir.TypeOfT``) of the type TypeInference gave it."""
+        t = self.prog.typed.decl(s)
         if s.init is not None:
             v = self.expr(s.init, scopes)
             if v.const is not None:  # a constant needs no storage
                 scopes[-1][s.name] = v
                 return
-            t = v.type
             code = self.clean(v)
         else:
-            t = self.type_of(s.type.exprs, scopes, s.loc)  # type: ignore[union-attr]
             code = "False" if isinstance(t, ir.BoolT) else "0"
         if not isinstance(t, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
             self.fail(s.loc, f"unsupported value of type {tname(t)} here")
@@ -991,23 +991,6 @@ class CodeGen:
         self.flush_pre()
         self.emit(f"{var} = {code}")
         scopes[-1][s.name] = Leaf(var, t)
-
-    def type_of(self, exprs, scopes, loc) -> Any:
-        """The type of the first of ``exprs`` that is not an unsized literal (nothing emitted)."""
-        t: Any = ir.IntLitT()
-        snap, pre, ctr = self.snapshot(), self.pre, self.n
-        try:
-            for e in exprs:
-                self.pre = []
-                t = self.expr(e, scopes).type
-                if not isinstance(t, ir.IntLitT):
-                    break
-        finally:
-            self.restore(snap)
-            self.pre, self.n = pre, ctr
-        if isinstance(t, ir.IntLitT):
-            self.fail(loc, "cannot tell the width of this expression (cast one operand)")
-        return t
 
     def switch(self, s: ir.Switch, scopes, ctx: Ctx) -> None:
         """``switch (t.apply().action_run)`` on the action the table ran, or ``switch (expr)`` on a value."""
