@@ -421,17 +421,14 @@ class CodeGen:
             value = ((value + (1 << (w - 1))) & mask(w)) - (1 << (w - 1))
         return V(repr(value), t, value)
 
-    def unify(self, a: V, b: V, loc: ir.Loc, op: str) -> tuple[V, V, Any]:
-        ta, tb = a.type, b.type
-        if isinstance(ta, ir.IntLitT) and isinstance(tb, ir.IntLitT):
-            return a, b, ta
-        if isinstance(ta, ir.IntLitT):
-            return self.const(a.const, tb) if a.const is not None else a, b, tb  # type: ignore[arg-type]
-        if isinstance(tb, ir.IntLitT):
-            return a, self.const(b.const, ta) if b.const is not None else b, ta  # type: ignore[arg-type]
-        if ta != tb:
-            self.fail(loc, f"type error: {tname(ta)} {op} {tname(tb)}")
-        return a, b, ta
+    def unify(self, a: V, b: V, t: Any) -> tuple[V, V]:
+        """``a`` and ``b`` as operands of type ``t`` (TypeInference's): an unsized literal becomes a
+        constant of ``t``."""
+        if isinstance(a.type, ir.IntLitT) and a.const is not None:
+            a = self.const(a.const, t)
+        if isinstance(b.type, ir.IntLitT) and b.const is not None:
+            b = self.const(b.const, t)
+        return a, b
 
     def convert(self, v: V, t: Any, loc: ir.Loc) -> str:
         """Code of ``v`` as a value of type ``t`` (implicit literal conversion only)."""
@@ -592,18 +589,22 @@ class CodeGen:
         return self.const(self.prog.ser_enums[e.type_name][e.member], t)
 
     def expr_slice(self, e: ir.Slice, scopes) -> V:
+        """``x[hi:lo]``; TypeInference typed it (and checked literal bounds); bounds that are other
+        constants (a control's ``const``) are evaluated and checked here."""
         v = self.expr(e.expr, scopes)
         hi, lo = self.const_of(e.hi, scopes), self.const_of(e.lo, scopes)
-        if not isinstance(v.type, ir.BitT | ir.IntT) or not (0 <= lo <= hi < v.type.width):
-            self.fail(e.loc, "bad slice")
-        w = hi - lo + 1
-        code = f"(({self.clean(v)} >> {lo}) & {hex(mask(w))})" if lo else f"({self.clean(v)} & {hex(mask(w))})"
-        return V(code, ir.BitT(w))
+        t = self.typeof(e)
+        if t is None:
+            if not isinstance(v.type, ir.BitT | ir.IntT) or not (0 <= lo <= hi < v.type.width):
+                self.fail(e.loc, "bad slice")
+            t = ir.BitT(hi - lo + 1)
+        code = f"(({self.clean(v)} >> {lo}) & {hex(mask(t.width))})" if lo else f"({self.clean(v)} & {hex(mask(t.width))})"
+        return V(code, t)
 
     def expr_cond(self, e: ir.Cond, scopes) -> V:
         c = self.expr(e.cond, scopes)
-        a, b = self.expr(e.then, scopes), self.expr(e.other, scopes)
-        a, b, t = self.unify(a, b, e.loc, "?:")
+        t = self.typeof(e)
+        a, b = self.unify(self.expr(e.then, scopes), self.expr(e.other, scopes), t)
         return V(f"({self.clean(a)} if {c.code} else {self.clean(b)})", t)
 
     def const_of(self, e: ir.Expr, scopes) -> int:
@@ -639,59 +640,52 @@ class CodeGen:
         self.fail(e.loc, f"unsupported cast from {tname(s)} to {tname(t)}")
 
     def unary(self, e: ir.Unary, scopes) -> V:
+        """``!``, ``~``, ``-`` of the type TypeInference gave (and checked): an ``int`` literal folded."""
         v = self.expr(e.expr, scopes)
+        t = self.typeof(e)
         if e.op == "!":
-            if not isinstance(v.type, ir.BoolT):
-                self.fail(e.loc, "type error: ! needs bool")
-            return V(f"(not {v.code})", v.type)
-        if v.const is not None and isinstance(v.type, ir.IntLitT):
-            return V(repr(-v.const if e.op == "-" else ~v.const), v.type, -v.const if e.op == "-" else ~v.const)
-        if isinstance(v.type, ir.BitT):
-            m = hex(mask(v.type.width))
+            return V(f"(not {v.code})", t)
+        if v.const is not None and isinstance(t, ir.IntLitT):
+            return V(repr(-v.const if e.op == "-" else ~v.const), t, -v.const if e.op == "-" else ~v.const)
+        if isinstance(t, ir.BitT):
+            m = hex(mask(t.width))
             if e.op == "~":
-                return V(f"({self.clean(v)} ^ {m})", v.type)
-            return V(f"(-{self.clean(v)})", v.type, dirty=True)
-        if isinstance(v.type, ir.IntT):
-            return V(f"({'~' if e.op == '~' else '-'}{self.clean(v)})", v.type, dirty=True)
-        self.fail(e.loc, f"type error: {e.op} on {tname(v.type)}")
+                return V(f"({self.clean(v)} ^ {m})", t)
+            return V(f"(-{self.clean(v)})", t, dirty=True)
+        if isinstance(t, ir.IntT):
+            return V(f"({'~' if e.op == '~' else '-'}{self.clean(v)})", t, dirty=True)
+        self.fail(e.loc, f"type error: {e.op} on {tname(t)}")
 
     def binary(self, e: ir.Binary, scopes) -> V:
+        """Operator ``e`` of the type TypeInference gave (and checked); operators over constants fold."""
         op = e.op
         a, b = self.expr(e.left, scopes), self.expr(e.right, scopes)
+        t = self.typeof(e)
         if op in ("&&", "||"):
-            if not (isinstance(a.type, ir.BoolT) and isinstance(b.type, ir.BoolT)):
-                self.fail(e.loc, f"type error: {op} needs bool operands")
-            return V(f"({a.code} {'and' if op == '&&' else 'or'} {b.code})", ir.BoolT())
+            return V(f"({a.code} {'and' if op == '&&' else 'or'} {b.code})", t)
         if op == "++":
-            if not (isinstance(a.type, ir.BitT) and isinstance(b.type, ir.BitT)):
-                self.fail(e.loc, "type error: ++ needs bit<N> operands")
-            return V(f"(({self.clean(a)} << {b.type.width}) | {self.clean(b)})", ir.BitT(a.type.width + b.type.width))
+            return V(f"(({self.clean(a)} << {b.type.width}) | {self.clean(b)})", t)
         if op in ("<<", ">>"):
-            if a.const is not None and b.const is not None and isinstance(a.type, ir.IntLitT):
+            if a.const is not None and b.const is not None and isinstance(t, ir.IntLitT):
                 val = a.const << b.const if op == "<<" else a.const >> b.const
-                return V(repr(val), a.type, val)
-            if not isinstance(a.type, ir.BitT | ir.IntT):
-                self.fail(e.loc, f"type error: {op} on {tname(a.type)}")
+                return V(repr(val), t, val)
+            if isinstance(t, ir.IntLitT):  # an int shifted by a run-time amount has no width
+                self.fail(e.loc, f"type error: {op} on {tname(t)}")
             if op == "<<":
-                return V(f"({a.code} << {self.clean(b)})", a.type, dirty=True)
-            return V(f"({self.clean(a)} >> {self.clean(b)})", a.type)
-        a, b, t = self.unify(a, b, e.loc, op)
-        if a.const is not None and b.const is not None and not isinstance(t, ir.BoolT):
+                return V(f"({a.code} << {self.clean(b)})", t, dirty=True)
+            return V(f"({self.clean(a)} >> {self.clean(b)})", t)
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            a, b = self.unify(a, b, b.type if isinstance(a.type, ir.IntLitT) else a.type)
+            return V(f"({self.clean(a)} {op} {self.clean(b)})", t)
+        a, b = self.unify(a, b, t)
+        if a.const is not None and b.const is not None:
             folds = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
                      "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y,
                      "/": lambda x, y: x // y if y else 0, "%": lambda x, y: x % y if y else 0}
             if op in folds:
                 val = folds[op](a.const, b.const)
                 return self.const(val, t) if not isinstance(t, ir.IntLitT) else V(repr(val), t, val)
-        if op in ("==", "!=", "<", "<=", ">", ">="):
-            if op not in ("==", "!=") and not isinstance(t, ir.BitT | ir.IntT | ir.IntLitT):
-                self.fail(e.loc, f"type error: {op} on {tname(t)}")
-            return V(f"({self.clean(a)} {op} {self.clean(b)})", ir.BoolT())
-        if isinstance(t, ir.BoolT) or not isinstance(t, ir.BitT | ir.IntT | ir.IntLitT):
-            self.fail(e.loc, f"type error: {op} on {tname(t)}")
         if op in ("|+|", "|-|"):  # saturating (P4_16 spec 8.6/8.7): clamp to the type's range
-            if not isinstance(t, ir.BitT | ir.IntT):
-                self.fail(e.loc, f"type error: {op} needs bit<N> or int<N> operands")
             w = t.width
             lo, hi = (0, mask(w)) if isinstance(t, ir.BitT) else (-(1 << (w - 1)), (1 << (w - 1)) - 1)
             raw = f"({self.clean(a)} {op[1]} {self.clean(b)})"

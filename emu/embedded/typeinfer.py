@@ -32,9 +32,7 @@ Scopes = list[dict[str, Any]]
 
 
 def type_text(t: Any) -> str:
-    """The P4 spelling of type ``t`` for messages (a ``type`` declaration by its name)."""
-    if getattr(t, "newtype", None):
-        return t.newtype
+    """The P4 spelling of type ``t`` for messages (``bit<8>``, ``int``, a header's name)."""
     if isinstance(t, ir.BitT):
         return f"bit<{t.width}>"
     if isinstance(t, ir.IntT):
@@ -360,12 +358,16 @@ class TypeInference:
         return None
 
     def e_Slice(self, e: ir.Slice, scopes) -> Any:
-        self.expr(e.expr, scopes)
+        """``x[hi:lo]`` is a ``bit<hi - lo + 1>`` (spec 8.6); the bounds are literals after
+        ConstantFolding (code generation refuses others)."""
+        t = self.expr(e.expr, scopes)
         self.expr(e.hi, scopes)
         self.expr(e.lo, scopes)
-        hi, lo = self.const_value(e.hi, scopes), self.const_value(e.lo, scopes)
-        if hi is None or lo is None:
+        if not isinstance(e.hi, ir.Lit) or not isinstance(e.lo, ir.Lit):
             return None
+        hi, lo = e.hi.value, e.lo.value
+        if t is not None and (not isinstance(t, ir.BitT | ir.IntT) or not (0 <= lo <= hi < t.width)):
+            self.fail(e.loc, "bad slice")
         return ir.BitT(hi - lo + 1)
 
     def e_Cast(self, e: ir.Cast, scopes) -> Any:
@@ -373,24 +375,63 @@ class TypeInference:
         return e.type
 
     def e_Unary(self, e: ir.Unary, scopes) -> Any:
-        return self.expr(e.expr, scopes)
+        """``!`` on ``bool``; ``-``, ``~`` on ``bit<N>``, ``int<N>``, ``int``: the operand's type."""
+        t = self.expr(e.expr, scopes)
+        if t is None:  # not a value: code generation names it
+            return None
+        if e.op == "!":
+            if not isinstance(t, ir.BoolT):
+                self.fail(e.loc, "type error: ! needs bool")
+        elif not isinstance(t, ir.BitT | ir.IntT | ir.IntLitT):
+            self.fail(e.loc, f"type error: {e.op} on {type_text(t)}")
+        return t
 
     def e_Binary(self, e: ir.Binary, scopes) -> Any:
+        """The operator's result type (P4_16 spec 8.2-8.7); an unsized literal takes the type of the
+        other operand, other operands must agree."""
         a, b = self.expr(e.left, scopes), self.expr(e.right, scopes)
         op = e.op
-        if op in ("&&", "||", "==", "!=", "<", "<=", ">", ">="):
+        if a is None or b is None:  # not a value: code generation names it
+            return None
+        if op in ("&&", "||"):
+            if not (isinstance(a, ir.BoolT) and isinstance(b, ir.BoolT)):
+                self.fail(e.loc, f"type error: {op} needs bool operands")
             return ir.BoolT()
         if op == "++":
-            if isinstance(a, ir.BitT) and isinstance(b, ir.BitT):
-                return ir.BitT(a.width + b.width)
-            return None
+            if not (isinstance(a, ir.BitT) and isinstance(b, ir.BitT)):
+                self.fail(e.loc, "type error: ++ needs bit<N> operands")
+            return ir.BitT(a.width + b.width)
         if op in ("<<", ">>"):
+            if not isinstance(a, ir.BitT | ir.IntT | ir.IntLitT):  # int: code generation folds it or refuses
+                self.fail(e.loc, f"type error: {op} on {type_text(a)}")
             return a
-        return _unify(a, b)
+        t = self.unify(a, b, e.loc, op)
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            if op not in ("==", "!=") and not isinstance(t, ir.BitT | ir.IntT | ir.IntLitT):
+                self.fail(e.loc, f"type error: {op} on {type_text(t)}")
+            return ir.BoolT()
+        if isinstance(t, ir.BoolT) or not isinstance(t, ir.BitT | ir.IntT | ir.IntLitT):
+            self.fail(e.loc, f"type error: {op} on {type_text(t)}")
+        if op in ("|+|", "|-|") and not isinstance(t, ir.BitT | ir.IntT):
+            self.fail(e.loc, f"type error: {op} needs bit<N> or int<N> operands")
+        return t
 
     def e_Cond(self, e: ir.Cond, scopes) -> Any:
         self.expr(e.cond, scopes)
-        return _unify(self.expr(e.then, scopes), self.expr(e.other, scopes))
+        a, b = self.expr(e.then, scopes), self.expr(e.other, scopes)
+        if a is None or b is None:
+            return None
+        return self.unify(a, b, e.loc, "?:")
+
+    def unify(self, a: Any, b: Any, loc: ir.Loc, op: str) -> Any:
+        """The common type of two operands: an unsized literal takes the other's type."""
+        if isinstance(a, ir.IntLitT):
+            return b
+        if isinstance(b, ir.IntLitT):
+            return a
+        if a != b:
+            self.fail(loc, f"type error: {type_text(a)} {op} {type_text(b)}")
+        return a
 
     def e_Ctor(self, e: ir.Ctor, scopes) -> Any:
         for a in e.args:
@@ -433,22 +474,7 @@ class TypeInference:
             return t.args[i] if i < len(t.args) else None
         return ret if isinstance(ret, _VALUE) else None
 
-    # ---------------------------------------------------------------- constants
-    def const_value(self, e: ir.Expr, scopes) -> int | None:
-        """The value of a compile-time constant index or bound (literals after ConstantFolding)."""
-        if isinstance(e, ir.Lit):
-            return e.value
-        return None
 
 
 def t_exprs(t: ir.TypeOfT) -> tuple:
     return t.exprs
-
-
-def _unify(a: Any, b: Any) -> Any:
-    """The type of an operator over ``a`` and ``b``: an unsized literal takes the other's type."""
-    if isinstance(a, ir.IntLitT):
-        return b
-    if isinstance(b, ir.IntLitT):
-        return a
-    return a
