@@ -614,8 +614,10 @@ class CodeGen:
         return v.const  # type: ignore[return-value]
 
     def cast(self, e: ir.Cast, scopes) -> V:
+        """``(T) x``; which casts are supported depends on whether ``x`` is a constant, so it is
+        checked here."""
         v = self.expr(e.expr, scopes)
-        t, s = e.type, v.type
+        t, s = self.typeof(e), v.type
         if isinstance(t, ir.BitT):
             if v.const is not None and not isinstance(s, ir.BoolT):
                 return self.const(v.const, t)
@@ -881,9 +883,7 @@ class CodeGen:
         self.assign(s.target, s.value, scopes, s.loc)
 
     def stmt_if(self, s: ir.If, scopes, ctx) -> None:
-        c = self.expr(s.cond, scopes)
-        if not isinstance(c.type, ir.BoolT):
-            self.fail(s.loc, "type error: if condition is not bool")
+        c = self.expr(s.cond, scopes)  # TypeInference checked it is a bool
         self.flush_pre()
         self.emit(f"if {c.code}:")
         self.ind += 1
