@@ -555,8 +555,12 @@ class CodeGen:
         return fn(self, e, scopes)
 
     def typeof(self, e: ir.Expr) -> Any:
-        """The type ``typeinfer.TypeInference`` (the last pass) gave expression ``e``."""
-        return self.prog.typed.of(e)
+        """The type ``typeinfer.TypeInference`` (the last pass) gave expression ``e``; an expression
+        it did not type is a defect of the compiler, named as such."""
+        t = self.prog.typed.of(e)
+        if t is None:
+            self.fail(e.loc, f"internal error: TypeInference gave no type to this {type(e).__name__}")
+        return t
 
     def expr_lit(self, e: ir.Lit, scopes) -> V:
         return V(repr(e.value), self.typeof(e), e.value)
@@ -569,7 +573,7 @@ class CodeGen:
             return self.table_hit(e, scopes)
         b = self.ref(e, scopes)
         if isinstance(b, Leaf):
-            return V(b.var, b.type, dirty=b.bits)  # clean() sign-converts a bit pattern
+            return V(b.var, self.typeof(e), dirty=b.bits)  # clean() sign-converts a bit pattern
         if isinstance(b, V):
             return b
         if isinstance(b, VarField):
@@ -593,7 +597,7 @@ class CodeGen:
         constants (a control's ``const``) are evaluated and checked here."""
         v = self.expr(e.expr, scopes)
         hi, lo = self.const_of(e.hi, scopes), self.const_of(e.lo, scopes)
-        t = self.typeof(e)
+        t = self.prog.typed.of(e)
         if t is None:
             if not isinstance(v.type, ir.BitT | ir.IntT) or not (0 <= lo <= hi < v.type.width):
                 self.fail(e.loc, "bad slice")
@@ -739,23 +743,24 @@ class CodeGen:
 
     def call_expr(self, e: ir.Call, scopes) -> V:
         kind, obj, meth = self.call_target(e, scopes)
+        t = self.prog.typed.of(e)  # the core methods' result types; an extern's V comes from its architecture
         if kind == "method" and isinstance(obj, HdrRef) and meth == "isValid":
-            return V(obj.valid, ir.BoolT())
+            return V(obj.valid, t)
         if kind == "method" and isinstance(obj, HdrRef) and meth in ("minSizeInBits", "minSizeInBytes"):
             bits = obj.type.fixed_width  # without the varbit field (spec 8.17)
             n = bits if meth == "minSizeInBits" else bits // 8
-            return V(str(n), ir.IntLitT(), n)
+            return V(str(n), t, n)
         if kind == "method" and isinstance(obj, UnionRef) and meth == "isValid":  # any member valid (spec 8.20)
-            return V("(" + " or ".join(h.valid for h in obj.members.values()) + ")", ir.BoolT())
+            return V("(" + " or ".join(h.valid for h in obj.members.values()) + ")", t)
         if kind == "method" and isinstance(obj, DynElem) and meth == "isValid":
             code = "False"
             for n, h in reversed(self.dyn_elems(obj)):
                 code = f"({h.valid} if {obj.selector} == {n} else {code})"
-            return V(code, ir.BoolT())
+            return V(code, t)
         if kind == "method" and isinstance(obj, PacketRef) and obj.kind == "packet_in" and meth == "length":
-            return V("_n", ir.BitT(32))  # the whole frame in bytes (P4_16 spec packet_in.length())
+            return V("_n", t)  # the whole frame in bytes (P4_16 spec packet_in.length())
         if kind == "method" and isinstance(obj, PacketRef) and obj.kind == "packet_in" and meth == "lookahead":
-            code, t = self.lookahead(e, scopes)
+            code, _ = self.lookahead(e, scopes)
             if not isinstance(t, ir.BitT):
                 self.fail(e.loc, "unsupported lookahead of a header as a value (use .field)")
             return V(code, t)
@@ -818,7 +823,7 @@ class CodeGen:
         if not (kind == "method" and isinstance(obj, TableRef) and meth == "apply"):
             self.fail(e.loc, f"unsupported .{e.name}")
         hitvar = self.apply_table(obj, scopes, call.loc, want_hit=True)
-        return V(hitvar if e.name == "hit" else f"(not {hitvar})", ir.BoolT())
+        return V(hitvar if e.name == "hit" else f"(not {hitvar})", self.typeof(e))
 
     # ---------------------------------------------------------------- statements
     def flush_pre(self) -> None:
