@@ -24,6 +24,7 @@ from . import ir
 from .errors import ControlError, P4FrontendError
 from .externs import DirectCounter, DirectMeter, Objects, csum, hash_value
 from .tables import ActionProfile, ActionSpec, KeySpec, Table, ValueSet
+from .typeinfer import type_text as tname
 
 __all__ = ["ActionRef", "Architecture", "CodeGen", "Compiled", "assemble", "Ctx", "ExternRef", "ExternType",
            "HdrRef", "Leaf", "Line", "PacketRef", "StructRef", "TableRef", "UnionRef", "V", "mask",
@@ -2312,21 +2313,6 @@ def contains(node: Any, cls: type) -> bool:
     if isinstance(node, ir.Switch):
         return any(contains(b, cls) for _labels, b in node.cases)
     return False
-
-
-def tname(t: Any) -> str:
-    """The P4 spelling of type ``t`` for messages."""
-    if isinstance(t, ir.BitT):
-        return f"bit<{t.width}>"
-    if isinstance(t, ir.IntT):
-        return f"int<{t.width}>"
-    if isinstance(t, ir.BoolT):
-        return "bool"
-    if isinstance(t, ir.IntLitT):
-        return "int"
-    if isinstance(t, ir.ErrorT):
-        return "error"
-    return getattr(t, "name", type(t).__name__)
 
 
 def desc_call(e: ir.Call) -> str:

@@ -310,3 +310,18 @@ def test_select_on_a_type_declared_key_is_a_type_error(tmp_path: Path) -> None:
     ok = tmp_path / "ok.p4"
     ok.write_text(base.replace("KEY", "(bit<8>)hdr.h.a").format(decls="", ingress="apply { }"))
     Pipeline(load_program(ok))
+
+
+@pytest.mark.parametrize(("body", "needle", "message"), [
+    ("apply {\n  hdr.h.c = hdr.h.a + hdr.h.c;\n}", "hdr.h.a +", "type error: bit<8> + bit<16>"),
+    ("apply {\n  if (hdr.h.a) { hdr.h.b = 1; }\n}", "if (hdr.h.a)", "type error: if condition is not bool"),
+    ("apply {\n  if (!hdr.h.a == 1) { hdr.h.b = 1; }\n}", "if (!", "type error: ! needs bool"),
+    ("apply {\n  bool f = true;\n  hdr.h.a = hdr.h.a[3:0] ++ (bit<4>)hdr.h.b;\n  if (f & f) { }\n}", "f & f",
+     "type error: & on bool"),
+])
+def test_type_errors_name_the_line(tmp_path: Path, body: str, needle: str, message: str) -> None:
+    """TypeInference reports operator and condition type errors with FILE:LINE, before any code is generated."""
+    path = write_program(tmp_path, body)
+    with pytest.raises(P4FrontendError) as ei:
+        Pipeline(load_program(path))
+    assert str(ei.value) == f"{display_path(str(path))}:{line_of(path, needle)}: {message}"

@@ -223,6 +223,34 @@ def test_remove_action_parameters_names_a_missing_directional_argument(tmp_path:
         passes.RemoveActionParameters().run(load_program(p))
 
 
+def test_type_inference_types_every_expression_with_signedness_and_type_names() -> None:
+    """TypeInference (the last pass) records each expression's type where code generation reads it:
+    int<8> stays signed, a `type` declaration keeps its name, a comparison is bool, an unsized
+    literal beside a field takes nothing (it is int) and the operator takes the field's type."""
+    low = passes.lower(load_program(PROGRAMS / "new_types.p4"))
+    typed = low.typed
+    ing = _ingress(low)
+    found: dict[str, object] = {}
+
+    def walk(node: object) -> None:
+        if isinstance(node, ir.Binary) and node.op in ("<", "|"):
+            found[node.op] = node
+        if isinstance(node, list):
+            for x in node:
+                walk(x)
+        elif hasattr(node, "__dataclass_fields__") and not isinstance(node, ir.Type):
+            for f in node.__dataclass_fields__:
+                walk(getattr(node, f))
+
+    walk(ing.apply)
+    lt, bor = found["<"], found["|"]
+    assert typed.of(lt) == ir.BoolT()
+    assert typed.of(lt.left) == ir.IntT(8) and isinstance(typed.of(lt.left), ir.IntT)
+    assert typed.of(lt.left.expr).newtype == "delta_t"  # (int<8>)hdr.t.d: the field is a delta_t
+    assert typed.of(bor) == ir.BitT(8) and isinstance(typed.of(bor.right), ir.IntLitT)
+    assert typed.of(ir.Lit(lt.loc, 1)) is None  # a node the pass never saw has no type
+
+
 def test_copy_in_copy_out_makes_sub_block_arguments_assignments() -> None:
     prog = passes.CopyInCopyOut().run(load_program(PROGRAMS / "sub_copy_in.p4"))
     # pair.apply(meta.p, meta.p, hdr.t.e): pair.old = meta.p; pair.p = meta.p; pair.r = 0; then the
