@@ -575,8 +575,8 @@ class CodeGen:
         b = self.ref(e, scopes)
         if isinstance(b, Leaf):
             return V(b.var, self.typeof(e), dirty=b.bits)  # clean() sign-converts a bit pattern
-        if isinstance(b, V):
-            return b
+        if isinstance(b, V):  # a constant, a stack's size or lastIndex, a field of stack.next/last
+            return replace(b, type=self.typeof(e))
         if isinstance(b, VarField):
             self.fail(e.loc, "unsupported use of a varbit field as a value (it may be extracted, emitted and "
                              "assigned to a varbit field)")
