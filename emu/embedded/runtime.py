@@ -27,6 +27,8 @@ import random as _random
 from dataclasses import dataclass, field
 from typing import Any
 
+from hostapps import compiled as _compiled
+
 from . import ir, passes
 from .errors import ControlError
 from .externs import Counter, Register, csum16
@@ -51,7 +53,7 @@ NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4,
 MAX_REENTRIES = 16
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class IngressResult:
     """Outcome of ingress for a packet that was not dropped (or that made copies).
 
@@ -75,6 +77,23 @@ class IngressResult:
     now_us: int = 0
     #: how many times this packet was resubmitted or recirculated (bounded by MAX_REENTRIES)
     depth: int = 0
+
+    def __init__(self, egress_spec: int, mcast_grp: int, packet_length: int, state: tuple, port: int = 0,
+                 rid: int = 0, itype: int = 0, ops: tuple | None = None, frame: bytes | None = None,
+                 now_us: int = 0, depth: int = 0) -> None:
+        # written out (the dataclass's generated __init__ is exec'd Python: this one is compiled
+        # with the module, one per packet)
+        self.egress_spec = egress_spec
+        self.mcast_grp = mcast_grp
+        self.packet_length = packet_length
+        self.state = state
+        self.port = port
+        self.rid = rid
+        self.itype = itype
+        self.ops = ops
+        self.frame = frame
+        self.now_us = now_us
+        self.depth = depth
 
 
 class Pipeline:
@@ -104,8 +123,12 @@ class Pipeline:
         self.qdepth_unit = QDEPTH_UNITS.get(arch_name)
         compiled = arch(passes.lower(program), optimize_code=optimize, rng=self.rng, stats=self.stats)
         self.source = compiled.source
-        self._ingress_fn = compiled.ingress_fn
-        self._egress_fn = compiled.egress_fn
+        #: the generated functions this pipeline runs: compiled (hostapps.compiled.pipeline_functions,
+        #: when built from this very source) or the exec'd source; ``code_status`` says which
+        self._ingress_fn, self._egress_fn, self.code_status = _compiled.pipeline_functions(
+            compiled.source, compiled.ingress_fn, compiled.egress_fn)
+        #: the exec'd generated functions (``_ingress``, ``_egress``; their globals are the namespace)
+        self.generated_functions = (compiled.ingress_fn, compiled.egress_fn)
         self.tables: dict[str, Table] = compiled.objects.tables
         self.registers: dict[str, Register] = compiled.objects.registers
         self.counters: dict[str, Counter] = compiled.objects.counters

@@ -18,10 +18,13 @@ REPO = Path(__file__).resolve().parents[2]
 def _run(tmp: Path, pure: bool) -> Path:
     out = tmp / ("pure" if pure else "compiled")
     env = dict(os.environ, SYMPHONY_EMU_PURE="1" if pure else "0", SYMPHONY_EMU_PARALLEL="1")
-    code = ("import sys; from hostapps import compiled; from emu import runner; "
+    code = ("import sys; from hostapps import compiled; from emu import runner; from emu.embedded import runtime; "
             "st = compiled.status(); want = 'source' if sys.argv[2] == '1' else 'compiled'; "
             "assert all(v == want for v in st.values()), st; "
+            "seen = set(); init = runtime.Pipeline.__init__; "
+            "runtime.Pipeline.__init__ = lambda self, *a, **k: (init(self, *a, **k), seen.add(self.code_status))[0]; "
             "r = runner.run('topologies/dc-leafspine-16.yaml', mode='sim', iterations=1, size=32768, out=sys.argv[1]); "
+            "assert seen == {want}, seen; "  # the P4 pipeline's generated code: compiled or source
             "sys.exit(0 if r.ok else 1)")
     proc = subprocess.run([sys.executable, "-c", code, str(out), "1" if pure else "0"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=240, check=False)
@@ -34,6 +37,8 @@ def test_compiled_modules_give_the_pure_results_bit_for_bit(tmp_path: Path) -> N
     st = compiled.status()
     if any(v != "compiled" for v in st.values()):
         pytest.skip(f"compiled modules not built or stale (scripts/build_compiled.py): {st}")
+    if not any(compiled.PIPELINE_DIR.glob(compiled.PIPELINE_PREFIX + "*")):
+        pytest.skip("the P4 pipeline is not compiled (scripts/build_compiled.py)")
     a, b = _run(tmp_path, pure=True), _run(tmp_path, pure=False)
     for name in ("summary.json", "cct.csv", "steps.csv"):
         assert (a / name).read_text() == (b / name).read_text(), name
@@ -66,3 +71,29 @@ def test_the_finder_loads_the_source_when_pure_is_asked(monkeypatch: pytest.Monk
     spec = compiled.SourceFirst().find_spec("emu.embedded.tm", [str(tm_dir)])
     assert spec is not None and spec.origin == str(tm_dir / "tm.py")
     assert compiled.SourceFirst().find_spec("emu.embedded.codegen", [str(tm_dir)]) is None  # not one of MODULES
+
+
+def test_a_pipeline_build_is_used_only_for_its_very_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ns: dict = {"_K": 5}
+    exec("def _ingress(x):\n    return x + _K\n\ndef _egress(y):\n    return y - _K\n", ns)  # noqa: S102
+    ing, eg = ns["_ingress"], ns["_egress"]
+    src = "def _ingress(x):\n    return x + _K\n\ndef _egress(y):\n    return y - _K\n"
+    module = compiled.pipeline_module_source(src, ns)
+    assert "    _K = _ns['_K']" in module and "__builtins__" not in module
+    made: dict = {}
+    exec(module, made)  # noqa: S102  (what the build compiles, run as Python)
+    f, g = made["make"](ns)
+    assert (f(1), g(1)) == (ing(1), eg(1)) == (6, -4)
+    name = compiled.pipeline_module_name(module)
+    assert name == compiled.pipeline_module_name(module) != compiled.pipeline_module_name(module + "#")
+    monkeypatch.setattr(compiled, "PIPELINE_DIR", tmp_path)
+    assert compiled.pipeline_functions(src, ing, eg) == (ing, eg, "not built")
+    import importlib.machinery
+
+    so = tmp_path / (name + importlib.machinery.EXTENSION_SUFFIXES[0])
+    so.write_bytes(b"not an extension")  # no digest stamp: not used
+    assert compiled.pipeline_functions(src, ing, eg)[2] == "not built"
+    so.with_name(so.name + compiled.DIGEST_SUFFIX).write_text("0" * 64 + "\n")  # another source's digest
+    assert compiled.pipeline_functions(src, ing, eg)[2] == "not built"
+    monkeypatch.setenv(compiled.PURE_ENV, "1")
+    assert compiled.pipeline_functions(src, ing, eg) == (ing, eg, "source")
