@@ -83,7 +83,7 @@ class DeliveryLike(Protocol):
     last: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SendRequest:
     """One message for the transport:
     ``Transport.send(dst_rank, step, payload, now, offset=, last=, channel=)``.
@@ -99,6 +99,17 @@ class SendRequest:
     payload: bytes
     last: bool
     channel: int = 0
+
+    def __init__(self, dst_rank: int, step: int, offset: int, payload: bytes, last: bool, channel: int = 0) -> None:
+        # written out: the dataclass's generated __init__ is exec'd Python, this one is compiled
+        # with the module (one object per message)
+        _setfield = object.__setattr__
+        _setfield(self, "dst_rank", dst_rank)
+        _setfield(self, "step", step)
+        _setfield(self, "offset", offset)
+        _setfield(self, "payload", payload)
+        _setfield(self, "last", last)
+        _setfield(self, "channel", channel)
 
 
 class CollectiveError(RuntimeError):

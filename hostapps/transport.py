@@ -169,7 +169,11 @@ class TransportConfig:
         return self.mtu - IPV4_HEADER_LEN - UDP_HEADER_LEN - CTH_LEN
 
 
-@dataclass(frozen=True, slots=True)
+#: sets a field of a frozen dataclass in its own ``__init__`` (what the generated one does)
+_setfield = object.__setattr__
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class Outgoing:
     """One datagram to send: UDP payload for ``dst_rank`` with IP ECN codepoint ``ecn``."""
 
@@ -177,8 +181,15 @@ class Outgoing:
     datagram: bytes
     ecn: int
 
+    def __init__(self, dst_rank: int, datagram: bytes, ecn: int) -> None:
+        # written out: the dataclass's generated __init__ is exec'd Python, this one is compiled
+        # with the module (one object per packet)
+        _setfield(self, "dst_rank", dst_rank)
+        _setfield(self, "datagram", datagram)
+        _setfield(self, "ecn", ecn)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Delivery:
     """One DATA packet's payload, delivered once and in PSN order per source and channel."""
 
@@ -188,6 +199,15 @@ class Delivery:
     payload: bytes
     last: bool
     channel: int = 0
+
+    def __init__(self, src_rank: int, step: int, offset: int, payload: bytes, last: bool, channel: int = 0) -> None:
+        # written out, as Outgoing's
+        _setfield(self, "src_rank", src_rank)
+        _setfield(self, "step", step)
+        _setfield(self, "offset", offset)
+        _setfield(self, "payload", payload)
+        _setfield(self, "last", last)
+        _setfield(self, "channel", channel)
 
 
 class _TxPacket:

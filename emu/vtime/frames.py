@@ -73,7 +73,7 @@ class FrameBuilder:
         s = (s & 0xFFFF) + (s >> 16)
         hdr = _IPUDP.pack(0x45, tos, total, 0, 0x4000, 64, 17, ~s & 0xFFFF, self.src_ip, dip, sport, dport,
                           UDP_LEN + n, 0)
-        return eth + hdr + datagram
+        return b"".join((eth, hdr, datagram))  # one copy of the datagram (eth + hdr + datagram made two)
 
 
 def parse(frame: bytes) -> tuple[int, bytes, int, memoryview] | None:
