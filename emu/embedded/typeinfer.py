@@ -99,6 +99,7 @@ class TypeInference:
         self.prog = prog
         self.typed = Typed()
         self.kind = "control"
+        self.ctor_args = False
         glob: dict[str, Any] = {}
         for c in prog.consts.values():
             self.expr(c.value, [])
@@ -163,8 +164,12 @@ class TypeInference:
 
     def instance(self, inst: ir.Instance, scopes: Scopes) -> None:
         tn = inst.type.name
-        for a in inst.args:
-            self.expr(a, scopes)
+        self.ctor_args = True  # an unknown name here: the architecture says what the argument must be
+        try:
+            for a in inst.args:
+                self.expr(a, scopes)
+        finally:
+            self.ctor_args = False
         if tn in self.prog.controls:
             kind = _Obj("control", self.prog.controls[tn])
         elif tn in self.prog.parsers:
@@ -305,10 +310,14 @@ class TypeInference:
         return None
 
     def e_Name(self, e: ir.Name, scopes) -> Any:
+        """What the name is bound to in the innermost scope that declares it (a value's type, or a
+        table, action, instance, packet: an object)."""
         b = self.lookup(scopes, e.name)
+        if b is None and not self.ctor_args:
+            self.fail(e.loc, f"unknown name {e.name}")
         if isinstance(b, tuple):
             return b[1]
-        return b  # an _Obj or None (code generation names what is unknown)
+        return b
 
     def e_TypeMember(self, e: ir.TypeMember, scopes) -> Any:
         if e.type_name == "error":

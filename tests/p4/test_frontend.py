@@ -314,6 +314,7 @@ def test_select_on_a_type_declared_key_is_a_type_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("body", "needle", "message"), [
     ("apply {\n  hdr.h.c = hdr.h.a + hdr.h.c;\n}", "hdr.h.a +", "type error: bit<8> + bit<16>"),
+    ("apply {\n  hdr.h.a = nosuch + 1;\n}", "nosuch", "unknown name nosuch"),
     ("apply {\n  if (hdr.h.a) { hdr.h.b = 1; }\n}", "if (hdr.h.a)", "type error: if condition is not bool"),
     ("apply {\n  if (!hdr.h.a == 1) { hdr.h.b = 1; }\n}", "if (!", "type error: ! needs bool"),
     ("apply {\n  bool f = true;\n  hdr.h.a = hdr.h.a[3:0] ++ (bit<4>)hdr.h.b;\n  if (f & f) { }\n}", "f & f",
