@@ -71,7 +71,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         pair.apply(meta.p, meta.p, hdr.t.e);
         hdr.t.c = meta.p.x;
         ex.apply(hdr.t, hdr.t);
-        sm.egress_spec = 3;  // not reached after the exit
+        hdr.t.c = hdr.t.c + 0x10;  // not reached after the exit
     }
 }
 
