@@ -13,9 +13,12 @@ arguments). The result is :class:`Typed`, ``Program.typed``, which ``codegen.Cod
 
 Type errors are :class:`~.errors.P4FrontendError` naming ``FILE:LINE`` as the front end's:
 operators on operands of the wrong types (P4_16 spec 8.x), a condition that is not ``bool``,
-an unsupported cast or slice, unknown names and members, and two that p4c gives and code
+a bad slice, unknown names, unknown ``error``/enum members, and two that p4c gives and code
 generation never checked: ``lastIndex`` of a header stack outside a parser (spec 8.18) and a
 ``select`` key whose type is a ``type`` declaration (p4c: not a type ``select`` accepts).
+What depends on a constant's value (which casts are allowed, slice bounds that are not
+literals, literal conversion in assignments) and a missing header/struct member (named with
+its storage path) code generation still checks.
 """
 
 from __future__ import annotations
@@ -480,7 +483,7 @@ class TypeInference:
         params = self.prog.extern_type_params.get(t.name, ())
         if isinstance(ret, ir.NamedT) and ret.name in params:
             i = params.index(ret.name)
-            return t.args[i] if i < len(t.args) else None
+            ret = t.args[i] if i < len(t.args) else None  # ``_`` (ir.NamedT("_")) binds no type
         return ret if isinstance(ret, _VALUE) else None
 
 
