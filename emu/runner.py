@@ -711,12 +711,15 @@ class Experiment:
              order: str = DEFAULT_ORDER) -> list[Block]:
         """The blocks :meth:`run_schemes` runs (:func:`plan_blocks`). A back end with a fresh
         network per scheme (virtual time: no drift, nothing shared, a start that costs
-        nothing) runs each scheme as one block without warm-up."""
+        nothing) runs each scheme as one block, without warm-up unless the host model is on
+        (``host_cost``: it reproduces a real-time run, whose statistics leave out the warm-up,
+        so the model's leave out the same cold first iterations)."""
         measured = {job.id: iterations if iterations is not None else job.iterations for job in self.topology.jobs}
         warmup = {job.id: job_warmup(job) for job in self.topology.jobs}
         if self.backend.network_per_scheme:
             order = "sequential"
-            warmup = dict.fromkeys(warmup, 0)
+            if getattr(self.topology, "host_cost", None) is None:
+                warmup = dict.fromkeys(warmup, 0)
         return plan_blocks(schemes, measured, warmup, order=order, seed=self.seed)
 
     def run_schemes(self, schemes: Sequence[str], *, iterations: int | None = None, size: int | None = None,
@@ -925,7 +928,8 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
     (:data:`ORDERS`, :func:`plan_blocks`; None: ``abba``). Every block starts with the
     jobs' ``warmup`` iterations, recorded and left out of the statistics. Virtual time runs
     each scheme as one block on a fresh network, without warm-up (nothing drifts, and a
-    simulated start costs nothing: the results stay those of earlier versions, bit for bit).
+    simulated start costs nothing: the results stay those of earlier versions, bit for bit),
+    except with ``host_cost``, which runs the warm-up as real time does.
     ``host_cost``: virtual time only, host processing time (emu.vtime.hostcost): a calibration
     file (``symphony-emu calibrate-host``) or a :class:`emu.vtime.hostcost.HostCost`; it
     replaces the scenario's ``host_cost``; None keeps the scenario's (unset: hosts cost nothing).
