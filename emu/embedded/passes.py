@@ -725,6 +725,34 @@ class _Rename:
         return s
 
 
+def _out_lvalue(a: ir.Expr, callee: str, p: ir.Param, fresh: Any, out: list[ir.Stmt]) -> ir.Expr:
+    """The location of ``out``/``inout`` argument ``a`` of ``callee``'s parameter ``p``, evaluated
+    now: each run-time index in it (``hs[i]``, also under a member or a slice: ``hs[i].f``) is
+    read into a fresh temporary declared in ``out`` (name ``fresh("idx")``), and the lvalue
+    returned reads the temporary, so the copy-in and the copy-out after the body, which may change
+    ``i``, use the same element (P4_16 spec 6.8: the lvalue is evaluated once, left to right with
+    the other arguments, before the call). A literal index stays, so ``a`` comes back unchanged
+    when it has none to take. Raises :class:`P4FrontendError` when ``a`` is not a variable.
+    """
+    if not (_is_path(a) or (isinstance(a, ir.Slice) and _is_path(a.expr))):
+        raise P4FrontendError(a.loc[0], a.loc[1], f"argument {p.name} of {callee} is {p.direction}: it must be a variable")
+
+    def fix(e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Member | ir.Slice):
+            inner = fix(e.expr)
+            return e if inner is e.expr else replace(e, expr=inner)
+        if isinstance(e, ir.Index):
+            base, index = fix(e.expr), e.index
+            if not isinstance(index, ir.Lit):
+                name = fresh("idx")
+                out.append(ir.VarDecl(index.loc, ir.TypeOfT((index,)), name, index))
+                index = ir.Name(index.loc, name)
+            return e if base is e.expr and index is e.index else replace(e, expr=base, index=index)
+        return e
+
+    return fix(a)
+
+
 class InlineFunctions:
     """Replace each call of a function by its body, with copy-in/copy-out (p4c ``InlineFunctions``;
     P4_16 spec 6.8, 10.3).
@@ -902,12 +930,10 @@ class InlineFunctions:
         for p, a in zip(fn.params, args, strict=True):
             local = self.fresh(f"{fn.name}_{p.name}")
             names[p.name] = local
-            body.append(ir.VarDecl(a.loc, p.type, local, None if p.direction == "out" else a))
             if p.direction in ("out", "inout"):
-                if not (_is_path(a) or (isinstance(a, ir.Slice) and _is_path(a.expr))):
-                    raise P4FrontendError(a.loc[0], a.loc[1],
-                                          f"argument {p.name} of {fn.name} is {p.direction}: it must be a variable")
+                a = _out_lvalue(a, fn.name, p, self.fresh, body)
                 copy_out.append(ir.Assign(a.loc, a, ir.Name(a.loc, local)))
+            body.append(ir.VarDecl(a.loc, p.type, local, None if p.direction == "out" else a))
         ren = _Rename(names, self.fresh)
         renamed = ren.block(fn.body)
         for n, where, called in ren.free:
@@ -1061,12 +1087,10 @@ class InlineActions:
         for p, a in zip(act.params, args, strict=True):
             local = self.fresh(f"{act.name}_{p.name}")
             names[p.name] = local
-            body.append(ir.VarDecl(a.loc, p.type, local, None if p.direction == "out" else a))
             if p.direction in ("out", "inout"):
-                if not (_is_path(a) or (isinstance(a, ir.Slice) and _is_path(a.expr))):
-                    raise P4FrontendError(a.loc[0], a.loc[1],
-                                          f"argument {p.name} of {act.name} is {p.direction}: it must be a variable")
+                a = _out_lvalue(a, act.name, p, self.fresh, body)
                 copy_out.append(ir.Assign(a.loc, a, ir.Name(a.loc, local)))
+            body.append(ir.VarDecl(a.loc, p.type, local, None if p.direction == "out" else a))
         ren = _Rename(names, self.fresh)
         renamed = ren.block(act.body)
         top_level = act.name not in self.local_actions
@@ -1155,12 +1179,10 @@ class RemoveActionParameters:
         for p, a in zip(act.params[:nd], args, strict=True):
             local = self.fresh(f"{act.name}_{p.name}")
             names[p.name] = local
-            body.append(ir.VarDecl(a.loc, p.type, local, None if p.direction == "out" else a))
             if p.direction in ("out", "inout"):
-                if not (_is_path(a) or (isinstance(a, ir.Slice) and _is_path(a.expr))):
-                    raise P4FrontendError(a.loc[0], a.loc[1],
-                                          f"argument {p.name} of {act.name} is {p.direction}: it must be a variable")
+                a = _out_lvalue(a, act.name, p, self.fresh, body)
                 copy_out.append(ir.Assign(a.loc, a, ir.Name(a.loc, local)))
+            body.append(ir.VarDecl(a.loc, p.type, local, None if p.direction == "out" else a))
         for a in args:  # the arguments must not read the action's data parameters by accident
             probe = _Rename({}, self.fresh)
             probe.expr(a)
@@ -1268,6 +1290,9 @@ class CopyInCopyOut:
                 packets.append(a)
                 continue
             param = ir.Member(a.loc, inst, p.name)
+            if p.direction in ("out", "inout"):
+                a = _out_lvalue(a, f"{decl.name}.apply", p, self.fresh, body)
+                copy_out.append(ir.Assign(a.loc, a, ir.Member(a.loc, inst, p.name)))
             if p.direction == "out":
                 if isinstance(p.type, ir.HeaderT | ir.StructT | ir.StackT | ir.UnionT):
                     undef = self.fresh(p.name)
@@ -1277,11 +1302,6 @@ class CopyInCopyOut:
                     body.append(ir.Assign(a.loc, param, _zero(a.loc, p.type)))
             else:
                 body.append(ir.Assign(a.loc, param, a))
-            if p.direction in ("out", "inout"):
-                if not (_is_path(a) or (isinstance(a, ir.Slice) and _is_path(a.expr))):
-                    raise P4FrontendError(a.loc[0], a.loc[1], f"argument {p.name} of {decl.name}.apply is "
-                                                              f"{p.direction}: it must be a variable")
-                copy_out.append(ir.Assign(a.loc, a, ir.Member(a.loc, inst, p.name)))
         body.append(ir.ApplySub(loc, inst, packets, copy_out))
         return ir.Block(loc, body)
 

@@ -276,3 +276,24 @@ def test_copy_in_copy_out_names_a_wrong_call(tmp_path: Path) -> None:
     p.write_text((PROGRAMS / "sub_copy_in.p4").read_text().replace("ex.apply(hdr.t, hdr.t);", "ex.apply(hdr.t);"))
     with pytest.raises(P4FrontendError, match=r"Ex.apply takes 2 arguments, got 1"):
         passes.CopyInCopyOut().run(load_program(p))
+
+
+def test_out_argument_lvalue_is_evaluated_before_the_call(tmp_path: Path) -> None:
+    """bump(hdr.idx.i, hdr.s[hdr.idx.i].x): the index is read into a temporary before the copy-in,
+    and the copy-out writes hdr.s[<temporary>].x, not hdr.s[hdr.idx.i].x after bump changed i
+    (spec 6.8); a literal index needs none (tests/p4/programs/out_lvalue.p4 has the vectors)."""
+    prog = passes.InlineActions().run(load_program(PROGRAMS / "out_lvalue.p4"))
+    block = _ingress(prog).apply.stmts[1]
+    assert isinstance(block, ir.Block)
+    _local_i, idx, local_v = block.stmts[:3]  # left to right: i copied in, then v's index read
+    assert isinstance(idx, ir.VarDecl) and idx.name.startswith(passes.TEMP)
+    assert (idx.init.expr.name, idx.init.name) == ("idx", "i")  # hdr.idx.i, read once
+    assert isinstance(local_v.init.expr.index, ir.Name) and local_v.init.expr.index.name == idx.name
+    last = block.stmts[-1]  # the copy-out of v: hdr.s[<temporary>].x = v
+    assert isinstance(last, ir.Assign) and last.target.expr.index.name == idx.name
+    p = tmp_path / "lit.p4"
+    p.write_text((PROGRAMS / "out_lvalue.p4").read_text().replace("bump(hdr.idx.i, hdr.s[hdr.idx.i].x);",
+                                                                  "bump(hdr.idx.i, hdr.s[2].x);"))
+    block = _ingress(passes.InlineActions().run(load_program(p))).apply.stmts[1]
+    assert [type(s).__name__ for s in block.stmts[:2]] == ["VarDecl", "VarDecl"]
+    assert block.stmts[-1].target.expr.index.value == 2  # no temporary for a literal index
