@@ -27,13 +27,16 @@ has no per-port rx/tx counts (read the P4 counters instead).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
 import re
+import select
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,8 +58,8 @@ from emu.encoding import (
 from emu.p4rt import match_from_proto, match_to_proto, match_to_spelling
 
 __all__ = [
-    "ActionInfo", "Bmv2Control", "ControlError", "EntrySpec", "FieldMatch", "KeyField", "P4RuntimeTables",
-    "ProgramSchema", "TableInfo", "ThriftCli", "ThriftTables", "build_entry", "canonical_bytes", "cli_match", "open_p4runtime",
+    "ActionInfo", "Bmv2Control", "CliSession", "ControlError", "EntrySpec", "FieldMatch", "KeyField",
+    "P4RuntimeTables", "ProgramSchema", "TableInfo", "ThriftCli", "ThriftTables", "build_entry", "canonical_bytes", "cli_match", "open_p4runtime",
 ]
 
 log = logging.getLogger(__name__)
@@ -348,6 +351,89 @@ class ThriftCli:
             raise ControlError(f"{self.binary} --thrift-port {self.thrift_port} failed (exit {res.returncode}): "
                                f"{detail[0] if detail else 'no output'}")
         return split_cli_output(res.stdout, len(commands))
+
+
+class CliSession:
+    """One ``simple_switch_CLI --thrift-port PORT`` kept running: each command is written to
+    its stdin and its output read up to the next :data:`CLI_PROMPT` (the CLI prints the prompt
+    before it reads a command). The same interface as :class:`ThriftCli` without a process
+    start per batch (about 0.2-0.5 s each on a 2-core machine); ``timeout_s`` bounds each
+    answer. ControlError (one line) when the CLI cannot start, exits or does not answer;
+    :meth:`close` ends it (also as a context manager)."""
+
+    def __init__(self, thrift_port: int, *, binary: str = "simple_switch_CLI", timeout_s: float = 30.0) -> None:
+        self.thrift_port = thrift_port
+        self.binary = binary
+        self.timeout_s = timeout_s
+        prefix, reason = cli_argv(binary)
+        if not prefix:
+            raise ControlError(reason)
+        try:
+            self.proc: subprocess.Popen | None = subprocess.Popen(
+                [*prefix, "--thrift-port", str(thrift_port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, bufsize=0)
+        except FileNotFoundError:
+            raise ControlError(f"{binary} not found: install bmv2 (docs/bmv2.md)") from None
+        self._buf = b""
+        try:
+            self._answer()  # the banner, up to the first prompt
+        except ControlError:
+            self.close()
+            raise
+
+    def _answer(self) -> str:
+        prompt = CLI_PROMPT.encode()
+        deadline = time.monotonic() + self.timeout_s
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while prompt not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ControlError(f"{self.binary} --thrift-port {self.thrift_port}: no answer in "
+                                   f"{self.timeout_s:.0f} s")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    lines = self._buf.decode(errors="replace").strip().splitlines()
+                    raise ControlError(f"{self.binary} --thrift-port {self.thrift_port} exited: "
+                                       f"{lines[-1] if lines else 'no output'}")
+                self._buf += chunk
+        out, _, self._buf = self._buf.partition(prompt)
+        return out.decode(errors="replace").strip()
+
+    def __call__(self, commands: Sequence[str]) -> list[str]:
+        if self.proc is None:
+            raise ControlError(f"{self.binary} --thrift-port {self.thrift_port}: the session is closed")
+        outs = []
+        for command in commands:
+            assert self.proc.stdin is not None
+            try:
+                self.proc.stdin.write(command.encode() + b"\n")
+            except BrokenPipeError:
+                raise ControlError(f"{self.binary} --thrift-port {self.thrift_port} exited") from None
+            outs.append(self._answer())
+        return outs
+
+    def close(self) -> None:
+        """End the CLI (EOF on its stdin, then SIGKILL after 5 s)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+
+    def __enter__(self) -> CliSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # -- table back ends ----------------------------------------------------------------------
