@@ -1055,6 +1055,10 @@ class CodeGen:
 
     def assign(self, target: ir.Expr, value: ir.Expr, scopes, loc) -> None:
         if isinstance(target, ir.Slice):
+            if isinstance(target.expr, ir.Member):
+                d = self.ref(target.expr.expr, scopes)
+                if isinstance(d, DynElem):
+                    return self.assign_dyn_slice(d, target, value, scopes, loc)
             b = self.ref(target.expr, scopes)
             if not isinstance(b, Leaf) or not isinstance(b.type, ir.BitT):
                 self.fail(loc, "unsupported slice assignment target")
@@ -1092,6 +1096,25 @@ class CodeGen:
             self.emit(f"{b.len_var} = {src.len_var}")
             return
         self.fail(loc, "unsupported assignment target")
+
+    def assign_dyn_slice(self, d: DynElem, target: ir.Slice, value: ir.Expr, scopes, loc) -> None:
+        """``stack[i].f[hi:lo] = v``: those bits of the selected element's field; none when the
+        index is out of range (as :meth:`assign_dyn`)."""
+        assert isinstance(target.expr, ir.Member)
+        t = d.stack.type.elem
+        name = target.expr.name
+        ftype = dict(t.fields).get(name)
+        if not isinstance(ftype, ir.BitT):
+            self.fail(loc, "unsupported slice assignment target")
+        hi, lo = self.const_of(target.hi, scopes), self.const_of(target.lo, scopes)
+        w = hi - lo + 1
+        code = self.convert(self.expr(value, scopes), ir.BitT(w), loc)
+        keep = mask(ftype.width) ^ (mask(w) << lo)
+        self.flush_pre()
+        for k, (n, h) in enumerate(self.dyn_elems(d)):
+            var = next(v for fn, _w, v in h.fields if fn == name)
+            self.emit(f"{'if' if k == 0 else 'elif'} {d.selector} == {n}:")
+            self.emit(f"    {var} = ({var} & {hex(keep)}) | ({code} << {lo})")
 
     def assign_dyn(self, d: DynElem, name: str, value: ir.Expr, scopes, loc) -> None:
         """``stack[i].f = v`` / ``stack.next.f = v``: a store into the selected element; none

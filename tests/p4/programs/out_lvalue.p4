@@ -1,8 +1,8 @@
 // The lvalue of an out/inout argument is evaluated once, before the call, left to right with
 // the other arguments, and the copy-out writes that location (P4_16 spec 6.8), though the
 // callee changes the run-time index it was chosen by: each call below passes an index
-// hdr.idx.X as its first inout argument, increments it, and adds to s[X].x, the second
-// inout argument. Were the lvalue evaluated again at copy-out, each
+// hdr.idx.X as its first inout argument, increments it, and adds to s[X].x (the sub-control:
+// to its high nibble, a slice), the second inout argument. Were the lvalue evaluated again at copy-out, each
 // addition would land in s[X + 1] (past the end: nowhere).
 #include <core.p4>
 #include <v1model.p4>
@@ -33,11 +33,11 @@ void add_one(inout bit<8> j, inout bit<8> v) {
     v = v + 1;
 }
 
-// a sub-control: s[k].x + 0x40
-control Sub(inout bit<8> k, inout bit<8> v) {
+// a sub-control: the high nibble of s[k].x + 4 (s[k].x + 0x40)
+control Sub(inout bit<8> k, inout bit<4> v) {
     apply {
         k = k + 1;
-        v = v + 0x40;
+        v = v + 4;
     }
 }
 
@@ -61,7 +61,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         sm.egress_spec = 2;
         bump(hdr.idx.i, hdr.s[hdr.idx.i].x);
         add_one(hdr.idx.j, hdr.s[hdr.idx.j].x);
-        sub.apply(hdr.idx.k, hdr.s[hdr.idx.k].x);
+        sub.apply(hdr.idx.k, hdr.s[hdr.idx.k].x[7:4]);
         t.apply();
     }
 }
