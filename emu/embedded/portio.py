@@ -105,8 +105,9 @@ def open_port_socket(ifname: str) -> tuple[socket.socket, bool]:
     Raises OSError with the interface name if it does not exist or the process lacks
     CAP_NET_RAW.
     """
-    try:
-        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    try:  # protocol 0: no frame is queued until bind() names the interface and ETH_P_ALL (packet(7)),
+        # else the frames of every interface of the namespace arriving before bind() would be read as this port's
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     except PermissionError as e:
         raise OSError(e.errno, f"interface {ifname}: AF_PACKET socket needs root (CAP_NET_RAW)") from None
     try:

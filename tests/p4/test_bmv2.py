@@ -659,8 +659,8 @@ class Bmv2StfDevice:
                         Path(f"/proc/sys/net/ipv6/conf/{end}/disable_ipv6").write_text("1")
                     subprocess.run(["ip", "link", "set", end, "up"], check=True)
             for p, (_, host_end) in self.veths.items():
-                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-                s.bind((host_end, 0))
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # nothing queued before bind (packet(7))
+                s.bind((host_end, ETH_P_ALL))
                 s.setblocking(False)
                 self.socks[p] = s
             self.thrift_port = _free_port()

@@ -148,6 +148,39 @@ def test_switch_forwards_between_veths(netns: dict[str, str], tmp_path: Path, ri
         log.close()
 
 
+PORT_SOCKET_HELPER = textwrap.dedent("""
+    import select, socket, sys, time
+    from emu.embedded import portio
+
+    class Socket(socket.socket):
+        def bind(self, address):  # traffic on another interface of the namespace before bind()
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+                for _ in range(20):
+                    udp.sendto(b"not p1's", ("127.0.0.1", 9))
+            time.sleep(0.05)
+            return super().bind(address)
+
+    portio.socket.socket = Socket
+    sock, _ = portio.open_port_socket("p1")
+    ready, _, _ = select.select([sock], [], [], 0.3)
+    frames = []
+    while ready and len(frames) < 50:
+        frames.append(sock.recvfrom(65535)[1])
+        ready, _, _ = select.select([sock], [], [], 0)
+    print(len(frames), frames[:3])
+    sys.exit(1 if frames else 0)
+""")
+
+
+@needs_netns
+def test_port_socket_reads_only_its_interface(netns: dict[str, str]) -> None:
+    """A port's AF_PACKET socket queues nothing before bind() names its interface: loopback
+    datagrams sent between socket() and bind() never show up as frames of port p1 (p1 is idle)."""
+    r = subprocess.run(["ip", "netns", "exec", netns["sw"], sys.executable, "-c", PORT_SOCKET_HELPER],
+                       cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"frames read on p1 that came from elsewhere: {r.stdout}{r.stderr}"
+
+
 @needs_netns
 def test_switch_missing_interface_is_one_line(netns: dict[str, str], tmp_path: Path) -> None:
     r = subprocess.run(
@@ -198,8 +231,8 @@ def test_switch_process_packet_io_over_p4runtime(tmp_path: Path) -> None:
             with contextlib.suppress(OSError):
                 Path(f"/proc/sys/net/ipv6/conf/{end}/disable_ipv6").write_text("1")
             sh("ip", "link", "set", end, "up")
-        host = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-        host.bind((host_end, 0))
+        host = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # nothing queued before bind (packet(7))
+        host.bind((host_end, 3))
         host.settimeout(0.2)
         addr_file = tmp_path / "s1.p4runtime"
         log = (tmp_path / "s1.log").open("wb")
