@@ -362,7 +362,8 @@ def cli(verbose: int) -> None:
               help="Results folder (default: results/<timestamp>-<pid>/); one holding an earlier run is "
                    "refused unless --force.")
 @click.option("--force", is_flag=True, help="Empty an --out folder that holds an earlier run first.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed of data, traffic and switches.")
+@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Seed of data, traffic and switches.")
 @click.option("--mode", type=click.Choice(list(BACKENDS)), default=next(iter(BACKENDS)), show_default=True,
               help="mininet: real time in Mininet (root); sim: virtual time in one process (no root, "
                    "docs/virtual-time.md).")
@@ -554,8 +555,16 @@ def clean(dry_run: bool, mn: bool, force: bool) -> None:
 def calibrate_host(out: Path, ranks: int, size: int, iterations: int, rate_mbps: float, mtus: tuple[int, ...],
                    timeout_s: float, cpu_only: bool) -> None:
     """Measure the real rank worker on this machine (loopback) and write the host-cost model."""
+    import os
+
     from emu import hostcal
 
+    try:  # before minutes of measuring: where the result goes must take it
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.is_dir() or not os.access(out.parent, os.W_OK):
+            raise IsADirectoryError(21, "is a directory") if out.is_dir() else PermissionError(13, "Permission denied")
+    except OSError as exc:
+        fail(f"--out {out}: cannot write the calibration there ({exc.strerror or exc})")
     console = make_console()
     console.print(f"calibrating: {ranks} worker processes on 127.0.0.1, {size} bytes x {iterations} all-reduces "
                   f"at {rate_mbps:g} Mbit/s per MTU ...")

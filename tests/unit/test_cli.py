@@ -183,3 +183,19 @@ def _run_as_nobody(out: Path, as_nobody: object) -> None:
     assert "symphony-emu results" in proc.stdout and f"results: {out}" in proc.stdout
     proc = cli("report", str(out))
     assert proc.returncode == 0 and "symphony-emu results" in proc.stdout, proc.stderr
+
+
+def test_calibrate_host_checks_its_out_before_measuring(tmp_path: Path) -> None:
+    """``calibrate-host --out`` under a file: one line and exit 2 at once, not a traceback after
+    minutes of measuring (nothing is measured: no worker starts)."""
+    (tmp_path / "afile").write_text("")
+    proc = cli("calibrate-host", "--out", str(tmp_path / "afile" / "x.json"), "--iterations", "1")
+    assert proc.returncode == 2, proc
+    assert "--out" in proc.stderr and "cannot write the calibration there" in proc.stderr
+    assert "Traceback" not in proc.stderr and "calibrating:" not in proc.stdout
+
+
+def test_negative_seed_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    proc = cli("run", "single", "--mode", "sim", "--seed", "-1", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "'--seed'" in proc.stderr, proc
+    assert not (tmp_path / "r").exists()
