@@ -260,7 +260,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     console.print(f"{len(configs)} configuration(s) x {len(seeds)} seed(s): {len(tasks)} run(s) in {out_root}")
     rows: dict[tuple[str, str, int], dict[str, Any]] = {}
-    out_root.mkdir(parents=True, exist_ok=True)
+    try:
+        out_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = "a file, not a folder" if out_root.is_file() else exc.strerror or exc
+        console.print(f"error: --out {out_root}: {why}")
+        return 2
     from emu.backend import RunError, UsageError
     from emu.topology import TopologyError
 

@@ -117,7 +117,8 @@ def to_unit(value: Any, unit: str, kind: Kind) -> float:
     except (pint.errors.UndefinedUnitError, pint.errors.DefinitionSyntaxError, ValueError, TypeError,
             AttributeError, SyntaxError, AssertionError) as exc:
         raise UnitError(
-            f"cannot read {value!r} as a {kind} ({type(exc).__name__})",
+            f"cannot read {value!r} as a {kind} "
+            f"({'unknown unit' if isinstance(exc, pint.errors.UndefinedUnitError) else 'not a number and a unit'})",
             f"write a number and a unit, e.g. {_EXAMPLES[kind]}, or a bare number in {unit}",
         ) from None
     if not isinstance(qty, ureg.Quantity):  # a bare expression such as "2*3"

@@ -148,3 +148,10 @@ def test_multi_job_sweep_keeps_jobs_apart(tmp_path: Path, capsys) -> None:
         assert all(len(b["ccts"]) == 2 and b["jct_s"] > 0 for b in r["jobs"].values())
     text = capsys.readouterr().out
     assert "job 0" in text and "job 1" in text
+
+
+def test_out_that_is_a_file_is_one_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "afile").write_text("")
+    assert sweep.main([str(REPO / "topologies" / "single.yaml"), "--out", str(tmp_path / "afile")]) == 2
+    out = capsys.readouterr().out
+    assert "--out" in out and "a file, not a folder" in out and "Traceback" not in out

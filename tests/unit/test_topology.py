@@ -288,7 +288,7 @@ def test_dcqcn_periods_accept_units() -> None:
     [
         ("bandwidth_mbps: 20", "bandwidth_mbps: 5ms", "links[1].bandwidth_mbps", "'5ms' is not a rate"),
         ("bandwidth_mbps: 20", "bandwidth_mbps: 3 Gb/s", "links[1].bandwidth_mbps", "'Gbit/s', not 'Gb/s'"),
-        ("delay_ms: 0.5", "delay_ms: 5 blorps", "links[1].delay_ms", "cannot read '5 blorps' as a duration"),
+        ("delay_ms: 0.5", "delay_ms: 5 blorps", "links[1].delay_ms", "cannot read '5 blorps' as a duration (unknown unit)"),
         ("delay_ms: 0.5", "delay_ms: -2us", "links[1].delay_ms", "must be >= 0"),
         ("{id: 2,", "{id: 2, size_bytes: 1.5B,", "jobs[0].size_bytes", "not a whole number of B"),
         ("name: t\n", "name: t\ndcqcn: {g: 5ms}\n", "dcqcn.g", "not a number"),
