@@ -162,7 +162,37 @@ def load(path: str | Path) -> HostCost:
     return from_dict(doc["model"], f"{path}: model")
 
 
-class CostedSimRank(SimRank):
+class _OneCpu:
+    """The one CPU a costed rank or switch runs on (shared by :class:`CostedSimRank` and
+    :class:`CostedSimSwitch`). The class using it sets ``loop``, ``wake_at``, ``_busy_until``
+    and ``_run_at`` (ns), ``_wait_ns`` (mean wait for a CPU, ns), ``_rng``, the counters
+    ``woken`` and ``waited_ns``, and defines ``_run(t)``, one run due at ``t``."""
+
+    def _wake(self, t: int) -> None:
+        if t != self.wake_at:
+            return  # superseded by an earlier wake-up
+        self.wake_at = None
+        if self._run_at is None:
+            self._runnable()
+
+    def _runnable(self) -> None:
+        """Schedule a run: at the end of the current one, or after a wait for a CPU when asleep
+        (exponential with mean ``_wait_ns``)."""
+        now = self.loop.now
+        if now <= self._busy_until:
+            t = self._busy_until
+        else:
+            t = now
+            self.woken += 1
+            if self._wait_ns > 0:
+                w = round(self._rng.expovariate(1.0) * self._wait_ns)
+                self.waited_ns += w
+                t += w
+        self._run_at = t
+        self.loop.at(t, self._run, t)
+
+
+class CostedSimRank(_OneCpu, SimRank):
     """A :class:`emu.vtime.hosts.SimRank` whose worker spends :class:`HostCost` time per event.
 
     The worker is one CPU: ``_busy_until`` (ns) is when it finishes what it is doing. It
@@ -205,31 +235,9 @@ class CostedSimRank(SimRank):
         if self._run_at is None:
             self._runnable()
 
-    def _wake(self, t: int) -> None:
-        if t != self.wake_at:
-            return
-        self.wake_at = None
-        if self._run_at is None:
-            self._runnable()
-
     def _barrier_wake(self, _: Any) -> None:
         if not self.ended and self._run_at is None:
             self._runnable()
-
-    def _runnable(self) -> None:
-        """Schedule a run: at the end of the current one, or after a wait for a CPU when asleep."""
-        now = self.loop.now
-        if now <= self._busy_until:
-            t = self._busy_until
-        else:
-            t = now
-            self.woken += 1
-            if self._wait_ns > 0:
-                w = round(self._rng.expovariate(1.0) * self._wait_ns)
-                self.waited_ns += w
-                t += w
-        self._run_at = t
-        self.loop.at(t, self._run, t)
 
     # -- one run of the worker ------------------------------------------------------------
     def _run(self, t: int) -> None:
@@ -285,7 +293,7 @@ class CostedSimRank(SimRank):
                        o.datagram, o.ecn)
 
 
-class CostedSimSwitch(SimSwitch):
+class CostedSimSwitch(_OneCpu, SimSwitch):
     """A :class:`emu.vtime.network.SimSwitch` that is one CPU spending :class:`HostCost`'s switch terms.
 
     See the module docstring. ``_busy_until`` (ns) is when its current run ends; a run reads
@@ -322,27 +330,6 @@ class CostedSimSwitch(SimSwitch):
                 self._runnable()
 
         return arrive
-
-    def _wake(self, t: int) -> None:
-        if t != self.wake_at:
-            return  # superseded by an earlier wake-up
-        self.wake_at = None
-        if self._run_at is None:
-            self._runnable()
-
-    def _runnable(self) -> None:
-        now = self.loop.now
-        if now <= self._busy_until:
-            t = self._busy_until
-        else:
-            t = now
-            self.woken += 1
-            if self._wait_ns > 0:
-                w = round(self._rng.expovariate(1.0) * self._wait_ns)
-                self.waited_ns += w
-                t += w
-        self._run_at = t
-        self.loop.at(t, self._run, t)
 
     def _run(self, t: int) -> None:
         if t != self._run_at:
