@@ -9,7 +9,7 @@ same bit for bit (``tests/unit/test_compiled.py`` runs a scenario both ways and 
 
 Which one is imported: the extension module only when it was built from the source file
 as it is now: the build writes ``<module>.so.sha256`` (the SHA-256 of the ``.py`` it
-compiled) beside it, and :class:`SourceFirst`, installed on ``sys.meta_path`` when the
+compiled and of its augmenting ``.pxd``, if any: :func:`source_digest`) beside it, and :class:`SourceFirst`, installed on ``sys.meta_path`` when the
 ``emu`` or ``hostapps`` package is imported, loads the ``.py`` whenever that digest does not
 match (a file edited since the build) or when ``SYMPHONY_EMU_PURE=1`` is set. So an edited
 source is never shadowed by a stale build, and ``SYMPHONY_EMU_PURE=1`` gives the reference
@@ -67,8 +67,19 @@ DIGEST_SUFFIX = ".sha256"
 
 
 def source_digest(path: Path) -> str:
-    """SHA-256 (hex) of the file at ``path``."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """SHA-256 (hex) of the source the extension of ``path`` is built from.
+
+    That is the ``.py`` at ``path`` and, when one lies beside it, its augmenting ``.pxd``
+    (Cython's declarations of types for the same module: ``tm.pxd`` beside ``tm.py``), so an
+    edit of either makes an earlier build stale. Without a ``.pxd`` it is the SHA-256 of the
+    ``.py`` alone.
+    """
+    h = hashlib.sha256(path.read_bytes())
+    pxd = path.with_suffix(".pxd")
+    if pxd.exists():
+        h.update(b"\0augmenting pxd\0")
+        h.update(pxd.read_bytes())
+    return h.hexdigest()
 
 
 def extension_path(py: Path) -> Path | None:

@@ -66,6 +66,14 @@ def test_a_build_is_used_only_while_its_source_is_unchanged(tmp_path: Path) -> N
     assert compiled.usable(py)
     py.write_text("X = 2\n")  # edited after the build: the source wins
     assert not compiled.usable(py)
+    stamp.write_text(compiled.source_digest(py) + "\n")
+    assert compiled.usable(py)
+    py.with_suffix(".pxd").write_text("cdef int X\n")  # an augmenting .pxd added after the build
+    assert not compiled.usable(py)
+    stamp.write_text(compiled.source_digest(py) + "\n")
+    assert compiled.usable(py)
+    py.with_suffix(".pxd").write_text("cdef long X\n")  # and edited after the build
+    assert not compiled.usable(py)
 
 
 def test_the_finder_loads_the_source_when_pure_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
