@@ -1457,6 +1457,39 @@ class CodeGen:
         struct (its members in order, recursively) or one ``bit<N>``/``int<N>``/``bool``
         expression (bool as one bit). Fields come first-to-last, most significant first.
         """
+        code, width = "", 0
+        for c, w in self.field_leaves(e, scopes):
+            code = c if not code else f"(({code}) << {w} | {c})"
+            width += w
+        return code or "0", width
+
+    def field_sum16(self, e: ir.Expr, scopes) -> tuple[str, int]:
+        """Code of a sum ``S`` congruent to :meth:`field_list`'s concatenation ``x``, zero-padded
+        at the end to whole 16-bit words, modulo 0xFFFF, and zero exactly when ``x`` is; and the
+        unpadded width.
+
+        That is all the RFC 1071 checksum needs (RFC 1071 section 2: the ones'-complement sum of
+        the 16-bit words is the sum modulo 0xFFFF, 0xFFFF for a non-zero multiple), and since
+        2**16 == 1 modulo 0xFFFF a field whose lowest bit lies at bit ``p`` of the padded value
+        adds ``field << (p % 16)``: no wide integer is built (the IPv4 header's 160 bits become
+        twelve small terms). Every field is a non-negative value of its width, so ``S`` is 0
+        only when every field is 0.
+        """
+        leaves = self.field_leaves(e, scopes)
+        width = sum(w for _c, w in leaves)
+        p = (-width) % 16  # the padding below the last field
+        terms: list[str] = []
+        for c, w in reversed(leaves):
+            s = p % 16
+            if not (c.isidentifier() or c.isdigit()):
+                c = f"({c})"
+            terms.append(c if s == 0 else f"({c} << {s})")
+            p += w
+        return " + ".join(reversed(terms)) or "0", width
+
+    def field_leaves(self, e: ir.Expr, scopes) -> list[tuple[str, int]]:
+        """The fields of a checksum/hash data argument (:meth:`field_list`), first to last, as
+        ``(code, width)``: each code a non-negative value of that many bits."""
         leaves: list[tuple[str, int]] = []
 
         def walk_binding(b: Any, loc: ir.Loc) -> None:
@@ -1500,11 +1533,7 @@ class CodeGen:
                 walk_value(self.expr(it, scopes), it.loc)
 
         walk(e)
-        code, width = "", 0
-        for c, w in leaves:
-            code = c if not code else f"(({code}) << {w} | {c})"
-            width += w
-        return code or "0", width
+        return leaves
 
     # -- parser pieces
     def extract(self, e: ir.Call, scopes, ctx) -> None:

@@ -14,7 +14,9 @@ headers are read and written with one precompiled ``struct`` per header, a heade
 nothing can have changed since ``extract`` is re-emitted from its original bytes,
 extracted fields that nothing reads are not computed, egress receives only the
 variables it reads, an acyclic parser is inlined instead of run as a state loop, and
-csum16 is inlined. ``optimize=False`` keeps the straightforward code (the reference for
+csum16 is inlined as the sum of the fields in their 16-bit word positions
+(``CodeGen.field_sum16``: RFC 1071's sum modulo 0xFFFF without the wide integer of the
+concatenation). ``optimize=False`` keeps the straightforward code (the reference for
 the tests).
 
 Control-plane methods (``table_add`` ... ``counter_read``) take fully qualified P4

@@ -261,16 +261,19 @@ def _checksum(gen: CodeGen, name: str, e: ir.Call, scopes: Scopes, ctx: Ctx) -> 
     if not isinstance(enum_t, ir.EnumT) or algo.const is None or enum_t.members[algo.const] != "csum16":
         gen.fail(e.loc, f"unsupported {name} algorithm (only HashAlgorithm.csum16)")
     cond = gen.expr(e.args[0], scopes)
-    data, width = gen.field_list(e.args[1], scopes)
-    pad = (-width) % 16
-    if pad:
-        data = f"(({data}) << {pad})"
+    if gen.optimize:  # the sum of the fields in 16-bit word positions (CodeGen.field_sum16), not the wide int
+        data, width = gen.field_sum16(e.args[1], scopes)
+    else:
+        data, width = gen.field_list(e.args[1], scopes)
+        pad = (-width) % 16
+        if pad:
+            data = f"(({data}) << {pad})"
     tgt = gen.out_target(e.args[2], scopes, e.loc)
     err = _sm(ctx).members["checksum_error"].var
     gen.flush_pre()
     gen.emit(f"if {cond.code}:")
     if gen.optimize:
-        # csum inlined
+        # csum inlined: S % 0xffff, 0xffff for a non-zero multiple (RFC 1071), ones' complement
         t = gen.fresh("c")
         gen.emit(f"    {t} = {data}")
         data = f"(0xffff - ({t} % 0xffff or (0xffff if {t} else 0)))"
