@@ -19,9 +19,9 @@ import click
 
 from emu import units
 from emu.backend import BACKENDS
-from emu.data import data_dir
 from emu.interrupts import signals_as_interrupt
 from emu.targets.registry import target_names
+from emu.topology import resolve_topology
 
 #: Exit code of user mistakes.
 EXIT_USAGE = 2
@@ -31,8 +31,6 @@ EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 #: The shipped scenarios (the checkout's topologies/, else the installed copy's).
-TOPOLOGIES = data_dir("topologies")
-DEFAULT_TOPOLOGY = TOPOLOGIES / "default.yaml"
 
 log = logging.getLogger("emu.cli")
 
@@ -55,23 +53,6 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print ``symphony-emu: error: message`` on stderr and exit with ``code``."""
     click.echo(f"symphony-emu: error: {message}", err=True)
     sys.exit(code)
-
-
-def resolve_topology(path: str | os.PathLike[str] | None) -> Path:
-    """A topology path as given, else one of the shipped scenarios (``topologies/x.yaml``).
-
-    A bare name such as ``dumbbell`` also finds ``topologies/dumbbell.yaml``.
-    """
-    if path is None:
-        return DEFAULT_TOPOLOGY
-    given = Path(path)
-    if given.exists():
-        return given
-    root = TOPOLOGIES.parent
-    for candidate in (root / given, TOPOLOGIES / given, TOPOLOGIES / f"{given}.yaml"):
-        if not given.is_absolute() and candidate.exists():
-            return candidate
-    return given  # load_topology names the missing file
 
 
 def scheme_list(text: str, mode: str = "sim") -> tuple[str, ...]:

@@ -37,6 +37,7 @@ BCa interval, emu.metrics.compare_ccts, and the verdict), plus the placebo's ach
 from __future__ import annotations
 
 import csv
+import difflib
 import hashlib
 import itertools
 import json
@@ -56,6 +57,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from emu.topology import pydantic_problem, resolve_topology, shipped_topologies
 from emu.units import parse_size
 
 log = logging.getLogger(__name__)
@@ -223,16 +225,19 @@ def load_spec(path: str | Path) -> tuple[SweepSpec, list[Path]]:
     try:
         spec = SweepSpec.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        err = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
         where = ".".join(str(p) for p in err["loc"]) or "(top)"
-        raise SweepError(f"{path}: {where}: {err['msg']}") from None
+        problem, fix = pydantic_problem(err, SweepSpec)
+        raise SweepError(f"{path}: {where}: {problem}" + (f"; {fix}" if fix else "")) from None
     topologies = []
     for t in spec.topology:
-        p = Path(t)
-        if not p.is_absolute() and not p.exists() and (path.parent / p).exists():
-            p = path.parent / p
+        p = resolve_topology(t, base=path.parent)
         if not p.exists():
-            raise SweepError(f"{path}: topology: {t}: no such file")
+            shipped = shipped_topologies()
+            close = difflib.get_close_matches(Path(t).stem, shipped, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; give a path or a shipped name ({', '.join(shipped)})"
+            raise SweepError(f"{path}: topology: {t}: no such file{hint}")
         topologies.append(p.resolve())
     return spec, topologies
 

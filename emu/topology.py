@@ -113,9 +113,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
-    """Field names of the model that holds the field at ``loc``."""
-    model: Any = Topology
+def _allowed_keys(loc: tuple[Any, ...], root: Any) -> list[str]:
+    """Field names of the model that holds the field at ``loc`` (a path from model ``root``)."""
+    model: Any = root
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
@@ -138,14 +138,17 @@ def _model_of(annotation: Any) -> Any:
     return None
 
 
-def _pydantic_problem(err: Mapping[str, Any]) -> tuple[str, str | None]:
-    """(problem text, fix override) for one pydantic error."""
+def pydantic_problem(err: Mapping[str, Any], root: Any = None) -> tuple[str, str | None]:
+    """(problem text, fix override) for one pydantic error of a document validated by model
+    ``root`` (default :class:`Topology`): an unknown key names the keys allowed there and the
+    closest one ("did you mean"), a bound or literal names what was expected and what was given."""
+    root = Topology if root is None else root
     kind = err.get("type", "")
     ctx = err.get("ctx") or {}
     value = err.get("input")
     loc = tuple(err.get("loc", ()))
     if kind == "extra_forbidden":
-        allowed = _allowed_keys(loc)
+        allowed = _allowed_keys(loc, root)
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.75) if loc and allowed else []
         if close:
             fix = f"did you mean {close[0]!r}? (keys here: {', '.join(allowed)})"
@@ -172,6 +175,8 @@ def _pydantic_problem(err: Mapping[str, Any]) -> tuple[str, str | None]:
     if kind == "literal_error":
         return f"must be one of {ctx.get('expected')}, got {_short(value)}", None
     msg = str(err.get("msg", "invalid value"))
+    if kind == "value_error" and ctx.get("error") is not None:
+        msg = str(ctx["error"])  # the validator's own words, without pydantic's "Value error, "
     msg = msg[0].lower() + msg[1:] if msg else msg
     if not isinstance(value, dict | list):
         msg += f", got {_short(value)}"
@@ -268,7 +273,7 @@ def parse_topology(text: str, source: str = "<string>") -> Topology:
         # A misspelt key (hostz:) also makes the right one missing (hosts:): name the cause first.
         err = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
         loc = tuple(err.get("loc", ()))
-        problem, fix = _pydantic_problem(err)
+        problem, fix = pydantic_problem(err)
         line = _node_line(root, loc)
         if line is not None:
             problem += f" (line {line})"
@@ -288,14 +293,44 @@ def parse_topology(text: str, source: str = "<string>") -> Topology:
     return topo
 
 
+def shipped_topologies() -> list[str]:
+    """Names of the shipped scenarios (``topologies/NAME.yaml``), sorted."""
+    return sorted(f.stem for f in data_dir("topologies").glob("*.yaml"))
+
+
+def resolve_topology(path: str | Path | None, base: Path | None = None) -> Path:
+    """A topology path as given, else one of the shipped scenarios (``topologies/x.yaml``).
+
+    ``None`` is ``topologies/default.yaml``. A relative path that does not exist is looked for
+    beside ``base`` (a folder: the sweep spec's), then under the repository and in
+    ``topologies/``, where a bare name such as ``dumbbell`` finds ``topologies/dumbbell.yaml``.
+    What is found nowhere is returned as given, so that :func:`load_topology` names it.
+    """
+    shipped_dir = data_dir("topologies")
+    if path is None:
+        return shipped_dir / "default.yaml"
+    given = Path(path)
+    if given.exists() or given.is_absolute():
+        return given
+    candidates = [base / given] if base is not None else []
+    candidates += [shipped_dir.parent / given, shipped_dir / given, shipped_dir / f"{given}.yaml"]
+    for candidate in candidates:
+        if candidate.exists():
+            return candidate
+    return given
+
+
 def load_topology(path: str | Path) -> Topology:
     """Read and validate the topology file at ``path`` (see :func:`parse_topology`)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        shipped = sorted(f.stem for f in data_dir("topologies").glob("*.yaml"))
+        shipped = shipped_topologies()
+        close = difflib.get_close_matches(p.stem, shipped, n=1, cutoff=0.6)
         hint = f" or give a shipped name ({', '.join(shipped)})" if shipped else ""
+        if close:
+            hint = f" or did you mean the shipped {close[0]!r}? (shipped: {', '.join(shipped)})"
         raise TopologyError(
             str(path), "(file)", f"cannot read: {exc.strerror or exc}", f"check the path{hint}"
         ) from None

@@ -70,8 +70,8 @@ def test_an_installed_wheel_runs_mode_sim(tmp_path: Path) -> None:
     run_dir = tmp_path / "elsewhere"
     run_dir.mkdir()
 
-    where = subprocess.run([str(py), "-c", "import emu, emu.p4build as b, emu.cli as c; "
-                            "print(emu.__file__); print(b.DEFAULT_BUILD.source); print(c.TOPOLOGIES)"],
+    where = subprocess.run([str(py), "-c", "import emu, emu.p4build as b, emu.topology as t; "
+                            "print(emu.__file__); print(b.DEFAULT_BUILD.source); print(t.resolve_topology(None).parent)"],
                            cwd=run_dir, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert where.returncode == 0, where.stderr[-2000:]
     for line in where.stdout.split():

@@ -21,9 +21,10 @@ def _spec(tmp_path: Path, text: str) -> Path:
 
 @pytest.mark.parametrize(("text", "words"), [
     ("topology: nowhere.yaml\n", "topology: nowhere.yaml: no such file"),
-    (f"topology: {SINGLE}\nschemes: [baseline, bogus]\n", "schemes: Value error, unknown scheme 'bogus'"),
+    (f"topology: {SINGLE}\nschemes: [baseline, bogus]\n", "schemes: unknown scheme 'bogus': use baseline"),
     (f"topology: {SINGLE}\nschemes: [baseline, placebo]\n", "placebo is calibrated from symphony"),
-    (f"topology: {SINGLE}\nseed: [1]\n", "seed: Extra inputs are not permitted"),
+    (f"topology: {SINGLE}\nseed: [1]\n", "seed: unknown key 'seed'; did you mean 'seeds'?"),
+    ("topology: singel\n", "topology: singel: no such file; did you mean 'single'?"),
     (f"topology: {SINGLE}\ngrid: {{symphony.slope: []}}\n", "symphony.slope: give at least one value"),
     ("- a\n", "a sweep spec is a mapping"),
     (f"topology: {SINGLE}\nsize: 6\n", "size: size 6: give a positive multiple of 4 bytes"),
@@ -34,6 +35,11 @@ def test_bad_specs_are_one_line(tmp_path: Path, text: str, words: str) -> None:
         sweep.run_sweep(_spec(tmp_path, text), out=tmp_path / "out")
     assert words in str(err.value) and "\n" not in str(err.value)
     assert not (tmp_path / "out").exists()  # nothing ran, nothing written
+
+
+def test_a_spec_names_a_shipped_scenario_as_run_does(tmp_path: Path) -> None:
+    _, topos = sweep.load_spec(_spec(tmp_path, "topology: [single, topologies/dumbbell.yaml]\n"))
+    assert topos == [SINGLE.resolve(), (REPO / "topologies" / "dumbbell.yaml").resolve()]
 
 
 def test_a_bad_configuration_is_named_before_anything_runs(tmp_path: Path) -> None:

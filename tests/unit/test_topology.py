@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from emu.topology import TopologyError, load_topology, parse_topology
+from emu.topology import TopologyError, load_topology, parse_topology, resolve_topology
 from emu.units import to_unit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -228,6 +228,14 @@ def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(TopologyError) as info:
         load_topology(tmp_path / "nope.yaml")
     assert str(info.value).startswith(f"{tmp_path / 'nope.yaml'}: (file): cannot read")
+    assert "give a shipped name (" in str(info.value)
+
+
+def test_a_misspelt_shipped_name_is_answered_with_the_closest(tmp_path: Path) -> None:
+    with pytest.raises(TopologyError, match="did you mean the shipped 'dumbbell'"):
+        load_topology(resolve_topology("dumbell"))
+    assert resolve_topology("dumbbell").name == "dumbbell.yaml"
+    assert resolve_topology(None).name == "default.yaml"
 
 
 def test_load_from_file_names_path(tmp_path: Path) -> None:
