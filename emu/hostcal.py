@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import math
 import os
 import platform
 import socket
@@ -45,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from emu.vtime.hostcost import FIELDS, HostCost
+from emu.vtime.hostcost import FIELDS, SHARE_FIELDS, HostCost
 
 #: Seconds from launching the workers to iteration 0 (each imports numpy and the core).
 START_DELAY_S = 3.0
@@ -251,6 +252,55 @@ def fit(per_rank: list[dict[str, Any]]) -> tuple[HostCost, dict[str, Any]]:
     return cost, figures
 
 
+#: A wake-up this much behind its timer counts as late, in the workers' records
+#: (``timer_late_wakeups``: hostapps.transport.LATE_WAKEUP_S) and the switches' ``io_lag``
+#: (emu.embedded.portio.LATE_WAKEUP_US), s.
+LATE_S = 2e-3
+#: Where a real switch's departure timer fires around its deadline before any wait for a CPU
+#: (s): uvloop rounds a delay to the nearest ms and emu.embedded.portio takes a timer up to
+#: 1 ms early as due, so from half a ms early to half a ms late.
+SWITCH_TIMER_SPREAD_S = (-0.5e-3, 0.5e-3)
+
+
+def late_share(share: float, mean_s: float, spread_s: tuple[float, float], late_s: float = LATE_S) -> float:
+    """The share of wake-ups later than ``late_s`` behind their timers in the model.
+
+    A wake-up's lateness is ``R + W``: ``R`` uniform on ``spread_s`` (where the event loop's
+    timer fires before any wait, s) and ``W`` the wait for a CPU of :class:`HostCost` (with
+    probability ``share`` exponential of mean ``mean_s / share``, else 0)::
+
+        P(R + W > late_s) = share * mean over R of exp(-max(late_s - R, 0) * share / mean_s)
+
+    (the mean over ``R`` by the midpoint rule, 64 points).
+    """
+    lo, hi = spread_s
+    rate = share / mean_s
+    n = 64
+    total = sum(math.exp(-max(late_s - (lo + (i + 0.5) * (hi - lo) / n), 0.0) * rate) for i in range(n))
+    return share * total / n
+
+
+def wait_share(mean_s: float, late_fraction: float, spread_s: tuple[float, float], late_s: float = LATE_S) -> float:
+    """The share of wake-ups that wait for a CPU (:class:`HostCost` ``run_wait_share``) that gives
+    the model a run's measured share of late wake-ups with the measured mean wait ``mean_s``.
+
+    1 (every wake-up waits an exponential time) when that already gives ``late_fraction`` or
+    more, or when ``mean_s`` is 0; else the largest share (the root nearest 1, the exponential)
+    of :func:`late_share` = ``late_fraction`` (scipy.optimize.brentq), or the share with the
+    longest tail when no share gives that many.
+    """
+    from scipy.optimize import brentq, minimize_scalar
+
+    if mean_s <= 0 or late_fraction <= late_share(1.0, mean_s, spread_s, late_s):
+        return 1.0
+    peak = minimize_scalar(lambda p: -late_share(p, mean_s, spread_s, late_s), bounds=(1e-4, 1.0),
+                           method="bounded", options={"xatol": 1e-6})
+    p_max = float(peak.x)
+    if late_share(p_max, mean_s, spread_s, late_s) <= late_fraction:
+        return p_max
+    return float(brentq(lambda p: late_share(p, mean_s, spread_s, late_s) - late_fraction, p_max, 1.0, xtol=1e-6))
+
+
 def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCost:
     """``base``'s CPU terms with the waits of a real-time run and its switches' CPU per frame.
 
@@ -258,22 +308,31 @@ def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCo
     of their ``cpu_wait_s`` over the sum of their ``cpu_slices`` (the ``transport`` records of
     ``<scheme>/job*-rank*.jsonl``); the switches' CPU per frame and wait per wake-up come from
     the embedded switches' ``stats.cpu`` in ``<scheme>/counters.json`` (``cpu_ns`` over the frames
-    received, ``wait_ns`` over ``slices``; /proc/self/schedstat of each switch process). Raises
-    :class:`CalibrationError` (one line naming the folder) when the run recorded neither.
+    received, ``wait_ns`` over ``slices``; /proc/self/schedstat of each switch process). The
+    shares of wake-ups that wait (``run_wait_share``, ``switch_run_wait_share``) are fitted by
+    :func:`wait_share` to the run's late timer wake-ups: the workers' ``timer_late_wakeups`` over
+    ``timer_wakeups`` (their timers fire up to ``base.timer_resolution_s`` after the time asked),
+    the switches' ``io_lag`` (:data:`SWITCH_TIMER_SPREAD_S`); 1 where the run recorded none.
+    Raises :class:`CalibrationError` (one line naming the folder) when the run recorded neither.
     """
     wait, slices = 0.0, 0
+    wakeups = late = 0
     for path in sorted((results / scheme).glob("job*-rank*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
             if rec.get("kind") == "transport" and rec.get("cpu_slices"):
                 wait += rec["cpu_wait_s"]
                 slices += rec["cpu_slices"]
+                wakeups += rec.get("timer_wakeups") or 0
+                late += rec.get("timer_late_wakeups") or 0
     if not slices:
         raise CalibrationError(f"{results / scheme}: no cpu_slices in the workers' records (not a real-time run?)")
-    cost = base.with_wait(wait / slices)
+    mean = wait / slices
+    share = wait_share(mean, late / wakeups, (0.0, base.timer_resolution_s)) if wakeups else 1.0
+    cost = base.with_wait(mean, share)
     counters = results / scheme / "counters.json"
     sw_cpu = sw_wait = 0
-    sw_slices = frames = 0
+    sw_slices = frames = sw_wakeups = sw_late = 0
     if counters.exists():
         for entry in json.loads(counters.read_text(encoding="utf-8")).values():
             stats = entry.get("stats") or {}
@@ -283,8 +342,13 @@ def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCo
                 sw_wait += cpu["wait_ns"]
                 sw_slices += cpu["slices"]
                 frames += sum(int(v) for v in (stats.get("rx") or {}).values())
+                io_lag = stats.get("io_lag") or {}
+                sw_wakeups += int(io_lag.get("wakeups") or 0)
+                sw_late += int(io_lag.get("late_wakeups") or 0)
     if sw_slices and frames:
-        cost = cost.with_switch(sw_cpu / frames * 1e-9, sw_wait / sw_slices * 1e-9)
+        sw_mean = sw_wait / sw_slices * 1e-9
+        sw_share = wait_share(sw_mean, sw_late / sw_wakeups, SWITCH_TIMER_SPREAD_S) if sw_wakeups else 1.0
+        cost = cost.with_switch(sw_cpu / frames * 1e-9, sw_mean, sw_share)
     return cost
 
 
@@ -337,7 +401,8 @@ def calibrate(out: Path, *, ranks: int = DEFAULTS["ranks"], size: int = DEFAULTS
                         "python": platform.python_version(), "kernel": platform.release()},
             "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         },
-        "fields": {k: "s" if not k.endswith("byte_s") else "s per UDP payload byte" for k in FIELDS},
+        "fields": {k: "share of wake-ups" if k in SHARE_FIELDS else "s per UDP payload byte" if k.endswith("byte_s")
+                   else "s" for k in FIELDS},
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")

@@ -8,8 +8,12 @@ shared machine it also waits for a CPU before it runs. :class:`HostCost` is that
 linear model, per rank (one worker process each, so one CPU each):
 
 - a wake-up (the worker becomes runnable: a datagram arrived while it slept, or its timer
-  fired) first waits ``run_wait_s`` on average for a CPU (exponentially distributed, seeded;
-  0 on a quiet machine), then costs ``wake_s`` (the event loop's epoll and dispatch);
+  fired) first waits ``run_wait_s`` on average for a CPU (seeded; 0 on a quiet machine), then
+  costs ``wake_s`` (the event loop's epoll and dispatch). The wait is exponential when
+  ``run_wait_share`` is 1; with a share ``p`` < 1 a wake-up finds its CPU taken with
+  probability ``p`` and then waits exponentially with mean ``run_wait_s / p``, else it runs
+  at once (the same mean, a longer tail: other processes hold a CPU for a slice of
+  milliseconds; :func:`emu.hostcal.wait_share` fits ``p`` to a run's late wake-ups);
 - each datagram read costs ``rx_packet_s + rx_byte_s * len`` (``recvmsg``, the transport's
   ACK/NACK/CNP bookkeeping, the collective's copy and reduction of the payload);
 - each datagram sent costs ``tx_packet_s + tx_byte_s * len`` (the transport's framing and
@@ -29,7 +33,8 @@ the workers do (measured: as long per wake-up as the workers, 55-58 us of CPU pe
 With the switch terms set, :class:`CostedSimSwitch` makes each switch one CPU in the same way:
 
 - a wake-up (a frame arrived while it slept, or its departure timer fired) first waits
-  ``switch_run_wait_s`` on average for a CPU (exponential, seeded), then each frame read
+  ``switch_run_wait_s`` on average for a CPU (seeded; its share of wake-ups that wait is
+  ``switch_run_wait_share``, as for the workers), then each frame read
   costs ``switch_packet_s`` (AF_PACKET read, the P4 pipeline, the traffic manager, the
   send) and enters the traffic manager at the time it has been read; what arrives meanwhile
   waits for the next run;
@@ -42,7 +47,8 @@ The traffic manager keeps serialising on its own schedule (:mod:`emu.embedded.tm
 packet starts service when the port is free, back-dated like a real-time switch's), so a
 late switch delays frames, it does not slow the link.
 
-``len`` is the UDP payload (the CTH datagram) in bytes. All times are seconds. The values
+``len`` is the UDP payload (the CTH datagram) in bytes. All times are seconds; the two shares
+(:data:`SHARE_FIELDS`) are fractions in (0, 1]. The values
 come from ``symphony-emu calibrate-host`` (:mod:`emu.hostcal`), which runs the real worker
 on this machine and fits the model to the CPU time of each event loop callback; the file it
 writes is read by :func:`load`. :meth:`HostCost.dilated` gives the cost of a real-time run
@@ -74,9 +80,12 @@ from hostapps.transport import Outgoing
 
 #: The model's coefficients (seconds, seconds per byte), in file order.
 FIELDS = ("wake_s", "rx_packet_s", "rx_byte_s", "tx_packet_s", "tx_byte_s", "run_wait_s", "timer_resolution_s",
-          "switch_packet_s", "switch_run_wait_s")
-#: The switch process's terms (:class:`CostedSimSwitch`); all 0: switches cost nothing.
+          "switch_packet_s", "switch_run_wait_s", "run_wait_share", "switch_run_wait_share")
+#: The switch process's time terms (:class:`CostedSimSwitch`); all 0: switches cost nothing.
 SWITCH_FIELDS = ("switch_packet_s", "switch_run_wait_s")
+#: The shares of wake-ups that wait for a CPU (fractions in (0, 1]; 1: every wake-up waits an
+#: exponential time, the model before they existed).
+SHARE_FIELDS = ("run_wait_share", "switch_run_wait_share")
 
 
 class HostCostError(ValueError):
@@ -96,26 +105,34 @@ class HostCost:
     timer_resolution_s: float = 0.0
     switch_packet_s: float = 0.0
     switch_run_wait_s: float = 0.0
+    run_wait_share: float = 1.0
+    switch_run_wait_share: float = 1.0
 
     def __post_init__(self) -> None:
         for name in FIELDS:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
                 raise HostCostError(f"host cost {name} = {v!r}: give a finite number >= 0 (seconds)")
+            if name in SHARE_FIELDS and not 0 < v <= 1:
+                raise HostCostError(f"host cost {name} = {v!r}: give a share in (0, 1]")
 
     def dilated(self, d: float) -> HostCost:
-        """The cost in the scenario time of a real-time run dilated by ``d`` (every term / d)."""
+        """The cost in the scenario time of a real-time run dilated by ``d`` (every time term / d;
+        the shares stay)."""
         if not (math.isfinite(d) and d >= 1):
             raise HostCostError(f"host cost dilation {d!r}: give D >= 1")
-        return HostCost(**{k: getattr(self, k) / d for k in FIELDS})
+        return HostCost(**{k: getattr(self, k) if k in SHARE_FIELDS else getattr(self, k) / d for k in FIELDS})
 
-    def with_wait(self, run_wait_s: float) -> HostCost:
-        """The same CPU costs with another mean wait for a CPU per wake-up (s)."""
-        return dataclasses.replace(self, run_wait_s=run_wait_s)
+    def with_wait(self, run_wait_s: float, share: float = 1.0) -> HostCost:
+        """The same CPU costs with another mean wait for a CPU per wake-up (s) and share of
+        wake-ups that wait."""
+        return dataclasses.replace(self, run_wait_s=run_wait_s, run_wait_share=share)
 
-    def with_switch(self, packet_s: float, run_wait_s: float) -> HostCost:
-        """The same host terms with a switch process's CPU per frame and mean wait per wake-up (s)."""
-        return dataclasses.replace(self, switch_packet_s=packet_s, switch_run_wait_s=run_wait_s)
+    def with_switch(self, packet_s: float, run_wait_s: float, share: float = 1.0) -> HostCost:
+        """The same host terms with a switch process's CPU per frame, mean wait per wake-up (s)
+        and share of wake-ups that wait."""
+        return dataclasses.replace(self, switch_packet_s=packet_s, switch_run_wait_s=run_wait_s,
+                                   switch_run_wait_share=share)
 
     @property
     def switches(self) -> bool:
@@ -165,7 +182,7 @@ def load(path: str | Path) -> HostCost:
 class _OneCpu:
     """The one CPU a costed rank or switch runs on (shared by :class:`CostedSimRank` and
     :class:`CostedSimSwitch`). The class using it sets ``loop``, ``wake_at``, ``_busy_until``
-    and ``_run_at`` (ns), ``_wait_ns`` (mean wait for a CPU, ns), ``_rng``, the counters
+    and ``_run_at`` (ns), ``_wait_ns`` (mean wait for a CPU, ns), ``_wait_share``, ``_rng``, the counters
     ``woken`` and ``waited_ns``, and defines ``_run(t)``, one run due at ``t``."""
 
     def _wake(self, t: int) -> None:
@@ -177,7 +194,8 @@ class _OneCpu:
 
     def _runnable(self) -> None:
         """Schedule a run: at the end of the current one, or after a wait for a CPU when asleep
-        (exponential with mean ``_wait_ns``)."""
+        (mean ``_wait_ns``: exponential when ``_wait_share`` is 1, else with that probability an
+        exponential of mean ``_wait_ns / _wait_share`` and none otherwise)."""
         now = self.loop.now
         if now <= self._busy_until:
             t = self._busy_until
@@ -185,7 +203,13 @@ class _OneCpu:
             t = now
             self.woken += 1
             if self._wait_ns > 0:
-                w = round(self._rng.expovariate(1.0) * self._wait_ns)
+                share = self._wait_share
+                if share >= 1.0:  # the draws of the exponential model, unchanged
+                    w = round(self._rng.expovariate(1.0) * self._wait_ns)
+                elif self._rng.random() < share:
+                    w = round(self._rng.expovariate(1.0) * self._wait_ns / share)
+                else:
+                    w = 0
                 self.waited_ns += w
                 t += w
         self._run_at = t
@@ -198,7 +222,7 @@ class CostedSimRank(_OneCpu, SimRank):
     The worker is one CPU: ``_busy_until`` (ns) is when it finishes what it is doing. It
     becomes runnable when a datagram arrives while it sleeps, when its timer fires or when
     the ideal reference's barrier releases a step; it then runs after a wait for a CPU
-    (``run_wait_s`` on average, exponential, from a generator seeded by the run's seed, job
+    (``run_wait_s`` on average, shaped by ``run_wait_share``, from a generator seeded by the run's seed, job
     and rank) or, when still busy, as soon as it is free. A run is one event loop callback of
     the real worker: read up to :data:`hostapps.aio.RECV_BATCH` datagrams (each costs its rx
     time and is fed to the core at the time it has been read), poll the core once, send what
@@ -217,6 +241,7 @@ class CostedSimRank(_OneCpu, SimRank):
         self._rx_ns, self._rx_byte_ns = cost.rx_packet_s * 1e9, cost.rx_byte_s * 1e9
         self._tx_ns, self._tx_byte_ns = cost.tx_packet_s * 1e9, cost.tx_byte_s * 1e9
         self._wait_ns = cost.run_wait_s * 1e9
+        self._wait_share = cost.run_wait_share
         self._res_ns = round(cost.timer_resolution_s * 1e9)
         # a string seed is hashed with SHA-512 (random.seed, version 2): the same on every run
         self._rng = random.Random(f"host-cost {seed} {spec.job_id} {spec.rank}")
@@ -311,6 +336,7 @@ class CostedSimSwitch(_OneCpu, SimSwitch):
         self._run_at: int | None = None
         self._pkt_ns = cost.switch_packet_s * 1e9
         self._wait_ns = cost.switch_run_wait_s * 1e9
+        self._wait_share = cost.switch_run_wait_share
         self._rng = random.Random(f"switch-cost {seed} {name}")
         #: runs, of them after a wait for a CPU, and the time waited (ns)
         self.runs = self.woken = self.waited_ns = 0

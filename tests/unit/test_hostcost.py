@@ -53,8 +53,13 @@ def test_cost_validates_and_loads(tmp_path: Path) -> None:
     bad.write_text('{"measured": {}}')
     with pytest.raises(HostCostError, match="no 'model'"):
         hostcost.load(bad)
-    c = HostCost(wake_s=4e-5, tx_packet_s=2e-5, run_wait_s=1e-3, timer_resolution_s=1e-3)
-    assert c.dilated(4).as_dict() == pytest.approx({k: v / 4 for k, v in c.as_dict().items()})
+    with pytest.raises(HostCostError, match=r"run_wait_share = 0: give a share in \(0, 1\]"):
+        HostCost(run_wait_share=0)
+    with pytest.raises(HostCostError, match="switch_run_wait_share"):
+        HostCost(switch_run_wait_share=1.5)
+    c = HostCost(wake_s=4e-5, tx_packet_s=2e-5, run_wait_s=1e-3, timer_resolution_s=1e-3, run_wait_share=0.5)
+    assert c.dilated(4).as_dict() == pytest.approx(
+        {k: v if k in hostcost.SHARE_FIELDS else v / 4 for k, v in c.as_dict().items()})
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"model": c.as_dict()}))
     assert hostcost.load(good) == c
@@ -80,6 +85,31 @@ def test_wait_for_a_cpu_is_seeded_and_slows_the_ring(tmp_path: Path) -> None:
     assert w1["cct_s"]["mean"] > a * 1.02
     run = json.loads((tmp_path / "w1" / "run.json").read_text())
     assert run["host_cost"]["run_wait_s"] == 5e-4
+    # the same mean wait on a quarter of the wake-ups (four times as long): seeded too, and another run
+    s1 = _cct(tmp_path, cpu.with_wait(5e-4, 0.25), "s1")
+    assert s1 == _cct(tmp_path, cpu.with_wait(5e-4, 0.25), "s2")
+    assert s1["cct_s"]["mean"] != w1["cct_s"]["mean"] and s1["cct_s"]["mean"] > a * 1.02
+
+
+def test_wait_share_recovers_the_share_of_a_known_mixture() -> None:
+    """Lateness R + W drawn from the model (R uniform on the timer's spread, W with probability p
+    exponential of mean m / p, else 0): the share of draws over 2 ms fitted back gives p."""
+    import random
+
+    rng = random.Random(7)
+    for m, p, spread in ((4.5e-4, 0.5, (0.0, 1e-3)), (3e-4, 0.6, hostcal.SWITCH_TIMER_SPREAD_S),
+                         (6e-4, 0.8, (0.0, 1e-3))):
+        n = 400_000
+        late = sum(rng.uniform(*spread) + (rng.expovariate(p / m) if rng.random() < p else 0.0) > hostcal.LATE_S
+                   for _ in range(n))
+        assert late / n == pytest.approx(hostcal.late_share(p, m, spread), abs=4 * (late / n / n) ** 0.5)  # 4 SE
+        assert hostcal.wait_share(m, late / n, spread) == pytest.approx(p, abs=0.04)
+    # no more late wake-ups than the exponential gives, or no wait: every wake-up waits
+    assert hostcal.wait_share(4.5e-4, 0.01, (0.0, 1e-3)) == 1.0
+    assert hostcal.wait_share(0.0, 0.2, (0.0, 1e-3)) == 1.0
+    # more than any share gives: the longest tail
+    top = hostcal.wait_share(1e-4, 0.5, (0.0, 1e-3))
+    assert 0 < top < 1 and hostcal.late_share(top, 1e-4, (0.0, 1e-3)) < 0.5
 
 
 def test_switch_cost_makes_the_switch_a_cpu(tmp_path: Path) -> None:
@@ -106,8 +136,21 @@ def test_live_cost_reads_a_real_time_run(tmp_path: Path) -> None:
     base = HostCost(rx_packet_s=5e-6)
     got = hostcal.live_cost(base, tmp_path)
     assert got == base.with_wait(0.8 / 400).with_switch(50e-3 / 1000, 0.2 / 400)
+    # with the late timer wake-ups recorded (workers' timer_*, switches' io_lag): the shares fitted to them
+    for r, (w, n) in enumerate([(0.3, 100), (0.5, 300)]):
+        rec = {"kind": "transport", "job": 0, "rank": r, "cpu_wait_s": w / 5, "cpu_slices": n,
+               "timer_wakeups": 500, "timer_late_wakeups": 60}
+        (d / f"job0-rank{r}.jsonl").write_text(json.dumps(rec) + "\n")
+    sw["io_lag"] = {"wakeups": 1000, "late_wakeups": 90}
+    (d / "counters.json").write_text(json.dumps({"s1": {"stats": sw}}))
+    base = HostCost(rx_packet_s=5e-6, timer_resolution_s=1e-3)
+    got = hostcal.live_cost(base, tmp_path)
+    share = hostcal.wait_share(0.8 / 5 / 400, 0.12, (0.0, 1e-3))
+    sw_share = hostcal.wait_share(0.2 / 400, 0.09, hostcal.SWITCH_TIMER_SPREAD_S)
+    assert share < 1 and sw_share < 1
+    assert got == base.with_wait(0.8 / 5 / 400, share).with_switch(50e-3 / 1000, 0.2 / 400, sw_share)
     (d / "counters.json").unlink()  # bmv2 or an older run: the switches stay free
-    assert hostcal.live_cost(base, tmp_path) == base.with_wait(0.8 / 400)
+    assert hostcal.live_cost(base, tmp_path) == base.with_wait(0.8 / 5 / 400, share)
     with pytest.raises(hostcal.CalibrationError, match="no cpu_slices"):
         hostcal.live_cost(base, tmp_path, "symphony")
 
