@@ -308,6 +308,8 @@ class CodeGen:
         self.errors = {e: i for i, e in enumerate(prog.errors)}
         self.pre: list[Line] = []  # lines to emit before the current statement, indentation relative
         self._globs: dict[int, str] = {}
+        self._meths: dict[tuple[int, str], str] = {}  # (id(obj), method) -> global (CodeGen.method)
+        self._keep: list[Any] = []
         #: optimize: header valid var -> var holding the bytes of its last extract
         self.raw: dict[str, str] = {}
         #: optimize: the def-use of the packet state (``optimize.def_use``), set by the architecture
@@ -344,6 +346,21 @@ class CodeGen:
         if name is None:
             name = self._globs[id(obj)] = self.fresh(base)
             self.ns[name] = obj
+        return name
+
+    def method(self, base: str, obj: Any, meth: str) -> str:
+        """The method ``meth`` of ``obj`` as a callable of the generated code: with ``optimize``
+        a global bound once to ``getattr(obj, meth)`` (a call then looks up no attribute; the
+        objects bound so never change identity: a table's ``exact`` dict is cleared, not
+        replaced), else ``NAME.meth`` on the global of ``obj``."""
+        if not self.optimize:
+            return f"{self.glob(base, obj)}.{meth}"
+        key = (id(obj), meth)
+        name = self._meths.get(key)
+        if name is None:
+            name = self._meths[key] = self.fresh(f"{base}_{meth}")
+            self.ns[name] = getattr(obj, meth)
+            self._keep.append(obj)  # the id stays this object's
         return name
 
     def snapshot(self) -> tuple:
@@ -1358,18 +1375,18 @@ class CodeGen:
         if not keys:
             self.pre_or_emit(f"{ent} = {tname}.default", want_hit)
         elif table.mode == "exact" and len(keys) == 1:
-            dname = self.glob("D_" + table.name, table.exact)
-            self.pre_or_emit(f"{ent} = {dname}.get({keys[0]})", want_hit)
+            get = self.method("D_" + table.name, table.exact, "get")
+            self.pre_or_emit(f"{ent} = {get}({keys[0]})", want_hit)
             self.pre_or_emit(f"if {ent} is None: {ent} = {tname}.default", want_hit)
         else:
             key = keys[0] if len(keys) == 1 and table.mode != "scan" else "(" + ", ".join(keys) + ",)"
             if table.mode == "exact":
-                dname = self.glob("D_" + table.name, table.exact)
-                self.pre_or_emit(f"{ent} = {dname}.get({key})", want_hit)
+                get = self.method("D_" + table.name, table.exact, "get")
+                self.pre_or_emit(f"{ent} = {get}({key})", want_hit)
                 self.pre_or_emit(f"if {ent} is None: {ent} = {tname}.default", want_hit)
             else:
                 meth = "lookup_lpm" if table.mode == "lpm" and self.optimize else "lookup"
-                self.pre_or_emit(f"{ent} = {tname}.{meth}({key})", want_hit)
+                self.pre_or_emit(f"{ent} = {self.method('T_' + table.name, table, meth)}({key})", want_hit)
         if table.profile is not None:  # a member or group entry: the action it runs
             self.resolve_indirect(table, decl, tname, ent, ctx, want_hit)
         if table.direct_counter is not None:  # counted on a hit, per entry (bmv2)
@@ -1663,7 +1680,8 @@ class CodeGen:
                     post.append(("line", fs[0][2], code))
                 else:
                     post.append(("split", fs, pvars[0], nb * 8))
-            self.emit(f"{', '.join(targets)}, = {sname}.unpack_from(_pkt, _pos)")
+            unpack = self.method(sname.strip("_"), self.ns[sname], "unpack_from")
+            self.emit(f"{', '.join(targets)}, = {unpack}(_pkt, _pos)")
             self.emit(f"_pos += {nbytes}")
             for item in post:
                 if item[0] == "line":
@@ -1798,7 +1816,7 @@ class CodeGen:
                         off -= size * 8
                         part = f"{var} >> {off}" if off else var
                         args.append(part if off + size * 8 == nb * 8 else f"({part}) & {hex(mask(size * 8))}")
-                code = f"{layout[0]}.pack({', '.join(args)})"
+                code = f"{self.method(layout[0].strip('_'), self.ns[layout[0]], 'pack')}({', '.join(args)})"
             if self.optimize and self.du is not None and self.du.untouched(h) and h.valid in self.raw:
                 code = self.raw[h.valid]  # only extract wrote it: the bytes it was extracted from
             self.emit(f"if {h.valid}: _out.append({code})")

@@ -244,7 +244,8 @@ def gen_random(gen: CodeGen, e: ir.Call, scopes: Scopes, ctx: Ctx) -> None:
     w = out.type.width
     if lo.const == 0 and hi.const is not None and hi.const & (hi.const + 1) == 0 and hi.const:
         bits = hi.const.bit_length()
-        code = f"_rng.getrandbits({bits})"
+        draw = gen.method("rng", gen.ns["_rng"], "getrandbits") if gen.optimize else "_rng.getrandbits"
+        code = f"{draw}({bits})"
         if bits > w:
             code = f"({code} & {hex(mask(w))})"
     else:
