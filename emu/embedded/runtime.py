@@ -26,7 +26,6 @@ names and raise :class:`ControlError` with a one-line message.
 from __future__ import annotations
 
 import random as _random
-from dataclasses import dataclass, field
 from typing import Any
 
 from hostapps import compiled as _compiled
@@ -55,7 +54,6 @@ NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4,
 MAX_REENTRIES = 16
 
 
-@dataclass(slots=True, init=False)
 class IngressResult:
     """Outcome of ingress for a packet that was not dropped (or that made copies).
 
@@ -65,26 +63,20 @@ class IngressResult:
     ``rid``/``itype`` are the egress_rid and instance_type egress sees (multicast
     replicas, clones). ``ops`` (clone/resubmit requests), ``frame`` and ``now_us`` are
     set only when the program asked for copies: :meth:`Pipeline.fanout` handles them.
+    ``depth`` counts how many times this packet was resubmitted or recirculated (bounded
+    by MAX_REENTRIES). One is made per packet: the compiled module makes it an extension
+    type with these fields as C members (``runtime.pxd``, Cython's augmenting declarations;
+    the pure-Python class has the same ``__slots__``).
     """
 
-    egress_spec: int
-    mcast_grp: int
-    packet_length: int
-    state: tuple = field(repr=False)
-    port: int = 0
-    rid: int = 0
-    itype: int = 0
-    ops: tuple | None = field(default=None, repr=False)
-    frame: bytes | None = field(default=None, repr=False)
-    now_us: int = 0
-    #: how many times this packet was resubmitted or recirculated (bounded by MAX_REENTRIES)
-    depth: int = 0
+    __slots__ = ("egress_spec", "mcast_grp", "packet_length", "state", "port", "rid", "itype", "ops", "frame",
+                 "now_us", "depth")
 
     def __init__(self, egress_spec: int, mcast_grp: int, packet_length: int, state: tuple, port: int = 0,
                  rid: int = 0, itype: int = 0, ops: tuple | None = None, frame: bytes | None = None,
                  now_us: int = 0, depth: int = 0) -> None:
-        # written out (the dataclass's generated __init__ is exec'd Python: this one is compiled
-        # with the module, one per packet)
+        # written out (a dataclass's generated __init__ is exec'd Python: this one is compiled with
+        # the module, and sets C members of the extension type; one per packet)
         self.egress_spec = egress_spec
         self.mcast_grp = mcast_grp
         self.packet_length = packet_length
@@ -96,6 +88,11 @@ class IngressResult:
         self.frame = frame
         self.now_us = now_us
         self.depth = depth
+
+    def __repr__(self) -> str:
+        return (f"IngressResult(egress_spec={self.egress_spec!r}, mcast_grp={self.mcast_grp!r}, "
+                f"packet_length={self.packet_length!r}, port={self.port!r}, rid={self.rid!r}, itype={self.itype!r}, "
+                f"now_us={self.now_us!r}, depth={self.depth!r})")
 
 
 class Pipeline:
