@@ -60,7 +60,14 @@ def main(argv: list[str] | None = None) -> int:
     exts = [Extension(m, [str(py.relative_to(REPO))]) for m, py in zip(compiled.MODULES, sources, strict=True)]
     os.chdir(REPO)
     try:
-        modules = cythonize(exts, language_level=3, build_dir="build/cython", nthreads=args.jobs, quiet=True)
+        # A module with an augmenting .pxd takes its C types from the .pxd alone: the .py's
+        # annotations (int = any Python int, float) are not read as C types there.
+        typed = [e for e, py in zip(exts, sources, strict=True) if py.with_suffix(".pxd").exists()]
+        plain = [e for e in exts if e not in typed]
+        modules = cythonize(plain, language_level=3, build_dir="build/cython", nthreads=args.jobs, quiet=True)
+        if typed:
+            modules += cythonize(typed, language_level=3, build_dir="build/cython", nthreads=args.jobs, quiet=True,
+                                 compiler_directives={"annotation_typing": False})
         dist = Distribution({"name": "symphony-emu-compiled", "ext_modules": modules})
         cmd = dist.get_command_obj("build_ext")
         cmd.inplace = True

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from emu.embedded.errors import PacketError
 from emu.embedded.link import QueueConfig
-from emu.embedded.tm import TrafficManager
+from emu.embedded.tm import EgressStage, TrafficManager
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class _RateLimitedLog:
         logger.debug(msg, *args, exc_info=exc_info)
 
 
-class SwitchCore:
+class SwitchCore(EgressStage):
     """P4 pipeline plus traffic manager, driven by explicit time.
 
     ``pipeline`` follows docs/interfaces.md (``runtime.Pipeline``); ``ports`` are the
@@ -109,7 +109,7 @@ class SwitchCore:
         #: the pipeline's v1model timestamps stay in microseconds (ticks // ticks_per_us).
         self.ticks_per_us = int(ticks_per_us)
         self.max_frame_bytes = int(max_frame_bytes)
-        self.tm = TrafficManager(port_list, service=self._run_egress, ticks_per_us=self.ticks_per_us,
+        self.tm = TrafficManager(port_list, stage=self, ticks_per_us=self.ticks_per_us,
                                  wire_overhead_bytes=wire_overhead_bytes,
                                  qdepth_unit=pipeline.qdepth_unit)
         self._ports = frozenset(port_list)

@@ -55,11 +55,25 @@ _heappop = heapq.heappop
 ServiceFn = Callable[[int, Any, int, int, int, int, int], "bytes | None"]
 
 
+class EgressStage:
+    """What a traffic manager may call at each service start instead of a ``service`` function:
+    an object whose :meth:`_run_egress` takes the :data:`ServiceFn` arguments (the switch core,
+    :class:`emu.embedded.core.SwitchCore`). The same call as ``service=stage._run_egress``;
+    compiled (scripts/build_compiled.py) it is a C call without boxing its arguments."""
+
+    __slots__ = ()
+
+    def _run_egress(self, port: int, item: Any, enq_qdepth: int, deq_qdepth: int, deq_timedelta_us: int,
+                    enq_timestamp_us: int, now_us: int) -> bytes | None:
+        raise NotImplementedError
+
+
 class TrafficManager:
     """Per-port FIFO queues with a service rate, a depth and a propagation delay.
 
-    ``service`` is called at each service start to run the egress pipeline; with
-    ``service=None`` the queued items must be frames (``bytes``) and leave unchanged.
+    ``service`` is called at each service start to run the egress pipeline (or ``stage``'s
+    :meth:`EgressStage._run_egress`, the same call); with ``service=None`` and no stage the
+    queued items must be frames (``bytes``) and leave unchanged.
     Raises ``KeyError`` for a port not given to the constructor, ``ValueError`` for an
     invalid queue configuration. Exceptions raised by ``service`` propagate to the
     caller after the port's state has been updated (the packet counts as serviced and
@@ -68,7 +82,8 @@ class TrafficManager:
 
     def __init__(self, ports: Iterable[int], service: ServiceFn | None = None,
                  default: QueueConfig | None = None, *, ticks_per_us: int = 1,
-                 wire_overhead_bytes: int = 0, qdepth_unit: Callable[[Any], int] | None = None) -> None:
+                 wire_overhead_bytes: int = 0, qdepth_unit: Callable[[Any], int] | None = None,
+                 stage: EgressStage | None = None) -> None:
         cfg = default or QueueConfig()
         ports = [int(p) for p in ports]
         self._ports: dict[int, FifoLink] = {p: FifoLink(cfg, ticks_per_us=ticks_per_us,
@@ -79,7 +94,8 @@ class TrafficManager:
         #: units a queued item counts for in enq_qdepth/deq_qdepth (None: 1, packets); the
         #: depth limit stays in packets. T2NA counts 176-byte buffer cells (t2na.qdepth_cells).
         self.qdepth_unit = qdepth_unit
-        self._service = service
+        self._stage = stage
+        self._service = stage._run_egress if stage is not None else service
         self._active: set[int] = set()  # ports with waiting packets
         # earliest free_at over the active ports (inf when none): service_until returns at once
         # before it, and next_deadline_us reads it instead of scanning the ports
@@ -125,7 +141,11 @@ class TrafficManager:
             p.serviced += 1
             if p.max_qdepth == 0:
                 p.max_qdepth = 1
-            frame = item if self._service is None else self._service(port, item, 0, 0, 0, now_us, now_us)
+            stage = self._stage
+            if stage is not None:
+                frame = stage._run_egress(port, item, 0, 0, 0, now_us, now_us)
+            else:
+                frame = item if self._service is None else self._service(port, item, 0, 0, 0, now_us, now_us)
             if frame is not None:
                 if self._ready_at is None:
                     self._ready_at = now_us
@@ -169,8 +189,12 @@ class TrafficManager:
         p.serviced += 1
         start = float(now_us)
         p.free_at = start  # port free until a frame is produced
-        service = self._service
-        frame = item if service is None else service(port, item, 0, 0, 0, now_us, now_us)
+        stage = self._stage
+        if stage is not None:
+            frame = stage._run_egress(port, item, 0, 0, 0, now_us, now_us)
+        else:
+            service = self._service
+            frame = item if service is None else service(port, item, 0, 0, 0, now_us, now_us)
         if frame is not None:
             self._seq += 1
             p.pending += 1
@@ -201,6 +225,7 @@ class TrafficManager:
         active = self._active
         ports = self._ports
         service = self._service
+        stage = self._stage
         unit = self.qdepth_unit
         deps = self._departures
         push = heapq.heappush
@@ -223,7 +248,11 @@ class TrafficManager:
                     frame = item
                 else:
                     try:
-                        frame = service(port, item, enq_qdepth, deq_qdepth, start_us - enq_us, enq_us, start_us)
+                        if stage is not None:
+                            frame = stage._run_egress(port, item, enq_qdepth, deq_qdepth, start_us - enq_us, enq_us,
+                                                      start_us)
+                        else:
+                            frame = service(port, item, enq_qdepth, deq_qdepth, start_us - enq_us, enq_us, start_us)
                     finally:
                         if not q:
                             active.discard(port)

@@ -12,7 +12,6 @@ Imports nothing of the emulator.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -36,14 +35,17 @@ class EventLoop:
         self.now = 0
         self.events = 0
         self._heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
-        self._seq = itertools.count()
+        #: the sequence number of the last event pushed (ties at one nanosecond run in this order);
+        #: whoever pushes onto ``_heap`` directly (the host links and switches) adds 1 first
+        self.seq = 0
         self._halt = False
 
     def at(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at ``t`` ns (not before now)."""
         if t < self.now:
             t = self.now
-        heapq.heappush(self._heap, (t, next(self._seq), fn, arg))
+        self.seq += 1
+        heapq.heappush(self._heap, (t, self.seq, fn, arg))
 
     def halt(self) -> None:
         """Make :meth:`run` return after the event being processed."""
@@ -62,9 +64,11 @@ class EventLoop:
         pop = heapq.heappop
         n = 0
         self._halt = False
+        bounded = until is not None
+        lim = until if bounded else 0
         while heap:
-            if until is not None and heap[0][0] > until:
-                self.now = until
+            if bounded and heap[0][0] > lim:
+                self.now = lim
                 break
             t, _, fn, arg = pop(heap)
             self.now = t

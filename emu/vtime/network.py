@@ -58,15 +58,13 @@ class HostLink:
     back a sender rather than drop its datagram.
     """
 
-    __slots__ = ("loop", "link", "deliver", "_transmit", "_heap", "_seq")
+    __slots__ = ("loop", "link", "deliver", "_heap")
 
     def __init__(self, loop: EventLoop, config: QueueConfig, deliver: Callable[[Any], None]) -> None:
         self.loop = loop
         self.link = FifoLink(config, ticks_per_us=TICKS_PER_US, wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
         self.deliver = deliver  #: called with the frame at its arrival at the far end
-        self._transmit = self.link.transmit
         self._heap = loop._heap
-        self._seq = loop._seq
 
     @property
     def packets(self) -> int:
@@ -76,10 +74,12 @@ class HostLink:
     def send(self, frame: bytes) -> None:
         """Queue ``frame`` now; it reaches the far end after queueing, serialisation and delay
         (dropped only with a finite ``depth_pkts``: counted in ``link.tail_drops``)."""
-        depart = self._transmit(len(frame), self.loop.now)
+        loop = self.loop
+        depart = self.link.transmit(len(frame), loop.now)
         if depart is not None:
             # EventLoop.at inlined (the arrival is never before now)
-            heapq.heappush(self._heap, (math.ceil(depart), next(self._seq), self.deliver, frame))
+            loop.seq += 1
+            heapq.heappush(self._heap, (math.ceil(depart), loop.seq, self.deliver, frame))
 
 
 class SimSwitch:
@@ -90,8 +90,7 @@ class SimSwitch:
     one then finds ``wake_at`` changed and does nothing.
     """
 
-    __slots__ = ("name", "core", "loop", "peers", "wake_at", "_receive", "_poll", "_deadline", "_heap", "_seq",
-                 "_wake_fn")
+    __slots__ = ("name", "core", "loop", "peers", "wake_at", "_receive", "_poll", "_deadline", "_heap", "_wake_fn")
 
     def __init__(self, name: str, core: Any, loop: EventLoop) -> None:
         self.name = name
@@ -104,29 +103,27 @@ class SimSwitch:
         self._poll = core.poll
         self._deadline = core.tm.next_deadline_us  # SwitchCore.next_deadline_us without the wrapper
         self._heap = loop._heap
-        self._seq = loop._seq
         self._wake_fn = self._wake
 
     def port_input(self, port: int) -> Callable[[bytes], None]:
         """The callable that hands a frame arriving on ``port`` to this switch now."""
+        def port_arrive(frame: bytes) -> None:
+            self._arrive(port, frame)
+
+        return port_arrive
+
+    def _arrive(self, port: int, frame: bytes) -> None:
+        """A frame arrives on ``port`` now: the core receives it; the wake-up is re-armed."""
         loop = self.loop
-        receive = self._receive
-        deadline = self._deadline
-        heap = self._heap
-        seq = self._seq
-        wake = self._wake_fn
-        push = heapq.heappush
-
-        def arrive(frame: bytes) -> None:
-            now = loop.now
-            receive(port, frame, now)
-            # _arm inlined: a deadline is never before now (the core serviced up to now)
-            t = deadline()
-            if t is not None and (self.wake_at is None or t < self.wake_at):
-                self.wake_at = t
-                push(heap, (t if t > now else now, next(seq), wake, t))
-
-        return arrive
+        now = loop.now
+        core = self.core
+        core.receive(port, frame, now)
+        # _arm inlined: a deadline is never before now (the core serviced up to now)
+        t = core.tm.next_deadline_us()
+        if t is not None and (self.wake_at is None or t < self.wake_at):
+            self.wake_at = t
+            loop.seq += 1
+            heapq.heappush(self._heap, (t if t > now else now, loop.seq, self._wake_fn, t))
 
     def _arm(self) -> None:
         t = self._deadline()
@@ -138,16 +135,19 @@ class SimSwitch:
         if t != self.wake_at:
             return  # superseded by an earlier wake-up
         self.wake_at = None
-        now = self.loop.now
-        out = self._poll(now)
+        loop = self.loop
+        now = loop.now
+        core = self.core
+        out = core.poll(now)
         if out:
             peers = self.peers
             for port, frame in out:
                 peers[port](frame)
-        t = self._deadline()
+        t = core.tm.next_deadline_us()
         if t is not None and (self.wake_at is None or t < self.wake_at):
             self.wake_at = t
-            heapq.heappush(self._heap, (t if t > now else now, next(self._seq), self._wake_fn, t))
+            loop.seq += 1
+            heapq.heappush(self._heap, (t if t > now else now, loop.seq, self._wake_fn, t))
 
 
 class SimNetwork(ProgrammedNetwork):

@@ -3,6 +3,7 @@ pure-Python results bit for bit, and a stale build is never used."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -74,6 +75,17 @@ def test_a_build_is_used_only_while_its_source_is_unchanged(tmp_path: Path) -> N
     assert compiled.usable(py)
     py.with_suffix(".pxd").write_text("cdef long X\n")  # and edited after the build
     assert not compiled.usable(py)
+
+
+def test_every_shipped_pxd_augments_a_compiled_module() -> None:
+    """A .pxd in the source tree types a module of MODULES (the build compiles that module with it,
+    and its digest covers it): one left beside a module the build skips would do nothing."""
+    pxds = sorted(p.relative_to(REPO) for d in ("emu", "hostapps") for p in (REPO / d).rglob("*.pxd"))
+    modules = {str(Path(*m.split(".")).with_suffix(".pxd")) for m in compiled.MODULES}
+    assert [str(p) for p in pxds if str(p) not in modules] == []
+    for p in pxds:  # the digest of the module is not the .py's alone
+        py = REPO / p.with_suffix(".py")
+        assert compiled.source_digest(py) != hashlib.sha256(py.read_bytes()).hexdigest(), p
 
 
 def test_the_finder_loads_the_source_when_pure_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
