@@ -262,43 +262,111 @@ LATE_S = 2e-3
 SWITCH_TIMER_SPREAD_S = (-0.5e-3, 0.5e-3)
 
 
-def late_share(share: float, mean_s: float, spread_s: tuple[float, float], late_s: float = LATE_S) -> float:
+def _survival(x: float, mean: float, sigma: float) -> float:
+    """P(W > x) of a wait W of mean ``mean``: exponential when ``sigma`` is 0, else lognormal with
+    log-space standard deviation ``sigma`` (:func:`emu.vtime.hostcost.draw_wait`)."""
+    if x <= 0:
+        return 1.0
+    if sigma <= 0:
+        return math.exp(-x / mean)
+    mu = math.log(mean) - sigma * sigma / 2
+    return 0.5 * math.erfc((math.log(x) - mu) / (sigma * math.sqrt(2)))
+
+
+def late_share(share: float, mean_s: float, spread_s: tuple[float, float], late_s: float = LATE_S,
+               sigma: float = 0.0) -> float:
     """The share of wake-ups later than ``late_s`` behind their timers in the model.
 
     A wake-up's lateness is ``R + W``: ``R`` uniform on ``spread_s`` (where the event loop's
     timer fires before any wait, s) and ``W`` the wait for a CPU of :class:`HostCost` (with
-    probability ``share`` exponential of mean ``mean_s / share``, else 0)::
+    probability ``share`` a wait of mean ``mean_s / share``, exponential for ``sigma`` 0, else
+    lognormal of shape ``sigma``; else 0)::
 
-        P(R + W > late_s) = share * mean over R of exp(-max(late_s - R, 0) * share / mean_s)
+        P(R + W > late_s) = share * mean over R of P(W > late_s - R | it waits)
 
     (the mean over ``R`` by the midpoint rule, 64 points).
     """
     lo, hi = spread_s
-    rate = share / mean_s
+    mean = mean_s / share
     n = 64
-    total = sum(math.exp(-max(late_s - (lo + (i + 0.5) * (hi - lo) / n), 0.0) * rate) for i in range(n))
-    return share * total / n
+    return share * sum(_survival(late_s - (lo + (i + 0.5) * (hi - lo) / n), mean, sigma) for i in range(n)) / n
 
 
-def wait_share(mean_s: float, late_fraction: float, spread_s: tuple[float, float], late_s: float = LATE_S) -> float:
+def wait_share(mean_s: float, late_fraction: float, spread_s: tuple[float, float], late_s: float = LATE_S,
+               sigma: float = 0.0) -> float:
     """The share of wake-ups that wait for a CPU (:class:`HostCost` ``run_wait_share``) that gives
-    the model a run's measured share of late wake-ups with the measured mean wait ``mean_s``.
+    the model a run's measured share of late wake-ups with the measured mean wait ``mean_s``
+    (and the wait's shape ``sigma``).
 
-    1 (every wake-up waits an exponential time) when that already gives ``late_fraction`` or
-    more, or when ``mean_s`` is 0; else the largest share (the root nearest 1, the exponential)
-    of :func:`late_share` = ``late_fraction`` (scipy.optimize.brentq), or the share with the
-    longest tail when no share gives that many.
+    1 (every wake-up waits) when that already gives ``late_fraction`` or more, or when ``mean_s``
+    is 0; else the largest share (the root nearest 1) of :func:`late_share` = ``late_fraction``
+    (scipy.optimize.brentq), or the share with the longest tail when no share gives that many.
     """
     from scipy.optimize import brentq, minimize_scalar
 
-    if mean_s <= 0 or late_fraction <= late_share(1.0, mean_s, spread_s, late_s):
+    def f(p: float) -> float:
+        return late_share(p, mean_s, spread_s, late_s, sigma)
+
+    if mean_s <= 0 or late_fraction <= f(1.0):
         return 1.0
-    peak = minimize_scalar(lambda p: -late_share(p, mean_s, spread_s, late_s), bounds=(1e-4, 1.0),
-                           method="bounded", options={"xatol": 1e-6})
+    peak = minimize_scalar(lambda p: -f(p), bounds=(1e-4, 1.0), method="bounded", options={"xatol": 1e-6})
     p_max = float(peak.x)
-    if late_share(p_max, mean_s, spread_s, late_s) <= late_fraction:
+    if f(p_max) <= late_fraction:
         return p_max
-    return float(brentq(lambda p: late_share(p, mean_s, spread_s, late_s) - late_fraction, p_max, 1.0, xtol=1e-6))
+    return float(brentq(lambda p: f(p) - late_fraction, p_max, 1.0, xtol=1e-6))
+
+
+#: The lognormal shapes :func:`wait_shape` considers (log-space standard deviation).
+SIGMA_RANGE = (0.05, 3.0)
+
+
+def wait_shape(mean_s: float, late_fraction: float, lag_max_s: float | None, wakeups: int,
+               spread_s: tuple[float, float], late_s: float = LATE_S) -> tuple[float, float]:
+    """The share and shape ``(share, sigma)`` of the waits for a CPU that give the model a run's
+    mean wait ``mean_s``, its share of wake-ups over ``late_s`` late and its latest wake-up.
+
+    Exponential waits (sigma 0) with the share of :func:`wait_share` are kept when the latest
+    of ``wakeups`` wake-ups (``lag_max_s``, s) is within the 95% range of the largest of that
+    many of their draws (P(max > lag) = 1 - exp(-wakeups * survival) >= 5%): then
+    ``(share, 0)``. Otherwise the lognormal shape in :data:`SIGMA_RANGE` whose share
+    (:func:`wait_share` for that shape) puts the survival at ``lag_max_s`` to ln 2 / ``wakeups``
+    (the latest wake-up is the median largest draw; scipy.optimize.brentq); the longest shape
+    when none is long enough. No ``lag_max_s`` or wake-ups: ``(wait_share(...), 0)``.
+    """
+    from scipy.optimize import brentq
+
+    share = wait_share(mean_s, late_fraction, spread_s, late_s)
+    if mean_s <= 0 or not lag_max_s or wakeups <= 0:
+        return share, 0.0
+    x = lag_max_s - (spread_s[0] + spread_s[1]) / 2  # the wait of the latest wake-up
+    if wakeups * share * _survival(x, mean_s / share, 0.0) >= -math.log(0.95):
+        return share, 0.0
+    target = math.log(2) / wakeups
+
+    def tail(sigma: float) -> float:
+        p = wait_share(mean_s, late_fraction, spread_s, late_s, sigma)
+        return p * _survival(x, mean_s / p, sigma) - target
+
+    lo, hi = SIGMA_RANGE
+    if tail(hi) <= 0:
+        sigma = hi
+    elif tail(lo) >= 0:
+        sigma = lo
+    else:
+        sigma = float(brentq(tail, lo, hi, xtol=1e-4))
+    return wait_share(mean_s, late_fraction, spread_s, late_s, sigma), sigma
+
+
+#: Bytes of IPv4 and UDP headers in an IP MTU: a data datagram's CTH payload is MTU - 28.
+IP_UDP_HEADERS = 28
+
+
+def _spec_mtu(path: Path) -> int:
+    """The IP MTU of a worker's spec file (1500 when it is missing or gives none)."""
+    try:
+        return int(json.loads(path.read_text(encoding="utf-8")).get("mtu") or 1500)
+    except (OSError, ValueError, AttributeError):
+        return 1500
 
 
 def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCost:
@@ -317,6 +385,8 @@ def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCo
     """
     wait, slices = 0.0, 0
     wakeups = late = 0
+    lag_max = 0.0
+    cpu, predicted = 0.0, 0.0
     for path in sorted((results / scheme).glob("job*-rank*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
@@ -325,14 +395,24 @@ def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCo
                 slices += rec["cpu_slices"]
                 wakeups += rec.get("timer_wakeups") or 0
                 late += rec.get("timer_late_wakeups") or 0
+                lag_max = max(lag_max, rec.get("timer_lag_max_s") or 0.0)
+                if rec.get("cpu_s"):
+                    cpu += rec["cpu_s"]
+                    payload = _spec_mtu(results / scheme / "specs" / f"{path.stem}.json") - IP_UDP_HEADERS
+                    predicted += rec["cpu_slices"] * base.wake_s + (rec.get("packets_sent") or 0) * base.per_packet_s(
+                        payload)
     if not slices:
         raise CalibrationError(f"{results / scheme}: no cpu_slices in the workers' records (not a real-time run?)")
     mean = wait / slices
-    share = wait_share(mean, late / wakeups, (0.0, base.timer_resolution_s)) if wakeups else 1.0
-    cost = base.with_wait(mean, share)
+    share, sigma = (wait_shape(mean, late / wakeups, lag_max, wakeups, (0.0, base.timer_resolution_s))
+                    if wakeups else (1.0, 0.0))
+    cost = base.with_wait(mean, share, sigma)
+    if cpu > 0 and predicted > 0:
+        cost = cost.scaled_cpu(cpu / predicted)
     counters = results / scheme / "counters.json"
     sw_cpu = sw_wait = 0
     sw_slices = frames = sw_wakeups = sw_late = 0
+    sw_lag_max = 0.0
     if counters.exists():
         for entry in json.loads(counters.read_text(encoding="utf-8")).values():
             stats = entry.get("stats") or {}
@@ -345,10 +425,12 @@ def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCo
                 io_lag = stats.get("io_lag") or {}
                 sw_wakeups += int(io_lag.get("wakeups") or 0)
                 sw_late += int(io_lag.get("late_wakeups") or 0)
+                sw_lag_max = max(sw_lag_max, float(stats.get("io_lag_max_us") or 0) * 1e-6)
     if sw_slices and frames:
         sw_mean = sw_wait / sw_slices * 1e-9
-        sw_share = wait_share(sw_mean, sw_late / sw_wakeups, SWITCH_TIMER_SPREAD_S) if sw_wakeups else 1.0
-        cost = cost.with_switch(sw_cpu / frames * 1e-9, sw_mean, sw_share)
+        sw_share, sw_sigma = (wait_shape(sw_mean, sw_late / sw_wakeups, sw_lag_max, sw_wakeups,
+                                         SWITCH_TIMER_SPREAD_S) if sw_wakeups else (1.0, 0.0))
+        cost = cost.with_switch(sw_cpu / frames * 1e-9, sw_mean, sw_share, sw_sigma)
     return cost
 
 

@@ -22,7 +22,7 @@ from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError
 from emu.controller import NetworkError
 from emu.p4build import p4_build
 from emu.vtime.events import NS_PER_S, s_to_ns
-from emu.vtime.hostcost import CostedSimRank, CostedSimSwitch
+from emu.vtime.hostcost import CostedOnOffSource, CostedSimRank, CostedSimSwitch
 from emu.vtime.hosts import OnOffSource, SimHost, SimRank, make_verifier
 from emu.vtime.network import SimNetwork
 from hostapps.rank import DONE, FAILED
@@ -142,8 +142,13 @@ class SimBackend(Backend):
             duration = src.duration_s if src.duration_s is not None else workload.timeout_s
             cfg = traffic.OnOffConfig(rate_bps=src.rate_bps, on_s=src.on_s, off_s=src.off_s, duration_s=duration,
                                       size=src.packet_bytes, seed=src.seed if src.exponential else None)
-            sources.append(OnOffSource(self.hosts[src.src], plan.host(src.dst).ip, traffic.send_schedule(cfg),
-                                       workload.start_at + src.start_s, src.packet_bytes, lambda: running[0]))
+            if cost is None:
+                sources.append(OnOffSource(self.hosts[src.src], plan.host(src.dst).ip, traffic.send_schedule(cfg),
+                                           workload.start_at + src.start_s, src.packet_bytes, lambda: running[0]))
+            else:  # a process waiting for a CPU as the workers do (emu.vtime.hostcost)
+                sources.append(CostedOnOffSource(self.hosts[src.src], plan.host(src.dst).ip,
+                                                 traffic.send_schedule(cfg), workload.start_at + src.start_s,
+                                                 src.packet_bytes, lambda: running[0], cost, self.seed, len(sources)))
         total = workload.total_iters
         n = len(ranks)
         progress(ProgressEvent("start", workload.scheme, 0, total, f"{n} ranks", sim_s=0.0))

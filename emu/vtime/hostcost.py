@@ -11,9 +11,11 @@ linear model, per rank (one worker process each, so one CPU each):
   fired) first waits ``run_wait_s`` on average for a CPU (seeded; 0 on a quiet machine), then
   costs ``wake_s`` (the event loop's epoll and dispatch). The wait is exponential when
   ``run_wait_share`` is 1; with a share ``p`` < 1 a wake-up finds its CPU taken with
-  probability ``p`` and then waits exponentially with mean ``run_wait_s / p``, else it runs
-  at once (the same mean, a longer tail: other processes hold a CPU for a slice of
-  milliseconds; :func:`emu.hostcal.wait_share` fits ``p`` to a run's late wake-ups);
+  probability ``p`` and then waits with mean ``run_wait_s / p``, else it runs at once (the
+  same mean, a longer tail: other processes hold a CPU for a slice of milliseconds). That wait
+  is exponential when ``run_wait_sigma`` is 0, else lognormal with that shape (log-space
+  standard deviation): a longer tail still. :func:`emu.hostcal.wait_shape` fits the share
+  and the shape to a run's late wake-ups and its latest one (:func:`draw_wait`);
 - each datagram read costs ``rx_packet_s + rx_byte_s * len`` (``recvmsg``, the transport's
   ACK/NACK/CNP bookkeeping, the collective's copy and reduction of the payload);
 - each datagram sent costs ``tx_packet_s + tx_byte_s * len`` (the transport's framing and
@@ -34,7 +36,7 @@ With the switch terms set, :class:`CostedSimSwitch` makes each switch one CPU in
 
 - a wake-up (a frame arrived while it slept, or its departure timer fired) first waits
   ``switch_run_wait_s`` on average for a CPU (seeded; its share of wake-ups that wait is
-  ``switch_run_wait_share``, as for the workers), then each frame read
+  ``switch_run_wait_share``, its shape ``switch_run_wait_sigma``, as for the workers), then each frame read
   costs ``switch_packet_s`` (AF_PACKET read, the P4 pipeline, the traffic manager, the
   send) and enters the traffic manager at the time it has been read; what arrives meanwhile
   waits for the next run;
@@ -48,7 +50,7 @@ packet starts service when the port is free, back-dated like a real-time switch'
 late switch delays frames, it does not slow the link.
 
 ``len`` is the UDP payload (the CTH datagram) in bytes. All times are seconds; the two shares
-(:data:`SHARE_FIELDS`) are fractions in (0, 1]. The values
+(:data:`SHARE_FIELDS`) are fractions in (0, 1], the two shapes (:data:`SHAPE_FIELDS`) numbers >= 0. The values
 come from ``symphony-emu calibrate-host`` (:mod:`emu.hostcal`), which runs the real worker
 on this machine and fits the model to the CPU time of each event loop callback; the file it
 writes is read by :func:`load`. :meth:`HostCost.dilated` gives the cost of a real-time run
@@ -71,7 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from emu.vtime.events import s_to_ns
-from emu.vtime.hosts import SimHost, SimRank
+from emu.vtime.hosts import OnOffSource, SimHost, SimRank
 from emu.vtime.network import SimSwitch
 from hostapps.aio import RECV_BATCH
 from hostapps.rank import DONE
@@ -80,12 +82,18 @@ from hostapps.transport import Outgoing
 
 #: The model's coefficients (seconds, seconds per byte), in file order.
 FIELDS = ("wake_s", "rx_packet_s", "rx_byte_s", "tx_packet_s", "tx_byte_s", "run_wait_s", "timer_resolution_s",
-          "switch_packet_s", "switch_run_wait_s", "run_wait_share", "switch_run_wait_share")
+          "switch_packet_s", "switch_run_wait_s", "run_wait_share", "switch_run_wait_share", "run_wait_sigma",
+          "switch_run_wait_sigma")
 #: The switch process's time terms (:class:`CostedSimSwitch`); all 0: switches cost nothing.
 SWITCH_FIELDS = ("switch_packet_s", "switch_run_wait_s")
+#: The worker's CPU terms (what :meth:`HostCost.scaled_cpu` scales).
+CPU_FIELDS = ("wake_s", "rx_packet_s", "rx_byte_s", "tx_packet_s", "tx_byte_s")
 #: The shares of wake-ups that wait for a CPU (fractions in (0, 1]; 1: every wake-up waits an
 #: exponential time, the model before they existed).
 SHARE_FIELDS = ("run_wait_share", "switch_run_wait_share")
+#: Dimensionless terms (not scaled by :meth:`HostCost.dilated`): the shares and the shapes of the
+#: waits (log-space standard deviation of a lognormal wait; 0: exponential).
+SHAPE_FIELDS = (*SHARE_FIELDS, "run_wait_sigma", "switch_run_wait_sigma")
 
 
 class HostCostError(ValueError):
@@ -107,6 +115,8 @@ class HostCost:
     switch_run_wait_s: float = 0.0
     run_wait_share: float = 1.0
     switch_run_wait_share: float = 1.0
+    run_wait_sigma: float = 0.0
+    switch_run_wait_sigma: float = 0.0
 
     def __post_init__(self) -> None:
         for name in FIELDS:
@@ -118,21 +128,27 @@ class HostCost:
 
     def dilated(self, d: float) -> HostCost:
         """The cost in the scenario time of a real-time run dilated by ``d`` (every time term / d;
-        the shares stay)."""
+        the shares and shapes stay)."""
         if not (math.isfinite(d) and d >= 1):
             raise HostCostError(f"host cost dilation {d!r}: give D >= 1")
-        return HostCost(**{k: getattr(self, k) if k in SHARE_FIELDS else getattr(self, k) / d for k in FIELDS})
+        return HostCost(**{k: getattr(self, k) if k in SHAPE_FIELDS else getattr(self, k) / d for k in FIELDS})
 
-    def with_wait(self, run_wait_s: float, share: float = 1.0) -> HostCost:
-        """The same CPU costs with another mean wait for a CPU per wake-up (s) and share of
-        wake-ups that wait."""
-        return dataclasses.replace(self, run_wait_s=run_wait_s, run_wait_share=share)
+    def with_wait(self, run_wait_s: float, share: float = 1.0, sigma: float = 0.0) -> HostCost:
+        """The same CPU costs with another mean wait for a CPU per wake-up (s), share of
+        wake-ups that wait and shape of their wait."""
+        return dataclasses.replace(self, run_wait_s=run_wait_s, run_wait_share=share, run_wait_sigma=sigma)
 
-    def with_switch(self, packet_s: float, run_wait_s: float, share: float = 1.0) -> HostCost:
-        """The same host terms with a switch process's CPU per frame, mean wait per wake-up (s)
-        and share of wake-ups that wait."""
+    def with_switch(self, packet_s: float, run_wait_s: float, share: float = 1.0, sigma: float = 0.0) -> HostCost:
+        """The same host terms with a switch process's CPU per frame, mean wait per wake-up (s),
+        share of wake-ups that wait and shape of their wait."""
         return dataclasses.replace(self, switch_packet_s=packet_s, switch_run_wait_s=run_wait_s,
-                                   switch_run_wait_share=share)
+                                   switch_run_wait_share=share, switch_run_wait_sigma=sigma)
+
+    def scaled_cpu(self, factor: float) -> HostCost:
+        """The same waits with every worker CPU term (:data:`CPU_FIELDS`) times ``factor``."""
+        if not (math.isfinite(factor) and factor > 0):
+            raise HostCostError(f"host cost CPU factor {factor!r}: give a number > 0")
+        return dataclasses.replace(self, **{k: getattr(self, k) * factor for k in CPU_FIELDS})
 
     @property
     def switches(self) -> bool:
@@ -179,10 +195,25 @@ def load(path: str | Path) -> HostCost:
     return from_dict(doc["model"], f"{path}: model")
 
 
+def draw_wait(rng: random.Random, mean_ns: float, share: float, sigma: float) -> int:
+    """One wait for a CPU (ns) of mean ``mean_ns``: with probability ``share`` (all when 1) a wait
+    of mean ``mean_ns / share``, exponential when ``sigma`` is 0, else lognormal with log-space
+    standard deviation ``sigma``; otherwise 0. With share 1 and sigma 0 one exponential draw."""
+    if share >= 1.0:
+        if sigma <= 0:
+            return round(rng.expovariate(1.0) * mean_ns)
+    elif rng.random() >= share:
+        return 0
+    mean = mean_ns / share
+    if sigma <= 0:
+        return round(rng.expovariate(1.0) * mean)
+    return round(rng.lognormvariate(math.log(mean) - sigma * sigma / 2, sigma))
+
+
 class _OneCpu:
     """The one CPU a costed rank or switch runs on (shared by :class:`CostedSimRank` and
     :class:`CostedSimSwitch`). The class using it sets ``loop``, ``wake_at``, ``_busy_until``
-    and ``_run_at`` (ns), ``_wait_ns`` (mean wait for a CPU, ns), ``_wait_share``, ``_rng``, the counters
+    and ``_run_at`` (ns), ``_wait_ns`` (mean wait for a CPU, ns), ``_wait_share``, ``_wait_sigma``, ``_rng``, the counters
     ``woken`` and ``waited_ns``, and defines ``_run(t)``, one run due at ``t``."""
 
     def _wake(self, t: int) -> None:
@@ -194,8 +225,7 @@ class _OneCpu:
 
     def _runnable(self) -> None:
         """Schedule a run: at the end of the current one, or after a wait for a CPU when asleep
-        (mean ``_wait_ns``: exponential when ``_wait_share`` is 1, else with that probability an
-        exponential of mean ``_wait_ns / _wait_share`` and none otherwise)."""
+        (:func:`draw_wait` of mean ``_wait_ns``, ``_wait_share`` and ``_wait_sigma``)."""
         now = self.loop.now
         if now <= self._busy_until:
             t = self._busy_until
@@ -203,13 +233,7 @@ class _OneCpu:
             t = now
             self.woken += 1
             if self._wait_ns > 0:
-                share = self._wait_share
-                if share >= 1.0:  # the draws of the exponential model, unchanged
-                    w = round(self._rng.expovariate(1.0) * self._wait_ns)
-                elif self._rng.random() < share:
-                    w = round(self._rng.expovariate(1.0) * self._wait_ns / share)
-                else:
-                    w = 0
+                w = draw_wait(self._rng, self._wait_ns, self._wait_share, self._wait_sigma)
                 self.waited_ns += w
                 t += w
         self._run_at = t
@@ -241,7 +265,7 @@ class CostedSimRank(_OneCpu, SimRank):
         self._rx_ns, self._rx_byte_ns = cost.rx_packet_s * 1e9, cost.rx_byte_s * 1e9
         self._tx_ns, self._tx_byte_ns = cost.tx_packet_s * 1e9, cost.tx_byte_s * 1e9
         self._wait_ns = cost.run_wait_s * 1e9
-        self._wait_share = cost.run_wait_share
+        self._wait_share, self._wait_sigma = cost.run_wait_share, cost.run_wait_sigma
         self._res_ns = round(cost.timer_resolution_s * 1e9)
         # a string seed is hashed with SHA-512 (random.seed, version 2): the same on every run
         self._rng = random.Random(f"host-cost {seed} {spec.job_id} {spec.rank}")
@@ -336,7 +360,7 @@ class CostedSimSwitch(_OneCpu, SimSwitch):
         self._run_at: int | None = None
         self._pkt_ns = cost.switch_packet_s * 1e9
         self._wait_ns = cost.switch_run_wait_s * 1e9
-        self._wait_share = cost.switch_run_wait_share
+        self._wait_share, self._wait_sigma = cost.switch_run_wait_share, cost.switch_run_wait_sigma
         self._rng = random.Random(f"switch-cost {seed} {name}")
         #: runs, of them after a wait for a CPU, and the time waited (ns)
         self.runs = self.woken = self.waited_ns = 0
@@ -381,3 +405,44 @@ class CostedSimSwitch(_OneCpu, SimSwitch):
         ns = deadline if deadline > end else end
         self.wake_at = deadline
         self.loop.at(ns, self._wake, deadline)
+
+
+class CostedOnOffSource(OnOffSource):
+    """A :class:`emu.vtime.hosts.OnOffSource` that waits for a CPU as the real source process does.
+
+    The real source (:func:`hostapps.traffic.run_source`) sleeps until a datagram's time of the
+    schedule, then (on a shared machine) waits for a CPU, and sends every datagram that fell due
+    meanwhile at once (the schedule's times are absolute; Mininet's veth does not serialise
+    them). Here a datagram due after the previous send sleeps until its time and then waits as
+    a worker's wake-up does (``run_wait_s``, shaped by ``run_wait_share``; a generator seeded by
+    the run's seed and the source's index); one already due is sent with the previous one.
+    """
+
+    def __init__(self, host: SimHost, dst_ip: str, schedule: Any, start_s: float, size: int,
+                 active: Callable[[], bool], cost: HostCost, seed: int, index: int) -> None:
+        self._wait_ns = cost.run_wait_s * 1e9
+        self._wait_share, self._wait_sigma = cost.run_wait_share, cost.run_wait_sigma
+        self._rng = random.Random(f"background-cost {seed} {index}")
+        self._sent_at = 0  # ns of the last send
+        #: wake-ups after a sleep and the time waited for a CPU (ns)
+        self.woken = self.waited_ns = 0
+        super().__init__(host, dst_ip, schedule, start_s, size, active)
+
+    def _next(self) -> None:
+        t = next(self.schedule, None)
+        if t is None:
+            return
+        due = s_to_ns(self.start_s + t)
+        if due > self._sent_at:  # sleeps until then, then waits for a CPU
+            self.woken += 1
+            if self._wait_ns > 0:
+                w = draw_wait(self._rng, self._wait_ns, self._wait_share, self._wait_sigma)
+                self.waited_ns += w
+                due += w
+        else:
+            due = self._sent_at
+        self.host.loop.at(due, self._send, None)
+
+    def _send(self, arg: Any) -> None:
+        self._sent_at = self.host.loop.now
+        super()._send(arg)

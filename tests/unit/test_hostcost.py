@@ -91,6 +91,17 @@ def test_wait_for_a_cpu_is_seeded_and_slows_the_ring(tmp_path: Path) -> None:
     assert s1["cct_s"]["mean"] != w1["cct_s"]["mean"] and s1["cct_s"]["mean"] > a * 1.02
 
 
+def test_draw_wait_has_the_mean_share_and_shape() -> None:
+    import random
+
+    rng = random.Random(3)
+    for share, sigma in ((1.0, 0.0), (0.3, 0.0), (0.5, 1.0), (1.0, 0.7)):
+        w = [hostcost.draw_wait(rng, 1000.0, share, sigma) for _ in range(100_000)]
+        assert sum(w) / len(w) == pytest.approx(1000.0, rel=0.03), (share, sigma)
+        assert sum(x > 0 for x in w) / len(w) == pytest.approx(share, abs=0.01)
+    assert hostcost.draw_wait(random.Random(1), 1000.0, 1.0, 0.0) == round(random.Random(1).expovariate(1.0) * 1000)
+
+
 def test_wait_share_recovers_the_share_of_a_known_mixture() -> None:
     """Lateness R + W drawn from the model (R uniform on the timer's spread, W with probability p
     exponential of mean m / p, else 0): the share of draws over 2 ms fitted back gives p."""
@@ -104,6 +115,18 @@ def test_wait_share_recovers_the_share_of_a_known_mixture() -> None:
                    for _ in range(n))
         assert late / n == pytest.approx(hostcal.late_share(p, m, spread), abs=4 * (late / n / n) ** 0.5)  # 4 SE
         assert hostcal.wait_share(m, late / n, spread) == pytest.approx(p, abs=0.04)
+    # a lognormal wait (the shape of the tail): the share, and the shape from the latest of n wake-ups
+    m, p, sigma, spread, n = 4e-4, 0.4, 0.8, (0.0, 1e-3), 40_000
+    lags = sorted(rng.uniform(*spread) + (hostcost.draw_wait(rng, m / 1e-9, p, sigma) * 1e-9) for _ in range(n))
+    late = sum(x > hostcal.LATE_S for x in lags) / n
+    assert hostcal.wait_share(m, late, spread, sigma=sigma) == pytest.approx(p, abs=0.06)
+    got_p, got_sigma = hostcal.wait_shape(m, late, lags[-1], n, spread)
+    assert got_sigma == pytest.approx(sigma, abs=0.3) and got_p == pytest.approx(p, abs=0.15), (got_p, got_sigma)
+    # exponential waits whose latest wake-up the exponential reaches: shape 0
+    lags = [rng.uniform(*spread) + rng.expovariate(1 / m) for _ in range(n)]
+    late = sum(x > hostcal.LATE_S for x in lags) / n
+    assert hostcal.wait_shape(m, late, max(lags), n, spread) == (hostcal.wait_share(m, late, spread), 0.0)
+    assert hostcal.wait_shape(m, late, None, 0, spread) == (hostcal.wait_share(m, late, spread), 0.0)
     # no more late wake-ups than the exponential gives, or no wait: every wake-up waits
     assert hostcal.wait_share(4.5e-4, 0.01, (0.0, 1e-3)) == 1.0
     assert hostcal.wait_share(0.0, 0.2, (0.0, 1e-3)) == 1.0
@@ -151,6 +174,18 @@ def test_live_cost_reads_a_real_time_run(tmp_path: Path) -> None:
     assert got == base.with_wait(0.8 / 5 / 400, share).with_switch(50e-3 / 1000, 0.2 / 400, sw_share)
     (d / "counters.json").unlink()  # bmv2 or an older run: the switches stay free
     assert hostcal.live_cost(base, tmp_path) == base.with_wait(0.8 / 5 / 400, share)
+    # with the workers' CPU time: the CPU terms scaled to it, for the run's wake-ups and data datagrams
+    (d / "specs").mkdir()
+    for r, (w, n) in enumerate([(0.3, 100), (0.5, 300)]):
+        rec = {"kind": "transport", "job": 0, "rank": r, "cpu_wait_s": w / 5, "cpu_slices": n, "cpu_s": 0.05,
+               "packets_sent": 1000}
+        (d / f"job0-rank{r}.jsonl").write_text(json.dumps(rec) + "\n")
+        (d / "specs" / f"job0-rank{r}.json").write_text(json.dumps({"mtu": 1028}))
+    base = HostCost(wake_s=1e-4, rx_packet_s=5e-6, rx_byte_s=1e-8)
+    predicted = 400 * 1e-4 + 2000 * (5e-6 + 1e-8 * 1000)  # MTU 1028: 1000-byte datagrams
+    got = hostcal.live_cost(base, tmp_path)
+    assert got == base.scaled_cpu(0.1 / predicted).with_wait(0.8 / 5 / 400)
+    assert got.wake_s == pytest.approx(1e-4 * 0.1 / 0.07)
     with pytest.raises(hostcal.CalibrationError, match="no cpu_slices"):
         hostcal.live_cost(base, tmp_path, "symphony")
 
@@ -217,3 +252,34 @@ def test_calibrate_host_runs_the_real_worker(tmp_path: Path) -> None:
     assert m["datagrams_sent"] > 2 * 2 * 2 * 46 and m["callbacks"] >= 20
     assert cost.per_packet_s(1456) + cost.wake_s > 0 and cost.timer_resolution_s == 1e-3
     assert m["cpu_total_s"] >= m["cpu_in_callbacks_s"] > 0
+
+
+def test_background_source_waits_for_a_cpu_and_catches_up() -> None:
+    """A costed on/off source sends each datagram at or after its time; one that fell due while it
+    waited for a CPU goes with the previous one (the real source's catch-up); seeded."""
+    from emu.vtime.events import EventLoop, s_to_ns
+
+    def run(wait_s: float) -> tuple[list[int], list[int]]:
+        loop = EventLoop()
+        sent: list[int] = []
+
+        class Host:
+            pass
+
+        host = Host()
+        host.loop = loop  # type: ignore[attr-defined]
+        host.send = lambda *_: sent.append(loop.now)  # type: ignore[attr-defined]
+        times = [i * 1e-3 for i in range(200)]
+        hostcost.CostedOnOffSource(host, "10.0.0.2", iter(times), 0.5, 100, lambda: True,  # type: ignore[arg-type]
+                                   HostCost(run_wait_s=wait_s, run_wait_share=0.5, run_wait_sigma=0.8), 1, 0)
+        loop.run()
+        return sent, [s_to_ns(0.5 + t) for t in times]
+
+    sent, due = run(2e-3)
+    assert len(sent) == len(due) and sent == sorted(sent)
+    assert all(s >= d for s, d in zip(sent, due, strict=True))
+    assert all(sent[i] == sent[i - 1] for i in range(1, len(sent)) if due[i] <= sent[i - 1])
+    assert len(set(sent)) < len(sent)  # some went together
+    assert run(2e-3)[0] == sent  # seeded
+    free, due = run(0.0)
+    assert free == due  # no wait: on time, as the plain source
