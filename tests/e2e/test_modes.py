@@ -18,21 +18,20 @@ Tolerances (docs/virtual-time.md, "Cross-check"):
 - with the host model (emu.vtime.hostcost, docs/virtual-time.md "Host cost"): virtual time
   with the workers' CPU costs of the calibration recorded in ``topologies/host-cost.json``,
   the wait for a CPU per wake-up that the real-time run's own workers measured
-  (``cpu_wait_s / cpu_slices``), its switch processes' CPU per frame and wait per wake-up
-  (``stats.cpu`` of counters.json) and Mininet's veth host links (emu.hostcal.live_cost).
-  ``single.yaml``: real / model within 10% either way (1/1.10 .. 1.10) when the workers waited
-  for a CPU under 15% of the time; on a busier machine the upper bound grows to 1.10 / (1 - w)
-  as in the other tests (what the model leaves out of a loaded machine only slows real time:
-  CPUs taken by other processes for milliseconds at a time, every process of the run waiting
-  at once). ``default.yaml`` (D = 1): within 20% (1/1.20 .. 1.20, loaded 1.20 / (1 - w)): the
-  10% target is not met there; its two measured iterations move with their count of spurious
-  retransmission timeouts (docs/virtual-time.md "Host cost"). Measured: four test runs (model
-  seed 1) ``single`` 0.98-1.04, ``default`` 0.99-1.13 at w = 0.09-0.21;
-  6-iteration runs (3 model seeds each) ``single`` 1.03 and ``default`` 0.92-1.09 with the run's
-  processes ahead of the machine's other work (nice -15, w = 0.20-0.25), 1.09-1.13 and
-  1.11-1.20 at w = 0.33-0.38 without.
+  (``cpu_wait_s / cpu_slices``) and the share of wake-ups that wait, fitted to their late timer
+  wake-ups, its switch processes' CPU per frame, wait per wake-up and share (``stats.cpu`` and
+  ``io_lag`` of counters.json) and Mininet's veth host links (emu.hostcal.live_cost). The
+  shipped 10 Mbit/s scenarios whose check fits the suite's time, ``single.yaml`` and
+  ``default.yaml`` (D = 1; ``dumbbell.yaml`` and ``e2e_lead.yaml`` are measured in
+  docs/virtual-time.md): real / model mean CCT within 10% either way (1/1.10 .. 1.10), the
+  ratio of the real run's iterations over the model's pooled over seeds (:data:`MODEL_SEEDS`; 2 for default)
+  (emu.metrics.compare_ccts, its 95% BCa interval in the message), at any load up to
+  :data:`CHECKED_WAIT` (the workers' share of wall time waiting for a CPU, ``w``: 0.25 for
+  single, 0.35 for default): the model takes the run's own waits, so no load allowance. Above
+  it the check is skipped and says so (single's real-time CCT then moves by 10% run to run at
+  the same measured waits; docs/virtual-time.md has the runs, loads and ratios).
 
-The upper bounds hold on a quiet machine. A loaded one (issue 19: 0.43 with other work on
+The plain checks' upper bounds (without the host model) hold on a quiet machine. A loaded one (issue 19: 0.43 with other work on
 the 2 cores) makes every real-time run slower than the model by the CPU its workers waited
 for, which each run measures (``overload.worker_cpu_wait``): the bound grows by exactly that
 share, 1 / (1 - w), and no more; the lower bounds (a real-time run faster than the model)
@@ -41,6 +40,7 @@ never move.
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -48,7 +48,7 @@ from pathlib import Path
 
 import pytest
 
-from emu import hostcal, runner
+from emu import hostcal, metrics, runner
 from emu.vtime import hostcost
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,6 +58,16 @@ DEFAULT = REPO / "topologies" / "default.yaml"
 HOST_COST = REPO / "topologies" / "host-cost.json"
 #: Below this share of their time waiting for a CPU the real-time workers had a quiet machine.
 QUIET_WAIT = 0.15
+#: The host model's checks: real / model within this factor either way.
+HOST_MODEL_WITHIN = 1.10
+#: Seeds of the model's runs (their iterations pooled): the model's own seed-to-seed spread
+#: (background, waits) is as large as the real run's iteration-to-iteration one.
+MODEL_SEEDS = (1, 2, 3)
+#: The host model's check holds up to this share of the workers' time waiting for a CPU
+#: (docs/virtual-time.md, "Host cost"); above it the check is skipped, saying so. single: within
+#: 10% at w <= 0.25; at w = 0.29-0.36 its real-time CCT moves 0.095-0.114 s run to run at the
+#: same measured waits (real / model 0.90-1.05, four runs). default: 0.98-1.04 up to w = 0.32.
+CHECKED_WAIT = {"single": 0.25, "default": 0.35}
 XCHECK = Path(__file__).resolve().parent / "xcheck.yaml"
 
 
@@ -70,25 +80,40 @@ def _got_cpu(summary: dict, scheme: str) -> float:
     return 1 - min(wait, 0.9)
 
 
-def _check_host_model(topology: Path, tmp_path: Path, mn: runner.RunResult, *, within: float = 1.10,
+def _ccts(run: runner.RunResult, scheme: str = "baseline") -> list[float]:
+    """The scheme's per-iteration CCTs (s) of a run's cct.csv (the measured iterations)."""
+    with (run.out_dir / "cct.csv").open(newline="") as f:
+        return [float(row["cct_s"]) for row in csv.DictReader(f) if row["scheme"] == scheme]
+
+
+def _check_host_model(topology: Path, tmp_path: Path, mn: runner.RunResult, seeds: tuple[int, ...] = MODEL_SEEDS,
                       **kw: object) -> None:
     """Virtual time with the host model measured in the real-time run ``mn`` (see the module
-    docstring): real / model within ``within`` either way on a quiet machine; on a busier one
-    at most ``within`` / (1 - w), never below 1 / ``within``."""
+    docstring), once per seed of ``seeds``: the real run's mean CCT over the model's (its
+    iterations pooled over the seeds) within :data:`HOST_MODEL_WITHIN` either way."""
+    wait, limit = 1 - _got_cpu(mn.summary, "baseline"), CHECKED_WAIT[topology.stem]
+    if wait > limit:
+        pytest.skip(f"{topology.name}: the real-time workers waited for a CPU {wait:.0%} of the time, more than "
+                    f"the {limit:.0%} up to which the host model holds within 10% (docs/virtual-time.md)")
     d = float(mn.summary.get("dilation") or 1.0)
     cost = hostcal.live_cost(hostcost.load(HOST_COST), mn.out_dir).dilated(d)
-    sim = runner.run(topology, out=tmp_path / "sim-host-cost", mode="sim", host_cost=cost, **kw)  # type: ignore[arg-type]
-    assert sim.ok, sim.failure
-    real, model = mn.summary["baseline"]["cct_s"]["mean"], sim.summary["baseline"]["cct_s"]["mean"]
-    got = _got_cpu(mn.summary, "baseline")
-    what = (real, model, cost, mn.summary["baseline"].get("overload"))
-    assert real / model >= 1 / within, what
-    assert real / model <= (within if got >= 1 - QUIET_WAIT else within / got), what
+    model: list[float] = []
+    for seed in seeds:
+        sim = runner.run(topology, out=tmp_path / f"sim-host-cost-{seed}", mode="sim", host_cost=cost, seed=seed,
+                         **kw)  # type: ignore[arg-type]
+        assert sim.ok, sim.failure
+        model += _ccts(sim)
+    real = _ccts(mn)
+    cmp = metrics.compare_ccts(model, real, scheme="real time")
+    assert cmp.ratio is not None and cmp.ci_low is not None, cmp
+    what = (f"real / model {cmp.words()}; real {real}, model {model}", cost, mn.summary["baseline"].get("overload"))
+    print(f"host model {topology.name}: w {wait:.2f}, real / model {cmp.words()}")  # shown with pytest -rP
+    assert 1 / HOST_MODEL_WITHIN <= cmp.ratio <= HOST_MODEL_WITHIN, what
 
 
 @pytest.mark.timeout(300)
 def test_single_switch_cct_agrees(mininet_env: None, tmp_path: Path) -> None:
-    kw = {"schemes": ("baseline",), "iterations": 3}
+    kw = {"schemes": ("baseline",), "iterations": metrics.MIN_ITERATIONS, "plots": False}
     mn = runner.run(SINGLE, out=tmp_path / "mininet", mode="mininet", **kw)  # type: ignore[arg-type]
     sim = runner.run(SINGLE, out=tmp_path / "sim", mode="sim", **kw)  # type: ignore[arg-type]
     assert mn.ok and sim.ok, (mn.failure, sim.failure)
@@ -100,10 +125,10 @@ def test_single_switch_cct_agrees(mininet_env: None, tmp_path: Path) -> None:
 @pytest.mark.timeout(300)
 def test_default_cct_with_host_model_agrees(mininet_env: None, tmp_path: Path) -> None:
     """``default.yaml`` at its own rates (D = 1: the hosts' cost is what is checked)."""
-    kw = {"schemes": ("baseline",), "iterations": 2}
+    kw = {"schemes": ("baseline",), "iterations": metrics.MIN_ITERATIONS, "plots": False}
     mn = runner.run(DEFAULT, out=tmp_path / "mininet", mode="mininet", dilation=1, **kw)  # type: ignore[arg-type]
     assert mn.ok, mn.failure
-    _check_host_model(DEFAULT, tmp_path, mn, within=1.20, **kw)
+    _check_host_model(DEFAULT, tmp_path, mn, seeds=MODEL_SEEDS[:2], **kw)  # 5 s of CPU a seed
 
 
 @pytest.mark.timeout(420)
