@@ -66,7 +66,7 @@ MODEL_SEEDS = (1, 2, 3)
 #: The host model's check holds up to this share of the workers' time waiting for a CPU
 #: (docs/virtual-time.md, "Host cost"); above it the check is skipped, saying so. single: within
 #: 10% at w <= 0.25; at w = 0.29-0.36 its real-time CCT moves 0.095-0.114 s run to run at the
-#: same measured waits (real / model 0.90-1.05, four runs). default: 0.98-1.04 up to w = 0.32.
+#: same measured waits (real / model 0.90-1.03, four runs). default: 0.97-1.04 up to w = 0.32 (9 runs).
 CHECKED_WAIT = {"single": 0.25, "default": 0.35}
 XCHECK = Path(__file__).resolve().parent / "xcheck.yaml"
 
