@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """Ring collectives as state machines with no I/O and no clock (docs/DESIGN.md section 5).
 
 :class:`RingCollective` runs one ring all-reduce, all-gather or reduce-scatter on one rank.
@@ -351,8 +352,11 @@ class RingCollective:
         rs = self._recv[i]
         if rs is None:
             rs = self._recv[i] = self._new_recv(chunk, nbytes)
-        payload = memoryview(d.payload).cast("B")
-        lo, hi = d.offset, d.offset + len(payload)
+        payload = d.payload
+        if type(payload) is not bytes:  # (the transport delivers bytes: no view needed)
+            payload = memoryview(payload).cast("B")
+        lo = d.offset
+        hi = lo + len(payload)
         if hi > nbytes:
             self._fail(
                 f"step {self.step_base + i}: rank {d.src_rank} sent bytes {lo}..{hi} "
@@ -781,6 +785,6 @@ class DigestRingCollective(RingCollective):
         return self._rec
 
 
-def _nonzero(view: memoryview) -> bool:
+def _nonzero(view: bytes | memoryview) -> bool:
     """True when any byte of ``view`` is not zero."""
-    return view.tobytes() != bytes(len(view))
+    return bytes(view) != bytes(len(view))

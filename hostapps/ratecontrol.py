@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """Sender rate control: a small base class, a registry by name, and DCQCN.
 
 A rate controller is pure logic: every hook takes the time ``now`` (seconds, any
@@ -207,6 +208,7 @@ class Dcqcn(RateController):
         self._alpha_ref: float | None = None  # start of the current alpha period grid
         self._increase_at: float | None = None  # next rate-increase timer expiry
         self.cnps = 0
+        self._byte_counter = p.byte_counter_bytes  # B, read once (per-packet path)
 
     @property
     def rate_bps(self) -> float:
@@ -254,8 +256,8 @@ class Dcqcn(RateController):
         if self._increase_at is None:
             return
         self._bytes += nbytes
-        while self._bytes >= self.params.byte_counter_bytes and self._increase_at is not None:
-            self._bytes -= self.params.byte_counter_bytes
+        while self._bytes >= self._byte_counter and self._increase_at is not None:
+            self._bytes -= self._byte_counter
             self.byte_stage += 1
             self._increase(now)
 

@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """Reliable, paced, rate-controlled transport over CTH datagrams; no I/O, no clock.
 
 One :class:`Transport` per (job, rank). A flow is (job, channel, src_rank -> dst_rank); each
@@ -89,6 +90,15 @@ _STEP_MOD = 1 << 16
 _DATA, _ACK, _NACK, _CNP = int(CthType.DATA), int(CthType.ACK), int(CthType.NACK), int(CthType.CNP)
 _LAST, _ECE, _RETX = int(CthFlags.LAST), int(CthFlags.ECE), int(CthFlags.RETX)
 
+
+#: The counters of :meth:`Transport.stats`, in its order.
+COUNTERS = (
+    "packets_sent", "bytes_sent", "retransmissions", "timeouts",
+    "cnps_sent", "cnps_received", "ce_received", "ece_received",
+    "acks_sent", "acks_received", "nacks_sent", "nacks_received",
+    "packets_received", "duplicates", "out_of_order", "beyond_window",
+    "packets_delivered", "bytes_delivered", "garbage",
+)
 
 #: A wake-up later than this behind its timer counts as late in ``Transport.lag`` (s):
 #: twice epoll's 1 ms timeout granularity.
@@ -317,16 +327,26 @@ class Transport:
         #: Wake-up lateness: how far behind its timers the caller polled (s), for overload
         #: detection (the pacing schedule slips when the event loop is starved).
         self.lag = {"wakeups": 0, "late_wakeups": 0, "lag_total_s": 0.0, "lag_max_s": 0.0}
-        self._stats: dict[str, int] = dict.fromkeys(
-            (
-                "packets_sent", "bytes_sent", "retransmissions", "timeouts",
-                "cnps_sent", "cnps_received", "ce_received", "ece_received",
-                "acks_sent", "acks_received", "nacks_sent", "nacks_received",
-                "packets_received", "duplicates", "out_of_order", "beyond_window",
-                "packets_delivered", "bytes_delivered", "garbage",
-            ),
-            0,
-        )
+        # the counters of stats() (packets; bytes_* bytes), one attribute each (per-packet path)
+        self._n_packets_sent = self._n_bytes_sent = self._n_retransmissions = self._n_timeouts = 0
+        self._n_cnps_sent = self._n_cnps_received = self._n_ce_received = self._n_ece_received = 0
+        self._n_acks_sent = self._n_acks_received = self._n_nacks_sent = self._n_nacks_received = 0
+        self._n_packets_received = self._n_duplicates = self._n_out_of_order = self._n_beyond_window = 0
+        self._n_packets_delivered = self._n_bytes_delivered = self._n_garbage = 0
+        # the config's values the per-packet path reads, once
+        cfg = self.config
+        self._window = cfg.window_packets
+        self._burst = cfg.burst_packets
+        self._slack = cfg.pacing_slack_s
+        self._line = cfg.line_rate_bps
+        self._overhead = cfg.wire_overhead_bytes
+        self._ack_every = cfg.ack_every
+        self._ack_delay = cfg.ack_delay
+        self._cnp_interval = cfg.cnp_interval
+        self._nack_interval = cfg.nack_interval
+        self._recv_buffer = cfg.recv_buffer_packets
+        self._min_rto = cfg.min_rto
+        self._max_rto = cfg.max_rto
 
     # --- sending -----------------------------------------------------------------
 
@@ -380,7 +400,12 @@ class Transport:
 
     def idle(self) -> bool:
         """True when every queued packet was acknowledged and no control packet waits."""
-        return not self._ctrl and all(not f.pending and not f.inflight for f in self._send.values())
+        if self._ctrl:
+            return False
+        for f in self._send.values():  # all(not f.pending and not f.inflight ...), without a generator
+            if f.pending or f.inflight:
+                return False
+        return True
 
     # --- receiving ---------------------------------------------------------------
 
@@ -411,19 +436,19 @@ class Transport:
             self._garbage(f"{CthType(ptype).name} from rank {src_rank} without a flow to it")
             return
         if ptype == _CNP:
-            self._stats["cnps_received"] += 1
+            self._n_cnps_received += 1
             flow.rc.on_cnp(now)
         elif ptype == _ACK:
-            self._stats["acks_received"] += 1
+            self._n_acks_received += 1
             if flags & _ECE:
-                self._stats["ece_received"] += 1
+                self._n_ece_received += 1
             self._on_ack(flow, psn, now)
         else:  # NACK
-            self._stats["nacks_received"] += 1
+            self._n_nacks_received += 1
             self._on_nack(flow, psn, now)
 
     def _garbage(self, why: str) -> None:
-        self._stats["garbage"] += 1
+        self._n_garbage += 1
         logger.debug("job %d rank %d: ignored datagram %s", self.job_id, self.rank, why)
 
     def _on_ack(self, flow: _SendFlow, wire_psn: int, now: float) -> bool:
@@ -450,14 +475,13 @@ class Transport:
 
     def _rtt_sample(self, flow: _SendFlow, r: float) -> None:
         """RFC 6298 section 2: SRTT, RTTVAR, RTO = SRTT + max(G, 4 RTTVAR), clamped."""
-        cfg = self.config
         r = max(r, 0.0)
         if flow.srtt is None:
             flow.srtt, flow.rttvar = r, r / 2
         else:
             flow.rttvar = 0.75 * flow.rttvar + 0.25 * abs(flow.srtt - r)
             flow.srtt = 0.875 * flow.srtt + 0.125 * r
-        flow.rto = min(cfg.max_rto, max(cfg.min_rto, flow.srtt + 4 * flow.rttvar))
+        flow.rto = min(self._max_rto, max(self._min_rto, flow.srtt + 4 * flow.rttvar))
 
     def _on_nack(self, flow: _SendFlow, wire_psn: int, now: float) -> None:
         if not self._on_ack(flow, wire_psn, now):
@@ -466,7 +490,7 @@ class Transport:
         pkt = flow.inflight.get(psn)
         if pkt is None or psn in flow.retx_set:
             return
-        guard = flow.srtt if flow.srtt is not None else self.config.min_rto
+        guard = flow.srtt if flow.srtt is not None else self._min_rto
         if pkt.sends > 1 and now - pkt.sent_at < guard:
             return  # its retransmission may still be on the way
         self._queue_retx(flow, psn)
@@ -480,29 +504,28 @@ class Transport:
                  now: float) -> None:
         """A DATA packet's header fields (CTH values: step mod 2**16, PSN mod 2**24) and payload;
         ``src`` is the flow's key (peer rank | channel << 16)."""
-        cfg = self.config
         flow = self._recv.get(src)
         if flow is None:
             flow = self._recv[src] = _RecvFlow()
-        self._stats["packets_received"] += 1
+        self._n_packets_received += 1
         if ecn == ECN_CE:
-            self._stats["ce_received"] += 1
+            self._n_ce_received += 1
             flow.ece = True
-            if now - flow.last_cnp >= cfg.cnp_interval:
+            if now - flow.last_cnp >= self._cnp_interval:
                 flow.last_cnp = now
-                self._stats["cnps_sent"] += 1
-                self._control(src, _CNP, wire_psn, now, step=step)
+                self._n_cnps_sent += 1
+                self._control(src, _CNP, wire_psn, now, step, False)
         psn = _unwrap(wire_psn, flow.expected, _PSN_MOD)
         if psn < flow.expected or psn in flow.buffer:
-            self._stats["duplicates"] += 1
+            self._n_duplicates += 1
             self._send_ack(src, flow, now)
             return
-        if psn >= flow.expected + cfg.recv_buffer_packets:
-            self._stats["beyond_window"] += 1
+        if psn >= flow.expected + self._recv_buffer:
+            self._n_beyond_window += 1
             return
         last = bool(flags & _LAST)
         if psn > flow.expected:
-            self._stats["out_of_order"] += 1
+            self._n_out_of_order += 1
             flow.buffer[psn] = (step, offset, bytes(payload), last)
             self._maybe_nack(src, flow, now)
             return
@@ -515,39 +538,39 @@ class Transport:
             ack_now = ack_now or blast
         if flow.buffer:
             self._maybe_nack(src, flow, now)  # the next hole, NACKed at once
-        elif ack_now or flow.unacked >= cfg.ack_every:
+        elif ack_now or flow.unacked >= self._ack_every:
             self._send_ack(src, flow, now)
         elif flow.ack_due is None:
-            flow.ack_due = now + cfg.ack_delay
+            flow.ack_due = now + self._ack_delay
 
     def _deliver(self, src: int, flow: _RecvFlow, step_wire: int, offset: int, data: bytes, last: bool) -> None:
         step = step_wire if flow.step is None else _unwrap(step_wire, flow.step, _STEP_MOD)
         flow.step = step if step >= 0 else step_wire
         flow.expected += 1
         flow.unacked += 1
-        self._stats["packets_delivered"] += 1
-        self._stats["bytes_delivered"] += len(data)
+        self._n_packets_delivered += 1
+        self._n_bytes_delivered += len(data)
         self._deliveries.append(Delivery(src & 0xFFFF, flow.step, offset, data, last, src >> 16))
 
     def _maybe_nack(self, src: int, flow: _RecvFlow, now: float) -> None:
-        if flow.nacked_psn == flow.expected and now - flow.last_nack < self.config.nack_interval:
+        if flow.nacked_psn == flow.expected and now - flow.last_nack < self._nack_interval:
             return
         flow.nacked_psn = flow.expected
         flow.last_nack = now
-        self._stats["nacks_sent"] += 1
-        self._control(src, _NACK, flow.expected % _PSN_MOD, now, ece=flow.ece)
+        self._n_nacks_sent += 1
+        self._control(src, _NACK, flow.expected % _PSN_MOD, now, 0, flow.ece)
         flow.ece = False
         flow.unacked = 0
         flow.ack_due = None
 
     def _send_ack(self, src: int, flow: _RecvFlow, now: float) -> None:
-        self._stats["acks_sent"] += 1
-        self._control(src, _ACK, flow.expected % _PSN_MOD, now, ece=flow.ece)
+        self._n_acks_sent += 1
+        self._control(src, _ACK, flow.expected % _PSN_MOD, now, 0, flow.ece)
         flow.ece = False
         flow.unacked = 0
         flow.ack_due = None
 
-    def _control(self, key: int, ctype: int, psn: int, now: float, *, step: int = 0, ece: bool = False) -> None:
+    def _control(self, key: int, ctype: int, psn: int, now: float, step: int = 0, ece: bool = False) -> None:
         """Queue an ACK, NACK or CNP on flow ``key`` (peer rank | channel << 16)."""
         dst = key & 0xFFFF
         datagram = pack_header(ctype, self.job_id, step, self.rank, dst, psn, 0, _ECE if ece else 0, key >> 16)
@@ -564,7 +587,6 @@ class Transport:
         lateness (``now`` minus that time) is recorded in :attr:`lag` and widens the pacing
         token bucket (``TransportConfig.pacing_slack_s``).
         """
-        cfg = self.config
         self._last_poll = now
         if self._wake_at is not None and now >= self._wake_at and math.isfinite(self._wake_at):
             late = now - self._wake_at
@@ -590,7 +612,7 @@ class Transport:
             if flow.rto_at is not None and flow.rto_at + self._lag_s <= now:
                 self._timeout(flow, now)
         out, self._ctrl, self._ctrl_at = self._ctrl, [], None
-        window = cfg.window_packets
+        window = self._window
         while self._host_next_send <= now:
             best: _SendFlow | None = None
             for flow in self._send.values():
@@ -604,21 +626,20 @@ class Transport:
         return out
 
     def _timeout(self, flow: _SendFlow, now: float) -> None:
-        self._stats["timeouts"] += 1
+        self._n_timeouts += 1
         logger.debug("job %d rank %d: RTO %.3f s to rank %d, resending %d packets",
                      self.job_id, self.rank, flow.rto, flow.dst, len(flow.inflight))
         for psn in flow.inflight:
             self._queue_retx(flow, psn)
-        flow.rto = min(self.config.max_rto, flow.rto * 2)
+        flow.rto = min(self._max_rto, flow.rto * 2)
         flow.rto_at = now + flow.rto
 
     def _transmit(self, flow: _SendFlow, now: float) -> Outgoing:
-        cfg = self.config
         if flow.retx_heap:
             psn = heapq.heappop(flow.retx_heap)
             flow.retx_set.discard(psn)
             pkt = flow.inflight[psn]
-            self._stats["retransmissions"] += 1
+            self._n_retransmissions += 1
         else:
             pkt = flow.pending.popleft()
             flow.inflight[pkt.psn] = pkt
@@ -630,19 +651,38 @@ class Transport:
         pkt.sent_at = now
         if flow.rto_at is None:
             flow.rto_at = now + flow.rto
-        wire = len(datagram) + cfg.wire_overhead_bytes
+        n = len(datagram)
+        wire = n + self._overhead
         # Token bucket in time: next_send may lag ``now`` by at most the bucket's depth, so a
         # late wake-up sends what was due since, at the rate, and no more.
-        slack = max(cfg.pacing_slack_s, self._lag_s)
-        rate = min(flow.rc.rate_bps, cfg.line_rate_bps)
+        slack = self._slack
+        if self._lag_s > slack:  # max(pacing_slack_s, lag)
+            slack = self._lag_s
+        rc = flow.rc
+        rate = rc.rate_bps
+        line = self._line
+        if line < rate:  # min(rate, line)
+            rate = line
+        burst = self._burst - 1
         tx = wire * 8 / rate
-        flow.next_send = max(flow.next_send, now - max((cfg.burst_packets - 1) * tx, slack)) + tx
-        line = cfg.line_rate_bps
+        depth = burst * tx
+        if slack > depth:
+            depth = slack
+        t = now - depth
+        if flow.next_send > t:
+            t = flow.next_send
+        flow.next_send = t + tx
         tx = wire * 8 / line
-        self._host_next_send = max(self._host_next_send, now - max((cfg.burst_packets - 1) * tx, slack)) + tx
-        flow.rc.on_packet_sent(wire, now)
-        self._stats["packets_sent"] += 1
-        self._stats["bytes_sent"] += len(datagram)
+        depth = burst * tx
+        if slack > depth:
+            depth = slack
+        t = now - depth
+        if self._host_next_send > t:
+            t = self._host_next_send
+        self._host_next_send = t + tx
+        rc.on_packet_sent(wire, now)
+        self._n_packets_sent += 1
+        self._n_bytes_sent += n
         return Outgoing(flow.dst, datagram, ECN_ECT0)
 
     def next_timer(self) -> float | None:
@@ -650,7 +690,7 @@ class Transport:
         # the earliest of: control packets, each flow's next paced send (when it may send),
         # RTO and rate-control timer, each receive flow's delayed ACK
         when = self._ctrl_at
-        window = self.config.window_packets
+        window = self._window
         host_next = self._host_next_send
         for flow in self._send.values():
             if flow.retx_heap or (flow.pending and flow.snd_nxt - flow.una < window):  # flow.sendable(window)
@@ -693,7 +733,7 @@ class Transport:
         counters are packets. ``rate_samples`` is ``[[t, bps], ...]`` of every sending
         flow merged in time order; ``rate_samples_by_dst`` keeps them per flow.
         """
-        out: dict[str, Any] = dict(self._stats)
+        out: dict[str, Any] = {name: getattr(self, "_n_" + name) for name in COUNTERS}
         by_dst = {dst: [[t, r] for t, r in f.rc.rate_samples] for dst, f in sorted(self._send.items())}
         out["rate_samples"] = sorted((s for v in by_dst.values() for s in v), key=lambda s: s[0])
         out["rate_samples_by_dst"] = by_dst

@@ -1,0 +1,56 @@
+# Augmenting declarations of hostapps/collectives.py for the optional compiled build (Cython's pure
+# Python mode, hostapps.compiled): the ring collective's per-packet state as extension types with
+# typed fields. The .py stays the reference. Ranks, steps, chunk and slice indices and byte offsets
+# fit 64-bit ints (Python's floor modulo is kept: cdivision is off); times are doubles in both paths.
+# The data-model hooks (_store, _slice_payload, _apply_slice, ...) are cpdef: a Python subclass
+# (the tests' faulty collectives) still overrides them.
+
+cimport cython
+
+cdef long long _STEP_MOD, _ITEM
+
+cdef class _RecvStep:
+    cdef public object buf
+    cdef public list got, complete, applied
+    cdef public bint seen
+    cdef public long long napplied
+
+cdef class RingCollective:
+    cdef dict __dict__  # instance attributes beyond these (tests wrap a collective's poll)
+    cdef public object kind
+    cdef public long long rank, nranks, step_base, slices, channel, left, right, nsteps, _nended
+    cdef public double step_timeout, _last_rx
+    cdef public tuple _chunks, _slices, _slice_byte_starts
+    cdef public list _plan, _hazards, _sent, _recv, _starts, _ends, _outbox
+    cdef public set _waiting
+    cdef public bint _started, done
+    cdef public object error, result
+    cdef object _buf
+
+    @cython.locals(diff=cython.longlong, i=cython.longlong, chunk=cython.longlong, a=cython.longlong,
+                   b=cython.longlong, nbytes=cython.longlong, lo=cython.longlong, hi=cython.longlong,
+                   j=cython.longlong, s_lo=cython.longlong, s_hi=cython.longlong, rs=_RecvStep,
+                   starts=tuple, slices=tuple, step=cython.longlong, src=cython.longlong)
+    cpdef bint on_delivery(self, object d, double now) except -1
+    cpdef list poll(self, double now)
+    cpdef object next_timer(self)
+    cpdef _RecvStep _new_recv(self, long long chunk, long long nbytes)
+    cpdef _store(self, _RecvStep rs, long long chunk, long long lo, object payload)
+    @cython.locals(a=cython.longlong, sa=cython.longlong, sb=cython.longlong)
+    cpdef object _slice_payload(self, long long chunk, long long j)
+    @cython.locals(a=cython.longlong, sa=cython.longlong, sb=cython.longlong)
+    cpdef _apply_slice(self, _RecvStep rs, long long chunk, long long j, bint reduce)
+    @cython.locals(chunk=cython.longlong, sa=cython.longlong, last=cython.bint)
+    cdef _send_slice(self, long long i, long long j, double now)
+    @cython.locals(changed=cython.bint, i=cython.longlong, j=cython.longlong)
+    cdef _progress(self, double now)
+    @cython.locals(chunk=cython.longlong, reduce=cython.bint, rs=_RecvStep)
+    cdef _apply(self, long long i, long long j, double now)
+
+cdef class DigestRingCollective(RingCollective):
+    cdef public long long _n_elements
+    cdef public object _tokens, _rec
+
+    @cython.locals(hi=cython.longlong, starts=tuple, n=cython.longlong, j=cython.longlong, pos=cython.longlong,
+                   buf=object, r_lo=cython.longlong, a=cython.longlong, b=cython.longlong, k=cython.longlong)
+    cpdef _store(self, _RecvStep rs, long long chunk, long long lo, object payload)
