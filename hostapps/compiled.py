@@ -25,11 +25,15 @@ variables and returns the two functions; the build compiles that module into
 uses it only when a module of exactly that source was built (any change of the generated code,
 of codegen or of the program, is another digest: the ``exec``'d functions run) and
 ``SYMPHONY_EMU_PURE`` is not ``1``. The compiled functions call the same objects in the same
-order, so the results are the same bit for bit.
+order, so the results are the same bit for bit. The module also declares C types for the locals
+where that provably gives the same values (:func:`typed_locals`, from the value ranges codegen
+records for its storage): header fields, metadata and P4 locals then compute in C.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -64,6 +68,9 @@ PIPELINE_PREFIX = "_p4pipe_"
 PURE_ENV = "SYMPHONY_EMU_PURE"
 #: Suffix of the file that records the source digest of an extension module.
 DIGEST_SUFFIX = ".sha256"
+#: Key of the generated code's namespace that holds codegen's value ranges of its vars
+#: (emu.embedded.codegen.VAR_RANGES; not imported: this module is imported first)
+VAR_RANGES = "p4:var_ranges"
 
 
 def source_digest(path: Path) -> str:
@@ -142,16 +149,204 @@ def status() -> dict[str, str]:
     return out
 
 
+#: Interval a C ``long long`` expression of the compiled pipeline may take (kept a bit inside the
+#: type's range: every intermediate value of a typed expression must lie in it).
+_C_MIN, _C_MAX = -(1 << 62), (1 << 62)
+#: Operators whose C result equals Python's for operands and result in range.
+_C_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+
+
+def _interval_op(op: ast.operator, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int] | None:
+    """The values ``a op b`` may take for ``a``, ``b`` in those intervals, or None (not known: a
+    shift by an amount that may be negative or 63 and more, an operator not in ``_C_BINOPS``)."""
+    (alo, ahi), (blo, bhi) = a, b
+    if isinstance(op, ast.Add):
+        return alo + blo, ahi + bhi
+    if isinstance(op, ast.Sub):
+        return alo - bhi, ahi - blo
+    if isinstance(op, ast.Mult):
+        p = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
+        return min(p), max(p)
+    if isinstance(op, ast.LShift | ast.RShift):
+        if blo < 0 or bhi > 62:
+            return None
+        sh = (lambda x, n: x << n) if isinstance(op, ast.LShift) else (lambda x, n: x >> n)
+        p = (sh(alo, blo), sh(alo, bhi), sh(ahi, blo), sh(ahi, bhi))
+        return min(p), max(p)
+    if isinstance(op, ast.BitAnd) and (alo >= 0 or blo >= 0):
+        return 0, min(h for lo, h in (a, b) if lo >= 0)
+    if isinstance(op, ast.BitAnd | ast.BitOr | ast.BitXor):
+        if alo >= 0 and blo >= 0:
+            return 0, (1 << max(ahi, bhi).bit_length()) - 1
+        k = max(abs(x) for x in (alo, ahi, blo, bhi)).bit_length() + 1
+        return -(1 << k), (1 << k) - 1
+    return None
+
+
+def typed_locals(source: str, ranges: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Locals of the generated functions in ``source`` that the compiled build may declare as C
+    types, with the same values as the Python code: ``{function: {var: "longlong" | "bint"}}``.
+
+    ``ranges`` maps the storage vars CodeGen allocated to ``(lo, hi)``, the values their P4 type
+    holds (``bit<W>``: 0 .. 2**W-1; an ``int<W>``: its two's-complement range), or ``"bool"``.
+    A var is declared when its range fits a C ``long long`` and every expression Cython would
+    then evaluate in C (its operands typed vars and small literals) provably stays in
+    [-2**62, 2**62] with operators whose C result is Python's (``+ - * & | ^``, shifts by 0-62;
+    not ``/ // % **``), and a value assigned to it from such an expression lies in its range; a
+    ``bool`` var only when every value assigned to it is a bool (a literal, a comparison, ``not``,
+    another such var) or comes from the egress state tuple. Anything else stays a Python object,
+    so C arithmetic never wraps where Python's integers would grow: the results are the same bit
+    for bit. An assignment from a Python object (a struct field, a table's action data, a
+    register) is converted with Cython's overflow check.
+    """
+    tree = ast.parse(source)
+    out: dict[str, dict[str, str]] = {}
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        params = {a.arg for a in fn.args.args}
+        stores: dict[str, list[tuple[str, ast.AST | None]]] = {}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        stores.setdefault(t.id, []).append(("expr", node.value))
+                    elif isinstance(t, ast.Tuple):
+                        src = "state" if isinstance(node.value, ast.Name) and node.value.id == "_st" else "object"
+                        for el in t.elts:
+                            if isinstance(el, ast.Name):
+                                stores.setdefault(el.id, []).append((src, None))
+                    else:
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                                stores.setdefault(n.id, []).append(("other", None))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                stores.setdefault(node.target.id, []).append(
+                    ("expr", ast.BinOp(left=ast.Name(id=node.target.id, ctx=ast.Load()), op=node.op, right=node.value)))
+            elif isinstance(node, ast.For | ast.With | ast.NamedExpr | ast.comprehension | ast.ExceptHandler):
+                for n in ast.walk(node.target if hasattr(node, "target") else node):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                        stores.setdefault(n.id, []).append(("other", None))
+        ints = {v for v in stores if v not in params and isinstance(ranges.get(v), tuple)
+                and _C_MIN <= ranges[v][0] and ranges[v][1] <= _C_MAX}
+        bools = {v for v in stores if v not in params and ranges.get(v) == "bool"}
+        while True:
+            bad: set[str] = set()
+
+            def ev(e: ast.AST) -> tuple[str, tuple[int, int]] | None:
+                """("int" | "bool", interval) when Cython evaluates ``e`` in C, else None."""
+                if isinstance(e, ast.Constant):
+                    if isinstance(e.value, bool):
+                        return "bool", (int(e.value), int(e.value))
+                    if isinstance(e.value, int) and _C_MIN <= e.value <= _C_MAX:
+                        return "int", (e.value, e.value)
+                    return None
+                if isinstance(e, ast.Name):
+                    if e.id in ints:
+                        return "int", ranges[e.id]
+                    if e.id in bools:
+                        return "bool", (0, 1)
+                    return None
+                if isinstance(e, ast.BinOp):
+                    a, b = ev(e.left), ev(e.right)
+                    if a is None or b is None:
+                        return None
+                    iv = _interval_op(e.op, a[1], b[1]) if isinstance(e.op, _C_BINOPS) else None
+                    if iv is None or iv[0] < _C_MIN or iv[1] > _C_MAX:
+                        bad.update(n.id for n in ast.walk(e) if isinstance(n, ast.Name) and n.id in ints | bools)
+                        return None
+                    return "int", iv
+                if isinstance(e, ast.UnaryOp):
+                    a = ev(e.operand)
+                    if isinstance(e.op, ast.Not):
+                        return ("bool", (0, 1)) if a is not None else None
+                    if a is None:
+                        return None
+                    lo, hi = a[1]
+                    return "int", ((-hi - 1, -lo - 1) if isinstance(e.op, ast.Invert) else
+                                   (-hi, -lo) if isinstance(e.op, ast.USub) else (lo, hi))
+                if isinstance(e, ast.Compare):
+                    parts = [ev(x) for x in (e.left, *e.comparators)]
+                    ok = all(p is not None for p in parts) and not any(
+                        isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in e.ops)
+                    return ("bool", (0, 1)) if ok else None
+                if isinstance(e, ast.BoolOp | ast.IfExp):
+                    parts = [ev(x) for x in (e.values if isinstance(e, ast.BoolOp) else (e.body, e.orelse))]
+                    if isinstance(e, ast.IfExp):
+                        ev(e.test)
+                    if any(p is None for p in parts):
+                        return None
+                    kind = "bool" if all(p[0] == "bool" for p in parts) else "int"
+                    return kind, (min(p[1][0] for p in parts), max(p[1][1] for p in parts))
+                return None
+
+            for node in ast.walk(fn):
+                if isinstance(node, ast.expr):
+                    ev(node)
+            for v in ints:
+                for kind, e in stores[v]:
+                    if kind == "other":
+                        bad.add(v)
+                    elif kind == "expr":
+                        r = ev(e)
+                        if r is not None and not (ranges[v][0] <= r[1][0] and r[1][1] <= ranges[v][1]):
+                            bad.add(v)
+            def is_bool(e: ast.AST) -> bool:
+                """Whether ``e`` is a bool in Python (so a C ``bint`` holds the same value)."""
+                if isinstance(e, ast.Constant):
+                    return isinstance(e.value, bool)
+                if isinstance(e, ast.Name):
+                    return e.id in bools
+                if isinstance(e, ast.Compare):
+                    return not any(isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in e.ops)
+                if isinstance(e, ast.UnaryOp):
+                    return isinstance(e.op, ast.Not)
+                if isinstance(e, ast.BoolOp):
+                    return all(is_bool(x) for x in e.values)
+                if isinstance(e, ast.IfExp):
+                    return is_bool(e.body) and is_bool(e.orelse)
+                return False
+
+            for v in bools:
+                for kind, e in stores[v]:
+                    if kind in ("other", "object") or (kind == "expr" and not is_bool(e)):
+                        bad.add(v)
+            if not bad & (ints | bools):
+                break
+            ints -= bad
+            bools -= bad
+        out[fn.name] = {**{v: "longlong" for v in sorted(ints)}, **{v: "bint" for v in sorted(bools)}}
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _declarations(source: str, ranges: frozenset) -> tuple[tuple[str, str], ...]:
+    """``(function, @cython.locals line)`` of :func:`typed_locals`, cached per generated source."""
+    try:
+        typed = typed_locals(source, dict(ranges))
+    except (SyntaxError, ValueError, TypeError, RecursionError):  # never a reason to fail a pipeline
+        return ()
+    return tuple((fn, "@cython.locals(" + ", ".join(f"{v}=cython.{t}" for v, t in d.items()) + ")")
+                 for fn, d in typed.items() if d)
+
+
 def pipeline_module_source(source: str, ns: dict[str, Any]) -> str:
     """The module a compiled pipeline is built from: ``make(_ns)`` binds every name of ``ns``
     (the generated code's globals, ``__builtins__`` and the two functions left out) as a local,
     defines the generated functions ``source`` unchanged as closures, and returns
-    ``(_ingress, _egress)``."""
+    ``(_ingress, _egress)``. Each function gets the C types of :func:`typed_locals` as a
+    ``@cython.locals`` declaration (from the value ranges codegen recorded in ``ns``, key
+    ``emu.embedded.codegen.VAR_RANGES``): only the compiled build sees them, the code is the same."""
     names = sorted(n for n in ns if n.isidentifier() and n not in ("__builtins__", "_ingress", "_egress", "_ns"))
-    lines = ["# generated by hostapps.compiled.pipeline_module_source: a P4 pipeline's generated code", "",
-             "def make(_ns):"]
+    ranges = ns.get(VAR_RANGES) or {}
+    decl = dict(_declarations(source, frozenset((k, v) for k, v in ranges.items() if v is not None)))
+    lines = ["# generated by hostapps.compiled.pipeline_module_source: a P4 pipeline's generated code",
+             "import cython", "", "def make(_ns):"]
     lines += [f"    {n} = _ns[{n!r}]" for n in names]
-    lines += [("    " + ln) if ln else "" for ln in source.splitlines()]
+    for ln in source.splitlines():
+        if ln.startswith("def ") and ln[4:].split("(", 1)[0] in decl:
+            lines.append("    " + decl[ln[4:].split("(", 1)[0]])
+        lines.append(("    " + ln) if ln else "")
     lines += ["    return _ingress, _egress", ""]
     return "\n".join(lines)
 

@@ -275,11 +275,17 @@ def assemble(gen: CodeGen, ingress: list[Line], egress: list[Line], arch: str,
     whole lines, ``def`` included) rendered, compiled and executed in ``gen.ns``."""
     source = "\n".join(render(ingress) + [""] + render(egress)) + "\n"
     code = compile(source, f"<p4 pipeline {gen.prog.source}>", "exec")
+    gen.ns[VAR_RANGES] = dict(gen.var_ranges)  # not a name: the code never sees it
     exec(code, gen.ns)  # noqa: S102 - generated from the parsed program by CodeGen
     objs = gen.objects
     logger.info("compiled %s (%s): %d lines of Python, %d tables, %d registers, %d counters",
                 gen.prog.source, arch, source.count("\n"), len(objs.tables), len(objs.registers), len(objs.counters))
     return Compiled(source, gen.ns["_ingress"], gen.ns["_egress"], objs, field_lists or {}, gen.du)
+
+
+#: Key in the generated code's namespace of :attr:`CodeGen.var_ranges` (not an identifier, so no
+#: name of the code; hostapps.compiled.pipeline_module_source reads it)
+VAR_RANGES = "p4:var_ranges"
 
 
 def mask(w: int) -> int:
@@ -309,6 +315,9 @@ class CodeGen:
         self.pre: list[Line] = []  # lines to emit before the current statement, indentation relative
         self._globs: dict[int, str] = {}
         self._meths: dict[tuple[int, str], str] = {}  # (id(obj), method) -> global (CodeGen.method)
+        #: var -> the values its P4 type holds: ``(lo, hi)`` or ``"bool"`` (None: two types seen);
+        #: the compiled build declares C types from it (hostapps.compiled.typed_locals)
+        self.var_ranges: dict[str, Any] = {}
         self._keep: list[Any] = []
         #: optimize: header valid var -> var holding the bytes of its last extract
         self.raw: dict[str, str] = {}
@@ -363,6 +372,21 @@ class CodeGen:
             self._keep.append(obj)  # the id stays this object's
         return name
 
+    def note_range(self, var: str, t: Any, bits: bool = False) -> None:
+        """Record in :attr:`var_ranges` the values storage ``var`` of type ``t`` holds (``bit<W>``
+        and an ``int<W>`` held as its bits: 0 .. 2**W-1, another ``int<W>``: its two's-complement
+        range, ``bool``); other types are not recorded."""
+        if isinstance(t, ir.BoolT):
+            r: Any = "bool"
+        elif isinstance(t, ir.BitT) or (isinstance(t, ir.IntT) and bits):
+            r = (0, mask(t.width))
+        elif isinstance(t, ir.IntT):
+            r = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1)
+        else:
+            return
+        if self.var_ranges.setdefault(var, r) != r:
+            self.var_ranges[var] = None
+
     def snapshot(self) -> tuple:
         """State to :meth:`restore` to discard everything generated after this call."""
         return (len(self.lines), self.ind)
@@ -396,6 +420,7 @@ class CodeGen:
             elif isinstance(ftype, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
                 var = self.fresh(p)
                 self.slots.append((var, False if isinstance(ftype, ir.BoolT) else 0))
+                self.note_range(var, ftype)
                 members[fname] = Leaf(var, ftype)
             else:
                 self.fail((self.prog.source, 0), f"unsupported struct member type in {t.name}.{fname}")
@@ -410,11 +435,13 @@ class CodeGen:
     def alloc_header(self, t: ir.HeaderT, path: str) -> HdrRef:
         valid = self.fresh(path + "_valid")
         self.slots.append((valid, False))
+        self.note_range(valid, ir.BoolT())
         fields = []
         varlen = {}
         for fname, ftype in t.fields:
             var = self.fresh(f"{path}.{fname}")
             self.slots.append((var, 0))
+            self.note_range(var, ftype, bits=True)
             fields.append((fname, ftype.width, var))  # type: ignore[union-attr]
             if isinstance(ftype, ir.VarbitT):
                 varlen[fname] = self.fresh(f"{path}.{fname}_len")
@@ -894,6 +921,7 @@ class CodeGen:
             code = "False" if isinstance(s.type, ir.BoolT) else "0"
         self.flush_pre()
         self.emit(f"{var} = {code}")
+        self.note_range(var, s.type)
         scopes[-1][s.name] = Leaf(var, s.type)
 
     def stmt_const(self, s: ir.ConstDecl, scopes, ctx) -> None:
@@ -1007,6 +1035,7 @@ class CodeGen:
         var = self.fresh("t")
         self.flush_pre()
         self.emit(f"{var} = {code}")
+        self.note_range(var, t)
         scopes[-1][s.name] = Leaf(var, t)
 
     def switch(self, s: ir.Switch, scopes, ctx: Ctx) -> None:
@@ -1457,6 +1486,7 @@ class CodeGen:
                 if p.direction == "":
                     var = self.fresh(p.name)
                     names.append(var)
+                    self.note_range(var, p.type)
                     bound[p.name] = Leaf(var, p.type)
             if names:
                 self.emit(f"{', '.join(names)}, = {ent}[1]")
@@ -1916,6 +1946,7 @@ class CodeGen:
             return self.alloc_local(p.type, f"{fq}.{p.name}")
         if isinstance(p.type, ir.BitT | ir.IntT | ir.BoolT | ir.ErrorT | ir.EnumT):
             b = Leaf(self.fresh(f"{fq}.{p.name}"), p.type)
+            self.note_range(b.var, p.type)
             self.emit(f"{b.var} = {'False' if isinstance(p.type, ir.BoolT) else '0'}")
             return b
         self.fail(p.loc, f"unsupported parameter type {tname(p.type)} of {what}")

@@ -1,0 +1,65 @@
+"""hostapps.compiled.typed_locals: which locals of a generated pipeline the compiled build may
+declare as C types (the same values as Python's integers, or the var stays a Python object)."""
+
+from __future__ import annotations
+
+from emu.embedded.codegen import VAR_RANGES
+from emu.embedded.frontend import load_program
+from emu.embedded.runtime import Pipeline
+from hostapps import compiled
+
+B8, B16, B32 = (0, 0xFF), (0, 0xFFFF), (0, 0xFFFFFFFF)
+
+SOURCE = """
+def _ingress(_pkt, _port):
+    _a = 0
+    _b = 0
+    _c = 0
+    _s = 0
+    _ok = False
+    _flag = False
+    _a, _b, = _S_unpack(_pkt, 0)
+    _c = ((_a - 1) & 0xff)
+    _h = _hash((_b << 32) | _a)
+    _s = (_a << 8) + _a
+    _ok = (_a < _c) and not _flag
+    _flag = _b
+    return (_a, _b, _c, _s, _ok, _flag)
+"""
+
+
+def test_a_var_in_an_expression_that_would_wrap_in_c_stays_a_python_int() -> None:
+    typed = compiled.typed_locals(SOURCE, {"_a": B8, "_b": B32, "_c": B8, "_s": B8, "_ok": "bool", "_flag": "bool"})
+    got = typed["_ingress"]
+    # _b << 32 needs 64 bits: _b stays a Python int (then "| _a" is Python's too); _a is C
+    assert "_b" not in got and got["_a"] == "longlong"
+    # _c = (_a - 1) & 0xff: the C subtraction may go negative, the mask brings it into bit<8>
+    assert got["_c"] == "longlong"
+    # (_a << 8) + _a is C and fits, but not in _s's bit<8>: _s stays a Python int
+    assert "_s" not in got
+    # _ok gets a bool; _flag gets an int (_b) at one point: a C bint would turn it into True
+    assert got["_ok"] == "bint" and "_flag" not in got
+
+
+def test_an_assignment_outside_the_var_s_range_keeps_it_a_python_int() -> None:
+    src = "def _egress(_st):\n    _x = 0\n    _x = 300\n    return _x\n"
+    assert "_x" not in compiled.typed_locals(src, {"_x": B8})["_egress"]
+    assert compiled.typed_locals(src, {"_x": B16})["_egress"] == {"_x": "longlong"}
+
+
+def test_division_modulo_and_unknown_shifts_are_never_c() -> None:
+    src = ("def _ingress(_pkt):\n    _x = 0\n    _y = 0\n    _z = 0\n"
+           "    _m = _x % 7\n    _n = _y << _z\n    return (_m, _n)\n")
+    got = compiled.typed_locals(src, {"_x": B8, "_y": B8, "_z": B8})["_ingress"]
+    assert "_x" not in got and "_y" not in got and "_z" not in got  # _z may be 255: a shift by 255
+
+
+def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() -> None:
+    pipe = Pipeline(load_program("p4/symphony.p4"))
+    ns = pipe.generated_functions[0].__globals__
+    assert VAR_RANGES in ns and ns[VAR_RANGES]["_hdr_ipv4_ttl_14"] == B8
+    src = compiled.pipeline_module_source(pipe.source, ns)
+    assert src.count("@cython.locals(") == 2 and "_hdr_ipv4_ttl_14=cython.longlong" in src
+    # the exec'd source is unchanged: every line of it is in the module, indented
+    body = [ln[4:] for ln in src.splitlines() if ln.startswith("    ") and "@cython.locals" not in ln]
+    assert all(ln in body for ln in pipe.source.splitlines() if ln)
