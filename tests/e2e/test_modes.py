@@ -26,10 +26,10 @@ Tolerances (docs/virtual-time.md, "Cross-check"):
   docs/virtual-time.md): real / model mean CCT within 10% either way (1/1.10 .. 1.10), the
   ratio of the real run's iterations over the model's pooled over seeds (:data:`MODEL_SEEDS`; 2 for default)
   (emu.metrics.compare_ccts, its 95% BCa interval in the message), at any load up to
-  :data:`CHECKED_WAIT` (the workers' share of wall time waiting for a CPU, ``w``: 0.25 for
+  :data:`CHECKED_WAIT` (the workers' share of wall time waiting for a CPU, ``w``: 0.15 for
   single, 0.35 for default): the model takes the run's own waits, so no load allowance. Above
-  it the check is skipped and says so (single's real-time CCT then moves by 10% run to run at
-  the same measured waits; docs/virtual-time.md has the runs, loads and ratios).
+  it the check is skipped and says so (single's real-time CCT then moves by 10-20% run to run
+  at like measured waits; docs/virtual-time.md has the runs, loads and ratios).
 
 The plain checks' upper bounds (without the host model) hold on a quiet machine. A loaded one (issue 19: 0.43 with other work on
 the 2 cores) makes every real-time run slower than the model by the CPU its workers waited
@@ -65,9 +65,11 @@ HOST_MODEL_WITHIN = 1.10
 MODEL_SEEDS = (1, 2, 3)
 #: The host model's check holds up to this share of the workers' time waiting for a CPU
 #: (docs/virtual-time.md, "Host cost"); above it the check is skipped, saying so. single: within
-#: 10% at w <= 0.25; at w = 0.29-0.36 its real-time CCT moves 0.095-0.114 s run to run at the
-#: same measured waits (real / model 0.90-1.03, four runs). default: 0.97-1.04 up to w = 0.32 (9 runs).
-CHECKED_WAIT = {"single": 0.25, "default": 0.35}
+#: 10% on a quiet machine (w <= QUIET_WAIT); at w = 0.28-0.37 its real-time CCT moves 93-114 ms
+#: run to run at like measured waits (real / model 0.86-1.03, six runs: the waits of its 0.1 s
+#: iterations are the run's own processes' as much as the machine's, which the model's
+#: independent waits overcount). default: 0.97-1.04 up to w = 0.32 (10 runs, one at nice -15).
+CHECKED_WAIT = {"single": QUIET_WAIT, "default": 0.35}
 XCHECK = Path(__file__).resolve().parent / "xcheck.yaml"
 
 
