@@ -153,7 +153,8 @@ def status() -> dict[str, str]:
 #: type's range: every intermediate value of a typed expression must lie in it).
 _C_MIN, _C_MAX = -(1 << 62), (1 << 62)
 #: Operators whose C result equals Python's for operands and result in range.
-_C_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+_C_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift, ast.Mod,
+             ast.FloorDiv)
 
 
 def _interval_op(op: ast.operator, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int] | None:
@@ -173,6 +174,10 @@ def _interval_op(op: ast.operator, a: tuple[int, int], b: tuple[int, int]) -> tu
         sh = (lambda x, n: x << n) if isinstance(op, ast.LShift) else (lambda x, n: x >> n)
         p = (sh(alo, blo), sh(alo, bhi), sh(ahi, blo), sh(ahi, bhi))
         return min(p), max(p)
+    if isinstance(op, ast.Mod | ast.FloorDiv):
+        if alo < 0 or blo <= 0:
+            return None
+        return (0, min(ahi, bhi - 1)) if isinstance(op, ast.Mod) else (alo // bhi, ahi // blo)
     if isinstance(op, ast.BitAnd) and (alo >= 0 or blo >= 0):
         return 0, min(h for lo, h in (a, b) if lo >= 0)
     if isinstance(op, ast.BitAnd | ast.BitOr | ast.BitXor):
@@ -181,6 +186,64 @@ def _interval_op(op: ast.operator, a: tuple[int, int], b: tuple[int, int]) -> tu
         k = max(abs(x) for x in (alo, ahi, blo, bhi)).bit_length() + 1
         return -(1 << k), (1 << k) - 1
     return None
+
+
+def _ev_c(e: ast.AST, ints: set[str], bools: set[str], ranges: dict[str, Any]) -> tuple[str, tuple[int, int]] | None:
+    """("int" | "bool", interval) of ``e`` when all of it is C (vars ``ints``/``bools``, small
+    literals, the operators of :func:`_interval_op`, comparisons, ``not``, ``and``/``or``, ``x if c
+    else y``) and in range, else None."""
+    if isinstance(e, ast.Constant):
+        if isinstance(e.value, bool):
+            return "bool", (int(e.value), int(e.value))
+        if isinstance(e.value, int) and _C_MIN <= e.value <= _C_MAX:
+            return "int", (e.value, e.value)
+        return None
+    if isinstance(e, ast.Name):
+        return ("int", ranges[e.id]) if e.id in ints else ("bool", (0, 1)) if e.id in bools else None
+    if isinstance(e, ast.BinOp):
+        a, b = _ev_c(e.left, ints, bools, ranges), _ev_c(e.right, ints, bools, ranges)
+        if a is None or b is None or not isinstance(e.op, _C_BINOPS):
+            return None
+        iv = _interval_op(e.op, a[1], b[1])
+        return None if iv is None or iv[0] < _C_MIN or iv[1] > _C_MAX else ("int", iv)
+    if isinstance(e, ast.UnaryOp):
+        a = _ev_c(e.operand, ints, bools, ranges)
+        if a is None:
+            return None
+        if isinstance(e.op, ast.Not):
+            return "bool", (0, 1)
+        lo, hi = a[1]
+        return "int", ((-hi - 1, -lo - 1) if isinstance(e.op, ast.Invert) else
+                       (-hi, -lo) if isinstance(e.op, ast.USub) else (lo, hi))
+    if isinstance(e, ast.Compare):
+        ok = all(_ev_c(x, ints, bools, ranges) is not None for x in (e.left, *e.comparators)) and not any(
+            isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in e.ops)
+        return ("bool", (0, 1)) if ok else None
+    if isinstance(e, ast.BoolOp | ast.IfExp):  # (an IfExp's test may be any object: Cython takes its truth)
+        parts = [_ev_c(x, ints, bools, ranges) for x in (e.values if isinstance(e, ast.BoolOp) else (e.body, e.orelse))]
+        if any(p is None for p in parts):
+            return None
+        kinds = {p[0] for p in parts}  # type: ignore[index]
+        kind = kinds.pop() if len(kinds) == 1 else "mixed"
+        return kind, (min(p[1][0] for p in parts), max(p[1][1] for p in parts))  # type: ignore[index]
+    return None
+
+
+def _is_bool(e: ast.AST, bools: set[str]) -> bool:
+    """Whether ``e`` is a bool in Python (so a C ``bint`` holds the same value)."""
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, bool)
+    if isinstance(e, ast.Name):
+        return e.id in bools
+    if isinstance(e, ast.Compare):
+        return not any(isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in e.ops)
+    if isinstance(e, ast.UnaryOp):
+        return isinstance(e.op, ast.Not)
+    if isinstance(e, ast.BoolOp):
+        return all(_is_bool(x, bools) for x in e.values)
+    if isinstance(e, ast.IfExp):
+        return _is_bool(e.body, bools) and _is_bool(e.orelse, bools)
+    return False
 
 
 def typed_locals(source: str, ranges: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -192,18 +255,24 @@ def typed_locals(source: str, ranges: dict[str, Any]) -> dict[str, dict[str, str
     A var is declared when its range fits a C ``long long`` and every expression Cython would
     then evaluate in C (its operands typed vars and small literals) provably stays in
     [-2**62, 2**62] with operators whose C result is Python's (``+ - * & | ^``, shifts by 0-62;
-    not ``/ // % **``), and a value assigned to it from such an expression lies in its range; a
-    ``bool`` var only when every value assigned to it is a bool (a literal, a comparison, ``not``,
-    another such var) or comes from the egress state tuple. Anything else stays a Python object,
+    not ``/ **``; ``%`` and ``//`` of a non-negative value by a positive one), and a value
+    assigned to it from such an expression lies in its range and is no bool; a temporary that is
+    no storage (a checksum's sum, a select key, an index) counts when every value assigned to it
+    is such an expression, with their range; a ``bool`` var only when every value assigned to it
+    is a bool (a literal, a comparison, ``not``, another such var) or comes from the egress state
+    tuple. Anything else stays a Python object,
     so C arithmetic never wraps where Python's integers would grow: the results are the same bit
     for bit. An assignment from a Python object (a struct field, a table's action data, a
-    register) is converted with Cython's overflow check.
+    register) is converted with Cython's overflow check; that its value lies in the var's range is
+    codegen's invariant (every store to a var of its storage is of the var's type).
     """
     tree = ast.parse(source)
     out: dict[str, dict[str, str]] = {}
+    storage = ranges
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef):
             continue
+        ranges = storage  # this function's temporaries are added below
         params = {a.arg for a in fn.args.args}
         stores: dict[str, list[tuple[str, ast.AST | None]]] = {}
         for node in ast.walk(fn):
@@ -230,88 +299,52 @@ def typed_locals(source: str, ranges: dict[str, Any]) -> dict[str, dict[str, str
         ints = {v for v in stores if v not in params and isinstance(ranges.get(v), tuple)
                 and _C_MIN <= ranges[v][0] and ranges[v][1] <= _C_MAX}
         bools = {v for v in stores if v not in params and ranges.get(v) == "bool"}
+        # temporaries (no storage of codegen's: a checksum's sum, a select key, an index) assigned
+        # only from C expressions get the union of those values as their range, level by level
+        fn_ranges = dict(ranges)
+        temps: set[str] = set()
+        for _round in range(8):
+            ivs = {}
+            for v, sts in stores.items():
+                if v in params or v in ranges or not all(k == "expr" for k, _e in sts):
+                    continue
+                rs = [_ev_c(e, ints | temps, bools, fn_ranges) for _k, e in sts]
+                if all(r is not None and r[0] == "int" for r in rs):
+                    lo, hi = min(r[1][0] for r in rs), max(r[1][1] for r in rs)  # type: ignore[index]
+                    if _C_MIN <= lo and hi <= _C_MAX:
+                        ivs[v] = (lo, hi)
+            if all(fn_ranges.get(v) == iv for v, iv in ivs.items()) and set(ivs) == temps:
+                break
+            temps = set(ivs)
+            fn_ranges = {**ranges, **ivs}
+        else:
+            temps, fn_ranges = set(), dict(ranges)
+        ranges = fn_ranges
+        ints |= temps
         while True:
             bad: set[str] = set()
-
-            def ev(e: ast.AST) -> tuple[str, tuple[int, int]] | None:
-                """("int" | "bool", interval) when Cython evaluates ``e`` in C, else None."""
-                if isinstance(e, ast.Constant):
-                    if isinstance(e.value, bool):
-                        return "bool", (int(e.value), int(e.value))
-                    if isinstance(e.value, int) and _C_MIN <= e.value <= _C_MAX:
-                        return "int", (e.value, e.value)
-                    return None
-                if isinstance(e, ast.Name):
-                    if e.id in ints:
-                        return "int", ranges[e.id]
-                    if e.id in bools:
-                        return "bool", (0, 1)
-                    return None
-                if isinstance(e, ast.BinOp):
-                    a, b = ev(e.left), ev(e.right)
-                    if a is None or b is None:
-                        return None
-                    iv = _interval_op(e.op, a[1], b[1]) if isinstance(e.op, _C_BINOPS) else None
-                    if iv is None or iv[0] < _C_MIN or iv[1] > _C_MAX:
-                        bad.update(n.id for n in ast.walk(e) if isinstance(n, ast.Name) and n.id in ints | bools)
-                        return None
-                    return "int", iv
-                if isinstance(e, ast.UnaryOp):
-                    a = ev(e.operand)
-                    if isinstance(e.op, ast.Not):
-                        return ("bool", (0, 1)) if a is not None else None
-                    if a is None:
-                        return None
-                    lo, hi = a[1]
-                    return "int", ((-hi - 1, -lo - 1) if isinstance(e.op, ast.Invert) else
-                                   (-hi, -lo) if isinstance(e.op, ast.USub) else (lo, hi))
-                if isinstance(e, ast.Compare):
-                    parts = [ev(x) for x in (e.left, *e.comparators)]
-                    ok = all(p is not None for p in parts) and not any(
-                        isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in e.ops)
-                    return ("bool", (0, 1)) if ok else None
-                if isinstance(e, ast.BoolOp | ast.IfExp):
-                    parts = [ev(x) for x in (e.values if isinstance(e, ast.BoolOp) else (e.body, e.orelse))]
-                    if isinstance(e, ast.IfExp):
-                        ev(e.test)
-                    if any(p is None for p in parts):
-                        return None
-                    kind = "bool" if all(p[0] == "bool" for p in parts) else "int"
-                    return kind, (min(p[1][0] for p in parts), max(p[1][1] for p in parts))
-                return None
-
-            for node in ast.walk(fn):
-                if isinstance(node, ast.expr):
-                    ev(node)
+            cvars = ints | bools
+            for node in ast.walk(fn):  # a C operation out of range or not Python's: its vars stay Python's
+                if (isinstance(node, ast.BinOp) and _ev_c(node, ints, bools, ranges) is None
+                        and _ev_c(node.left, ints, bools, ranges) is not None
+                        and _ev_c(node.right, ints, bools, ranges) is not None):
+                    bad.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in cvars)
             for v in ints:
                 for kind, e in stores[v]:
                     if kind == "other":
                         bad.add(v)
                     elif kind == "expr":
-                        r = ev(e)
-                        if r is not None and not (ranges[v][0] <= r[1][0] and r[1][1] <= ranges[v][1]):
+                        r = _ev_c(e, ints, bools, ranges)
+                        if (r is None and v in temps) or (r is not None and (r[0] != "int" or not (
+                                ranges[v][0] <= r[1][0] and r[1][1] <= ranges[v][1]))):
                             bad.add(v)
-            def is_bool(e: ast.AST) -> bool:
-                """Whether ``e`` is a bool in Python (so a C ``bint`` holds the same value)."""
-                if isinstance(e, ast.Constant):
-                    return isinstance(e.value, bool)
-                if isinstance(e, ast.Name):
-                    return e.id in bools
-                if isinstance(e, ast.Compare):
-                    return not any(isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in e.ops)
-                if isinstance(e, ast.UnaryOp):
-                    return isinstance(e.op, ast.Not)
-                if isinstance(e, ast.BoolOp):
-                    return all(is_bool(x) for x in e.values)
-                if isinstance(e, ast.IfExp):
-                    return is_bool(e.body) and is_bool(e.orelse)
-                return False
-
+                    elif v in temps:
+                        bad.add(v)
             for v in bools:
                 for kind, e in stores[v]:
-                    if kind in ("other", "object") or (kind == "expr" and not is_bool(e)):
+                    if kind in ("other", "object") or (kind == "expr" and not _is_bool(e, bools)):
                         bad.add(v)
-            if not bad & (ints | bools):
+            if not bad & cvars:
                 break
             ints -= bad
             bools -= bad
@@ -330,18 +363,19 @@ def _declarations(source: str, ranges: frozenset) -> tuple[tuple[str, str], ...]
                  for fn, d in typed.items() if d)
 
 
-def pipeline_module_source(source: str, ns: dict[str, Any]) -> str:
+def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = True) -> str:
     """The module a compiled pipeline is built from: ``make(_ns)`` binds every name of ``ns``
     (the generated code's globals, ``__builtins__`` and the two functions left out) as a local,
     defines the generated functions ``source`` unchanged as closures, and returns
     ``(_ingress, _egress)``. Each function gets the C types of :func:`typed_locals` as a
     ``@cython.locals`` declaration (from the value ranges codegen recorded in ``ns``, key
-    ``emu.embedded.codegen.VAR_RANGES``): only the compiled build sees them, the code is the same."""
+    ``emu.embedded.codegen.VAR_RANGES``): only the compiled build sees them, the code is the same.
+    ``declare=False``: without them (what :func:`pipeline_module_name` names the module by)."""
     names = sorted(n for n in ns if n.isidentifier() and n not in ("__builtins__", "_ingress", "_egress", "_ns"))
     ranges = ns.get(VAR_RANGES) or {}
-    decl = dict(_declarations(source, frozenset((k, v) for k, v in ranges.items() if v is not None)))
+    decl = dict(_declarations(source, frozenset((k, v) for k, v in ranges.items() if v is not None))) if declare else {}
     lines = ["# generated by hostapps.compiled.pipeline_module_source: a P4 pipeline's generated code",
-             "import cython", "", "def make(_ns):"]
+             *(["import cython"] if decl else []), "", "def make(_ns):"]
     lines += [f"    {n} = _ns[{n!r}]" for n in names]
     for ln in source.splitlines():
         if ln.startswith("def ") and ln[4:].split("(", 1)[0] in decl:
@@ -352,8 +386,13 @@ def pipeline_module_source(source: str, ns: dict[str, Any]) -> str:
 
 
 def pipeline_module_name(module_source: str) -> str:
-    """The extension module name of a compiled pipeline: :data:`PIPELINE_PREFIX` + 24 hex digits."""
-    return PIPELINE_PREFIX + hashlib.sha256(module_source.encode()).hexdigest()[:24]
+    """The extension module name of a compiled pipeline: :data:`PIPELINE_PREFIX` + 24 hex digits of
+    the SHA-256 of its source without the C declarations (so :func:`pipeline_functions` finds a
+    build before it works them out; the build's stamp, the digest of the whole source, says whether
+    they are the same)."""
+    bare = "\n".join(ln for ln in module_source.split("\n") if ln.strip() != "import cython"
+                     and not ln.lstrip().startswith("@cython.locals("))
+    return PIPELINE_PREFIX + hashlib.sha256(bare.encode()).hexdigest()[:24]
 
 
 def pipeline_extension(name: str) -> Path | None:
@@ -375,18 +414,19 @@ def pipeline_functions(source: str, ingress: Any, egress: Any) -> tuple[Any, Any
     the namespace). Returns ``(ingress, egress, status)``, status ``"compiled"``, ``"source"``
     (``SYMPHONY_EMU_PURE=1``) or ``"not built"``. A build that does not load is ignored."""
     ns = ingress.__globals__
-    module_source = pipeline_module_source(source, ns)
-    name = pipeline_module_name(module_source)
+    name = pipeline_module_name(pipeline_module_source(source, ns, declare=False))
     so = pipeline_extension(name)
     if so is None:
         return ingress, egress, "not built"
     if os.environ.get(PURE_ENV) == "1":
         return ingress, egress, "source"
-    mod = _pipeline_modules.get(name)
+    module_source = pipeline_module_source(source, ns)  # with the C declarations (typed_locals, cached)
+    digest = hashlib.sha256(module_source.encode()).hexdigest()
+    mod = _pipeline_modules.get(digest)
     if mod is None:
         try:
             stamp = so.with_name(so.name + DIGEST_SUFFIX).read_text(encoding="ascii").strip()
-            if stamp != hashlib.sha256(module_source.encode()).hexdigest():
+            if stamp != digest:
                 return ingress, egress, "not built"
             loader = importlib.machinery.ExtensionFileLoader(name, str(so))
             spec = importlib.util.spec_from_file_location(name, so, loader=loader)
@@ -395,7 +435,7 @@ def pipeline_functions(source: str, ingress: Any, egress: Any) -> tuple[Any, Any
             loader.exec_module(mod)
         except (OSError, ImportError, AssertionError):
             return ingress, egress, "not built"
-        _pipeline_modules[name] = mod
+        _pipeline_modules[digest] = mod
     ing, eg = mod.make(ns)
     return ing, eg, "compiled"
 

@@ -1700,6 +1700,8 @@ class CodeGen:
                     targets.append(fs[0][2])
                     continue
                 pvars = [self.fresh("p") for _ in pieces]
+                for pv, size in zip(pvars, pieces, strict=True):  # a struct piece of that many bytes
+                    self.note_range(pv, ir.BitT(size * 8))
                 targets.extend(pvars)
                 if len(fs) == 1:
                     code, off = "", nb * 8

@@ -47,11 +47,13 @@ def test_an_assignment_outside_the_var_s_range_keeps_it_a_python_int() -> None:
     assert compiled.typed_locals(src, {"_x": B16})["_egress"] == {"_x": "longlong"}
 
 
-def test_division_modulo_and_unknown_shifts_are_never_c() -> None:
-    src = ("def _ingress(_pkt):\n    _x = 0\n    _y = 0\n    _z = 0\n"
-           "    _m = _x % 7\n    _n = _y << _z\n    return (_m, _n)\n")
-    got = compiled.typed_locals(src, {"_x": B8, "_y": B8, "_z": B8})["_ingress"]
-    assert "_x" not in got and "_y" not in got and "_z" not in got  # _z may be 255: a shift by 255
+def test_modulo_by_what_may_be_zero_and_unknown_shifts_are_never_c() -> None:
+    src = ("def _ingress(_pkt):\n    _x = 0\n    _y = 0\n    _z = 0\n    _w = 0\n"
+           "    _m = _x % _z\n    _n = _y << _z\n    _q = _w % 7\n    return (_m, _n, _q)\n")
+    got = compiled.typed_locals(src, {"_x": B8, "_y": B8, "_z": B8, "_w": B8})["_ingress"]
+    assert "_x" not in got and "_y" not in got and "_z" not in got  # _z may be 0, or 255: a shift by 255
+    # a temporary assigned only C values gets their range: _q = _w % 7 is 0..6
+    assert got["_w"] == "longlong" and got["_q"] == "longlong" and "_m" not in got
 
 
 def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() -> None:
