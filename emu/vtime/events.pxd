@@ -4,6 +4,8 @@
 
 cimport cython
 
+cdef bint _TYPED
+
 cdef class EventLoop:
     cdef public long long now
     cdef public long long events
@@ -12,5 +14,14 @@ cdef class EventLoop:
     cdef public bint _halt
 
     cpdef at(self, long long t, object fn, object arg=*)
+    cpdef push(self, long long t, object fn, object arg=*)
     @cython.locals(heap=list, n=cython.longlong, t=cython.longlong, lim=cython.longlong, bounded=cython.bint)
     cpdef run(self, object until=*, object stop=*, long long check_every=*, object on_check=*)
+
+cdef void _push(list heap, tuple entry) except *
+@cython.locals(last=tuple, top=tuple, a=tuple, b=tuple, at=cython.longlong, bt=cython.longlong,
+               end=Py_ssize_t, pos=Py_ssize_t, child=Py_ssize_t, right=Py_ssize_t)
+cdef tuple _pop(list heap)
+@cython.locals(entry=tuple, parent=tuple, t=cython.longlong, seq=cython.longlong, pt=cython.longlong,
+               up=Py_ssize_t)
+cdef void _sift_down(list heap, Py_ssize_t start, Py_ssize_t pos) except *

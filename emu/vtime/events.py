@@ -19,6 +19,12 @@ from typing import Any
 #: Nanoseconds per second (the loop's clock).
 NS_PER_S = 1_000_000_000
 
+#: True when this module runs compiled (scripts/build_compiled.py, events.pxd): the heap is then
+#: kept by :func:`_push` and :func:`_pop`, whose comparisons of ``(t, seq)`` are C integer ones;
+#: as Python, heapq's own C functions are faster. Both are the same algorithm (heapq's siftdown
+#: and siftup) under the same order on unique ``(t, seq)`` keys: the same heap, the same events.
+_TYPED = not __file__.endswith(".py")
+
 
 def s_to_ns(t: float) -> int:
     """Seconds (float) -> the first integer nanosecond at or after ``t``."""
@@ -45,7 +51,12 @@ class EventLoop:
         if t < self.now:
             t = self.now
         self.seq += 1
-        heapq.heappush(self._heap, (t, self.seq, fn, arg))
+        _push(self._heap, (t, self.seq, fn, arg))
+
+    def push(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """:meth:`at` for a ``t`` the caller knows is not before now (the switches, the host links)."""
+        self.seq += 1
+        _push(self._heap, (t, self.seq, fn, arg))
 
     def halt(self) -> None:
         """Make :meth:`run` return after the event being processed."""
@@ -61,7 +72,6 @@ class EventLoop:
         ``until`` (now becomes ``until``), :meth:`halt` was called, or ``stop()`` is true
         (checked every ``check_every`` events, and ``on_check()`` called then)."""
         heap = self._heap
-        pop = heapq.heappop
         n = 0
         self._halt = False
         bounded = until is not None
@@ -70,7 +80,7 @@ class EventLoop:
             if bounded and heap[0][0] > lim:
                 self.now = lim
                 break
-            t, _, fn, arg = pop(heap)
+            t, _, fn, arg = _pop(heap)
             self.now = t
             fn(arg)
             n += 1
@@ -88,3 +98,58 @@ class EventLoop:
     def clear(self) -> None:
         """Drop every pending event."""
         self._heap.clear()
+
+
+def _push(heap: list, entry: tuple) -> None:
+    """``heapq.heappush(heap, entry)`` for entries ``(t, seq, ...)`` with unique ``(t, seq)``."""
+    if not _TYPED:
+        heapq.heappush(heap, entry)
+        return
+    heap.append(entry)
+    _sift_down(heap, 0, len(heap) - 1)
+
+
+def _pop(heap: list) -> tuple:
+    """``heapq.heappop(heap)`` for entries ``(t, seq, ...)`` with unique ``(t, seq)``."""
+    if not _TYPED:
+        return heapq.heappop(heap)
+    last = heap.pop()
+    if not heap:
+        return last
+    top = heap[0]
+    # heapq's _siftup: move the smaller child up until a leaf, put last there, sift it down
+    end = len(heap)
+    pos = 0
+    child = 1
+    while child < end:
+        right = child + 1
+        if right < end:
+            a = heap[child]
+            b = heap[right]
+            at = a[0]
+            bt = b[0]
+            if bt < at or (bt == at and b[1] < a[1]):  # not heap[child] < heap[right], keys unique
+                child = right
+        heap[pos] = heap[child]
+        pos = child
+        child = 2 * pos + 1
+    heap[pos] = last
+    _sift_down(heap, 0, pos)
+    return top
+
+
+def _sift_down(heap: list, start: int, pos: int) -> None:
+    """heapq's _siftdown: move ``heap[pos]`` up towards ``start`` while it is smaller than its parent."""
+    entry = heap[pos]
+    t = entry[0]
+    seq = entry[1]
+    while pos > start:
+        up = (pos - 1) >> 1
+        parent = heap[up]
+        pt = parent[0]
+        if t < pt or (t == pt and seq < parent[1]):
+            heap[pos] = parent
+            pos = up
+            continue
+        break
+    heap[pos] = entry

@@ -12,7 +12,6 @@ cdef class HostLink:
     cdef public EventLoop loop
     cdef public FifoLink link
     cdef public object deliver
-    cdef public list _heap
 
     @cython.locals(depart=object, loop=EventLoop)
     cpdef send(self, object frame)
@@ -26,7 +25,6 @@ cdef class SimSwitch:
     cdef public object _receive
     cdef public object _poll
     cdef public object _deadline
-    cdef public list _heap
     cdef public object _wake_fn
 
     @cython.locals(now=cython.longlong, core=SwitchCore, out=list, loop=EventLoop)

@@ -25,7 +25,6 @@ the kernel and its scheduling noise, PFC, link errors.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 from collections.abc import Callable
@@ -58,13 +57,12 @@ class HostLink:
     back a sender rather than drop its datagram.
     """
 
-    __slots__ = ("loop", "link", "deliver", "_heap")
+    __slots__ = ("loop", "link", "deliver")
 
     def __init__(self, loop: EventLoop, config: QueueConfig, deliver: Callable[[Any], None]) -> None:
         self.loop = loop
         self.link = FifoLink(config, ticks_per_us=TICKS_PER_US, wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
         self.deliver = deliver  #: called with the frame at its arrival at the far end
-        self._heap = loop._heap
 
     @property
     def packets(self) -> int:
@@ -77,9 +75,8 @@ class HostLink:
         loop = self.loop
         depart = self.link.transmit(len(frame), loop.now)
         if depart is not None:
-            # EventLoop.at inlined (the arrival is never before now)
-            loop.seq += 1
-            heapq.heappush(self._heap, (math.ceil(depart), loop.seq, self.deliver, frame))
+            # EventLoop.push: the arrival is never before now
+            loop.push(math.ceil(depart), self.deliver, frame)
 
 
 class SimSwitch:
@@ -90,7 +87,7 @@ class SimSwitch:
     one then finds ``wake_at`` changed and does nothing.
     """
 
-    __slots__ = ("name", "core", "loop", "peers", "wake_at", "_receive", "_poll", "_deadline", "_heap", "_wake_fn")
+    __slots__ = ("name", "core", "loop", "peers", "wake_at", "_receive", "_poll", "_deadline", "_wake_fn")
 
     def __init__(self, name: str, core: Any, loop: EventLoop) -> None:
         self.name = name
@@ -102,7 +99,6 @@ class SimSwitch:
         self._receive = core.receive
         self._poll = core.poll
         self._deadline = core.tm.next_deadline_us  # SwitchCore.next_deadline_us without the wrapper
-        self._heap = loop._heap
         self._wake_fn = self._wake
 
     def port_input(self, port: int) -> Callable[[bytes], None]:
@@ -122,8 +118,7 @@ class SimSwitch:
         t = core.tm.next_deadline_us()
         if t is not None and (self.wake_at is None or t < self.wake_at):
             self.wake_at = t
-            loop.seq += 1
-            heapq.heappush(self._heap, (t if t > now else now, loop.seq, self._wake_fn, t))
+            loop.push(t if t > now else now, self._wake_fn, t)
 
     def _arm(self) -> None:
         t = self._deadline()
@@ -146,8 +141,7 @@ class SimSwitch:
         t = core.tm.next_deadline_us()
         if t is not None and (self.wake_at is None or t < self.wake_at):
             self.wake_at = t
-            loop.seq += 1
-            heapq.heappush(self._heap, (t if t > now else now, loop.seq, self._wake_fn, t))
+            loop.push(t if t > now else now, self._wake_fn, t)
 
 
 class SimNetwork(ProgrammedNetwork):

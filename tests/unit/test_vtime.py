@@ -58,6 +58,38 @@ def test_event_loop_orders_by_time_then_insertion() -> None:
     assert seen == [(3, "b"), (3, "d"), (5, "a"), (5, "c")]
 
 
+def test_event_loop_runs_what_heapq_would_pop() -> None:
+    """The loop's heap (typed sifts when compiled, heapq as Python) pops in (time, insertion) order,
+    also with events scheduled while it runs and with many ties: the order heapq gives."""
+    import heapq
+    import random
+
+    rnd = random.Random(7)
+    loop = EventLoop()
+    ref: list[tuple[int, int, int]] = []
+    seen: list[int] = []
+    count = [0]
+
+    def schedule(t: int) -> None:
+        count[0] += 1
+        heapq.heappush(ref, (t, count[0], count[0]))
+        (loop.push if t >= loop.now else loop.at)(t, fire, count[0])
+
+    def fire(k: int) -> None:
+        seen.append(k)
+        if len(seen) < 3000:
+            for _ in range(rnd.choice((0, 1, 1, 2))):
+                schedule(loop.now + rnd.choice((0, 0, 1, 5, 40)))
+
+    for _ in range(200):
+        schedule(rnd.randrange(50))
+    loop.run()
+    want = []
+    while ref:
+        want.append(heapq.heappop(ref)[2])
+    assert seen == want and loop.events == len(want) > 1000
+
+
 def test_traffic_manager_ns_clock_at_100g() -> None:
     """A 4096-byte frame at 100 Gbit/s: (4096 + 24) * 8 / 100e9 s = 329.6 ns, then a 1 us delay."""
     tm = TrafficManager([1], ticks_per_us=1000, wire_overhead_bytes=24)
