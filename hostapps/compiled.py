@@ -73,19 +73,59 @@ DIGEST_SUFFIX = ".sha256"
 VAR_RANGES = "p4:var_ranges"
 
 
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module_py(name: str) -> Path:
+    """The ``.py`` of dotted module ``name`` in this repository."""
+    return _ROOT.joinpath(*name.split(".")).with_suffix(".py")
+
+
+def cimports(path: Path) -> list[str]:
+    """Modules of :data:`MODULES` that the ``.pxd`` beside ``path`` cimports (``from X cimport ...``,
+    ``cimport X``): an extension built with them uses their C declarations and their extensions."""
+    pxd = path.with_suffix(".pxd")
+    if not pxd.exists():
+        return []
+    out = []
+    for line in pxd.read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if len(words) >= 4 and words[0] == "from" and words[2] == "cimport":
+            name = words[1]
+        elif len(words) >= 2 and words[0] == "cimport":
+            name = words[1].rstrip(",")
+        else:
+            continue
+        if name in MODULES and name not in out:
+            out.append(name)
+    return out
+
+
 def source_digest(path: Path) -> str:
     """SHA-256 (hex) of the source the extension of ``path`` is built from.
 
     That is the ``.py`` at ``path`` and, when one lies beside it, its augmenting ``.pxd``
-    (Cython's declarations of types for the same module: ``tm.pxd`` beside ``tm.py``), so an
-    edit of either makes an earlier build stale. Without a ``.pxd`` it is the SHA-256 of the
-    ``.py`` alone.
+    (Cython's declarations of types for the same module: ``tm.pxd`` beside ``tm.py``), and the
+    ``.pxd`` of every module it cimports (:func:`cimports`, transitively: their C layout is
+    compiled in), so an edit of any of them makes an earlier build stale. Without a ``.pxd`` it
+    is the SHA-256 of the ``.py`` alone.
     """
     h = hashlib.sha256(path.read_bytes())
     pxd = path.with_suffix(".pxd")
     if pxd.exists():
         h.update(b"\0augmenting pxd\0")
         h.update(pxd.read_bytes())
+        seen: list[str] = []
+        todo = cimports(path)
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.append(name)
+            dep = _module_py(name)
+            h.update(b"\0cimported pxd " + name.encode() + b"\0")
+            h.update(dep.with_suffix(".pxd").read_bytes())
+            todo += cimports(dep)
     return h.hexdigest()
 
 
@@ -98,16 +138,21 @@ def extension_path(py: Path) -> Path | None:
     return None
 
 
-def usable(py: Path) -> bool:
-    """True when an extension module beside ``py`` was built from ``py`` as it is now."""
+def usable(py: Path, _seen: tuple[Path, ...] = ()) -> bool:
+    """True when an extension module beside ``py`` was built from ``py`` as it is now, and so is
+    every module its ``.pxd`` cimports (their extensions are what it calls: one of them running as
+    source would leave it nothing to import)."""
     so = extension_path(py)
     if so is None:
         return False
     stamp = so.with_name(so.name + DIGEST_SUFFIX)
     try:
-        return stamp.read_text(encoding="ascii").strip() == source_digest(py)
+        if stamp.read_text(encoding="ascii").strip() != source_digest(py):
+            return False
     except OSError:
         return False
+    deps = [_module_py(n) for n in cimports(py)]
+    return all(d in _seen or usable(d, (*_seen, py)) for d in deps)
 
 
 class SourceFirst(importlib.abc.MetaPathFinder):
@@ -135,11 +180,10 @@ def install() -> None:
 def status() -> dict[str, str]:
     """``{module: "compiled" | "source" | "stale build" | "not built"}`` for :data:`MODULES`
     (what an import now loads, given ``SYMPHONY_EMU_PURE``); imports nothing."""
-    root = Path(__file__).resolve().parents[1]
     out = {}
     pure = os.environ.get(PURE_ENV) == "1"
     for name in MODULES:
-        py = root.joinpath(*name.split(".")).with_suffix(".py")
+        py = _module_py(name)
         if extension_path(py) is None:
             out[name] = "not built"
         elif not usable(py):

@@ -4,6 +4,7 @@
 
 cimport cython
 from emu.embedded.link cimport FifoLink
+from emu.vtime.events cimport heap_pop, heap_push
 
 cdef class EgressStage:
     cpdef object _run_egress(self, long long port, object item, long long enq_qdepth, long long deq_qdepth,
@@ -33,6 +34,7 @@ cdef class TrafficManager:
     @cython.locals(p=FifoLink, stage=EgressStage, start=double, deq_qdepth=cython.longlong, enq_us=cython.longlong, start_us=cython.longlong,
                    enq_qdepth=cython.longlong, units=cython.longlong)
     cdef _service_ports(self, long long now_us)
+    @cython.locals(p=FifoLink, deps=list, out=list)
     cpdef list due(self, long long now_us)
     @cython.locals(t=double)
     cpdef object next_deadline_us(self)

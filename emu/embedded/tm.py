@@ -36,19 +36,18 @@ Clock: every ``now_us`` is in ticks of ``1 / ticks_per_us`` microseconds. The de
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from emu.embedded.link import FifoLink, QueueConfig
+from emu.vtime.events import heap_pop, heap_push
 
 logger = logging.getLogger(__name__)
 
 _INF = math.inf
 _ceil = math.ceil
-_heappop = heapq.heappop
 
 #: Egress callback: ``(port, item, enq_qdepth, deq_qdepth, deq_timedelta_us,
 #: enq_timestamp_us, start_us) -> frame bytes or None (dropped in egress)``.
@@ -198,7 +197,7 @@ class TrafficManager:
         if frame is not None:
             self._seq += 1
             p.pending += 1
-            heapq.heappush(self._departures, (p.serialise(start, len(frame)), self._seq, port, frame))
+            heap_push(self._departures, (p.serialise(start, len(frame)), self._seq, port, frame))
         return 0
 
     def service_until(self, now_us: int) -> None:
@@ -228,7 +227,6 @@ class TrafficManager:
         stage = self._stage
         unit = self.qdepth_unit
         deps = self._departures
-        push = heapq.heappush
         ceil = math.ceil
         for port in (sorted(active) if len(active) > 1 else tuple(active)):
             p = ports[port]
@@ -260,7 +258,7 @@ class TrafficManager:
                     continue
                 self._seq += 1
                 p.pending += 1
-                push(deps, (p.serialise(start, len(frame)), self._seq, port, frame))
+                heap_push(deps, (p.serialise(start, len(frame)), self._seq, port, frame))
             if not q:
                 active.discard(port)
 
@@ -277,8 +275,9 @@ class TrafficManager:
         if deps and deps[0][0] <= now_us:
             ports = self._ports
             while deps and deps[0][0] <= now_us:
-                _, _, port, frame = _heappop(deps)
-                ports[port].pending -= 1
+                _, _, port, frame = heap_pop(deps)
+                p = ports[port]
+                p.pending -= 1
                 out.append((port, frame))
         return out
 

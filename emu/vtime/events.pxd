@@ -1,6 +1,7 @@
 # Cython declarations for events.py (pure-Python mode: the .py stays the reference and runs unchanged
 # without Cython; scripts/build_compiled.py compiles the .py with these types). Times are integer
-# nanoseconds (64 bits: 292 years); every attribute stays public.
+# nanoseconds (64 bits); every attribute stays public. The heaps compare times as C doubles
+# (exact for ints below 2**53 ns, 104 days) and sequence numbers as 64-bit ints.
 
 cimport cython
 
@@ -18,10 +19,10 @@ cdef class EventLoop:
     @cython.locals(heap=list, n=cython.longlong, t=cython.longlong, lim=cython.longlong, bounded=cython.bint)
     cpdef run(self, object until=*, object stop=*, long long check_every=*, object on_check=*)
 
-cdef void _push(list heap, tuple entry) except *
-@cython.locals(last=tuple, top=tuple, a=tuple, b=tuple, at=cython.longlong, bt=cython.longlong,
+cpdef void heap_push(list heap, tuple entry) except *
+@cython.locals(last=tuple, top=tuple, a=tuple, b=tuple, at=cython.double, bt=cython.double,
                end=Py_ssize_t, pos=Py_ssize_t, child=Py_ssize_t, right=Py_ssize_t)
-cdef tuple _pop(list heap)
-@cython.locals(entry=tuple, parent=tuple, t=cython.longlong, seq=cython.longlong, pt=cython.longlong,
+cpdef tuple heap_pop(list heap)
+@cython.locals(entry=tuple, parent=tuple, t=cython.double, seq=cython.longlong, pt=cython.double,
                up=Py_ssize_t)
 cdef void _sift_down(list heap, Py_ssize_t start, Py_ssize_t pos) except *

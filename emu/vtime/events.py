@@ -19,10 +19,10 @@ from typing import Any
 #: Nanoseconds per second (the loop's clock).
 NS_PER_S = 1_000_000_000
 
-#: True when this module runs compiled (scripts/build_compiled.py, events.pxd): the heap is then
-#: kept by :func:`_push` and :func:`_pop`, whose comparisons of ``(t, seq)`` are C integer ones;
-#: as Python, heapq's own C functions are faster. Both are the same algorithm (heapq's siftdown
-#: and siftup) under the same order on unique ``(t, seq)`` keys: the same heap, the same events.
+#: True when this module runs compiled (scripts/build_compiled.py, events.pxd): the heaps are then
+#: kept by :func:`heap_push` and :func:`heap_pop` themselves, comparing ``(t, seq)`` as C values;
+#: as Python they call heapq's own C functions, which are faster there. Both are the same algorithm
+#: (heapq's siftdown and siftup) under the same order on unique ``(t, seq)`` keys: the same heap.
 _TYPED = not __file__.endswith(".py")
 
 
@@ -51,12 +51,12 @@ class EventLoop:
         if t < self.now:
             t = self.now
         self.seq += 1
-        _push(self._heap, (t, self.seq, fn, arg))
+        heap_push(self._heap, (t, self.seq, fn, arg))
 
     def push(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """:meth:`at` for a ``t`` the caller knows is not before now (the switches, the host links)."""
         self.seq += 1
-        _push(self._heap, (t, self.seq, fn, arg))
+        heap_push(self._heap, (t, self.seq, fn, arg))
 
     def halt(self) -> None:
         """Make :meth:`run` return after the event being processed."""
@@ -80,7 +80,7 @@ class EventLoop:
             if bounded and heap[0][0] > lim:
                 self.now = lim
                 break
-            t, _, fn, arg = _pop(heap)
+            t, _, fn, arg = heap_pop(heap)
             self.now = t
             fn(arg)
             n += 1
@@ -100,8 +100,10 @@ class EventLoop:
         self._heap.clear()
 
 
-def _push(heap: list, entry: tuple) -> None:
-    """``heapq.heappush(heap, entry)`` for entries ``(t, seq, ...)`` with unique ``(t, seq)``."""
+def heap_push(heap: list, entry: tuple) -> None:
+    """``heapq.heappush(heap, entry)`` for entries ``(t, seq, ...)``: ``(t, seq)`` unique, ``t`` a
+    float or an int below 2**53 (compared as a C double when compiled: exact there; 2**53 ns is
+    104 days), ``seq`` an int (64 bits). The loop's heap and the traffic managers' departures."""
     if not _TYPED:
         heapq.heappush(heap, entry)
         return
@@ -109,8 +111,8 @@ def _push(heap: list, entry: tuple) -> None:
     _sift_down(heap, 0, len(heap) - 1)
 
 
-def _pop(heap: list) -> tuple:
-    """``heapq.heappop(heap)`` for entries ``(t, seq, ...)`` with unique ``(t, seq)``."""
+def heap_pop(heap: list) -> tuple:
+    """``heapq.heappop(heap)`` for the entries of :func:`heap_push`."""
     if not _TYPED:
         return heapq.heappop(heap)
     last = heap.pop()

@@ -77,6 +77,39 @@ def test_a_build_is_used_only_while_its_source_is_unchanged(tmp_path: Path) -> N
     assert not compiled.usable(py)
 
 
+def test_a_build_needs_the_builds_of_what_its_pxd_cimports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """b.pxd cimports a: b's build is usable only while a's is (a's .py edited: both run as source),
+    and b's digest covers a.pxd (a's C layout is compiled into b)."""
+    import importlib.machinery
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    monkeypatch.setattr(compiled, "_ROOT", tmp_path)
+    monkeypatch.setattr(compiled, "MODULES", ("pkg.a", "pkg.b"))
+    (pkg / "a.py").write_text("class A: pass\n")
+    (pkg / "a.pxd").write_text("cdef class A:\n    cdef public long x\n")
+    (pkg / "b.py").write_text("from pkg.a import A\n")
+    (pkg / "b.pxd").write_text("from pkg.a cimport A\n")
+    assert compiled.cimports(pkg / "b.py") == ["pkg.a"] and compiled.cimports(pkg / "a.py") == []
+
+    def build(name: str) -> None:
+        py = pkg / f"{name}.py"
+        so = pkg / (name + importlib.machinery.EXTENSION_SUFFIXES[0])
+        so.write_bytes(b"")
+        so.with_name(so.name + compiled.DIGEST_SUFFIX).write_text(compiled.source_digest(py) + "\n")
+
+    build("a")
+    build("b")
+    assert compiled.usable(pkg / "a.py") and compiled.usable(pkg / "b.py")
+    (pkg / "a.py").write_text("class A:\n    pass\n")  # a edited after the build
+    assert not compiled.usable(pkg / "a.py") and not compiled.usable(pkg / "b.py")
+    build("a")
+    assert compiled.usable(pkg / "b.py")
+    (pkg / "a.pxd").write_text("cdef class A:\n    cdef public double x\n")
+    build("a")  # a rebuilt with its new layout, b not: b is stale
+    assert compiled.usable(pkg / "a.py") and not compiled.usable(pkg / "b.py")
+
+
 def test_every_shipped_pxd_augments_a_compiled_module() -> None:
     """A .pxd in the source tree types a module of MODULES (the build compiles that module with it,
     and its digest covers it): one left beside a module the build skips would do nothing."""
