@@ -1414,7 +1414,7 @@ class CodeGen:
                 self.pre_or_emit(f"{ent} = {get}({key})", want_hit)
                 self.pre_or_emit(f"if {ent} is None: {ent} = {tname}.default", want_hit)
             else:
-                meth = "lookup_lpm" if table.mode == "lpm" and self.optimize else "lookup"
+                meth = {"lpm": "lookup_lpm", "scan": "lookup_scan"}.get(table.mode, "lookup") if self.optimize else "lookup"
                 self.pre_or_emit(f"{ent} = {self.method('T_' + table.name, table, meth)}({key})", want_hit)
         if table.profile is not None:  # a member or group entry: the action it runs
             self.resolve_indirect(table, decl, tname, ent, ctx, want_hit)

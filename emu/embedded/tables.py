@@ -119,6 +119,11 @@ class Table:
                 if e is not None:
                     return e
             return self.default
+        return self.lookup_scan(key)
+
+    def lookup_scan(self, key: Any) -> tuple:
+        """:meth:`lookup` of a table that is neither exact nor lpm (ternary, range, optional:
+        entries scanned in priority order, grouped by their exact key fields)."""
         if self._stale:
             self._rebuild_scan()
         k = key if isinstance(key, tuple) else (key,)
