@@ -133,9 +133,24 @@ class _Stop:
         self.flag = True
 
 
-def run_source(cfg: OnOffConfig, dst: str, port: int, stop: _Stop | None = None) -> dict:
+def schedule_origin(start_at: float | None, now_wall: float, now_mono: float) -> float:
+    """The ``time.monotonic()`` value at which a source's schedule (send times from 0) begins:
+    now when ``start_at`` is None, else the wall-clock instant ``start_at`` (``time.time()``,
+    s) on the monotonic clock, so that a source started early waits for it and one started
+    late sends what it is behind at once (as a source whose CPU was taken catches up)."""
+    return now_mono if start_at is None else now_mono + (start_at - now_wall)
+
+
+#: Longest single sleep of a source (s): a long wait for its start still sees SIGTERM soon.
+_SLEEP_SLICE_S = 0.1
+
+
+def run_source(cfg: OnOffConfig, dst: str, port: int, stop: _Stop | None = None,
+               start_at: float | None = None) -> dict:
     """Send the on/off schedule to ``(dst, port)`` in real time; return counters.
 
+    ``start_at`` (wall clock, ``time.time()`` s): when the schedule's time 0 is, e.g. the
+    run's common start plus the source's ``start_s`` (:func:`schedule_origin`); default: now.
     Returns ``{"packets": n, "bytes": payload bytes, "send_errors": n}``. Socket send
     errors (e.g. ``ENOBUFS``, unreachable) are counted, not raised.
     """
@@ -144,11 +159,16 @@ def run_source(cfg: OnOffConfig, dst: str, port: int, stop: _Stop | None = None)
     packets = nbytes = errors = 0
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0)  # Not-ECT
-        t0 = time.monotonic()
+        t0 = schedule_origin(start_at, time.time(), time.monotonic())
         for ts in send_schedule(cfg):
             if stop.flag:
                 break
             delay = t0 + ts - time.monotonic()
+            while delay > _SLEEP_SLICE_S and not stop.flag:
+                time.sleep(_SLEEP_SLICE_S)
+                delay = t0 + ts - time.monotonic()
+            if stop.flag:
+                break
             if delay > 0:
                 time.sleep(delay)
             if cfg.size >= _SEQ.size:
@@ -233,6 +253,8 @@ def _build_parser() -> argparse.ArgumentParser:
     src.add_argument("--size", type=int, default=1200, help="UDP payload bytes per packet")
     src.add_argument("--seed", type=int, default=None, help="exponential on/off periods with this seed")
     src.add_argument("--max-packets", type=int, default=DEFAULT_MAX_PACKETS, help="packet cap")
+    src.add_argument("--start-at", type=float, default=None,
+                     help="wall-clock time (time.time(), s) of the schedule's start (default: now)")
     snk = sub.add_parser("sink", help="count UDP packets and bytes")
     snk.add_argument("--port", type=int, default=TRAFFIC_UDP_PORT, help="UDP port to listen on")
     snk.add_argument("--bind", default="0.0.0.0", help="address to bind")
@@ -254,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
                 rate_bps=args.rate_mbps * 1e6, on_s=args.on_ms / 1e3, off_s=args.off_ms / 1e3,
                 duration_s=args.duration_s, size=args.size, seed=args.seed, max_packets=args.max_packets,
             )
-            result = run_source(cfg, args.dst, args.port, stop)
+            if args.start_at is not None and not math.isfinite(args.start_at):
+                raise ValueError("--start-at must be a finite time")
+            result = run_source(cfg, args.dst, args.port, stop, start_at=args.start_at)
             print(json.dumps({"kind": "source", "dst": f"{args.dst}:{args.port}", **result}))
             return 0
         if not math.isfinite(args.duration_s) or args.duration_s <= 0:

@@ -7,11 +7,12 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from hostapps.traffic import OnOffConfig, _Stop, run_sink, send_schedule
+from hostapps.traffic import OnOffConfig, _Stop, run_sink, run_source, schedule_origin, send_schedule
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,3 +97,32 @@ def test_source_cli_usage_error() -> None:
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 2 and "--rate-mbps" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_a_source_keeps_its_schedule_from_the_start_it_is_given() -> None:
+    """A source launched before its start waits for it; one launched late is behind by as much."""
+    assert schedule_origin(None, now_wall=1000.0, now_mono=5.0) == 5.0
+    assert schedule_origin(1002.5, now_wall=1000.0, now_mono=5.0) == 7.5  # waits 2.5 s
+    assert schedule_origin(999.6, now_wall=1000.0, now_mono=5.0) == pytest.approx(4.6)  # 0.4 s behind
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    rx.settimeout(10)
+    cfg = OnOffConfig(rate_bps=1e6, on_s=0.01, off_s=0.0, duration_s=0.01, size=100)
+    start = time.time() + 0.3
+    try:
+        sent = run_source(cfg, "127.0.0.1", rx.getsockname()[1], start_at=start)
+        rx.recv(2048)
+        first = time.time()
+    finally:
+        rx.close()
+    assert sent["packets"] > 0
+    assert first >= start - 0.005  # nothing before the start it was given (was: at once)
+
+
+def test_source_start_at_must_be_finite() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "hostapps.traffic", "source", "--dst", "127.0.0.1", "--rate-mbps", "1",
+         "--on-ms", "1", "--off-ms", "1", "--duration-s", "1", "--start-at", "nan"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2 and "--start-at" in proc.stderr and proc.stderr.count("\n") == 1
