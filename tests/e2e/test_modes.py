@@ -29,7 +29,12 @@ Tolerances (docs/virtual-time.md, "Cross-check"):
   :data:`CHECKED_WAIT` (the workers' share of wall time waiting for a CPU, ``w``: 0.15 for
   single, 0.35 for default): the model takes the run's own waits, so no load allowance. Above
   it the check is skipped and says so (single's real-time CCT then moves by 10-20% run to run
-  at like measured waits; docs/virtual-time.md has the runs, loads and ratios).
+  at like measured waits; docs/virtual-time.md has the runs, loads and ratios); so is it when
+  a real-time rank began more than a step after the common start (the model starts every rank
+  together).
+- the step leads of ``xcheck.yaml`` are compared only when the machine did not disturb the
+  real-time run (``overload.disturbed``; under load its baseline mean step lead measured
+  0.20-0.34 against 0.94 quiet); its marks and CCTs are checked either way.
 
 The plain checks' upper bounds (without the host model) hold on a quiet machine. A loaded one (issue 19: 0.43 with other work on
 the 2 cores) makes every real-time run slower than the model by the CPU its workers waited
@@ -82,6 +87,19 @@ def _got_cpu(summary: dict, scheme: str) -> float:
     return 1 - min(wait, 0.9)
 
 
+def _late_start(summary: dict, scheme: str) -> str | None:
+    """The real-time run's words when one of its ranks began more than a step after the common
+    start (emu.metrics.overload), else None."""
+    reasons = (summary[scheme].get("overload") or {}).get("reasons") or []
+    return next((r for r in reasons if r.startswith("a rank began")), None)
+
+
+def _disturbed(summary: dict, scheme: str) -> str | None:
+    """The real-time run's overload reasons joined (emu.metrics.overload), or None when quiet."""
+    load = summary[scheme].get("overload") or {}
+    return "; ".join(load.get("reasons") or []) if load.get("disturbed") else None
+
+
 def _ccts(run: runner.RunResult, scheme: str = "baseline") -> list[float]:
     """The scheme's per-iteration CCTs (s) of a run's cct.csv (the measured iterations)."""
     with (run.out_dir / "cct.csv").open(newline="") as f:
@@ -97,6 +115,10 @@ def _check_host_model(topology: Path, tmp_path: Path, mn: runner.RunResult, seed
     if wait > limit:
         pytest.skip(f"{topology.name}: the real-time workers waited for a CPU {wait:.0%} of the time, more than "
                     f"the {limit:.0%} up to which the host model holds within 10% (docs/virtual-time.md)")
+    late = _late_start(mn.summary, "baseline")
+    if late:
+        pytest.skip(f"{topology.name}: {late}: the machine delayed the real-time start, which the host model "
+                    f"(every rank starts together) does not reproduce")
     d = float(mn.summary.get("dilation") or 1.0)
     cost = hostcal.live_cost(hostcost.load(HOST_COST), mn.out_dir).dilated(d)
     model: list[float] = []
@@ -150,9 +172,18 @@ def test_marks_and_step_lead_agree(mininet_env: None, tmp_path: Path) -> None:
     for summary in (mn, sim):
         assert summary["baseline"]["marks"]["symphony"] == 0
         assert summary["symphony"]["marks"]["symphony"] > 0
+    disturbed = []
     for scheme in ("baseline", "symphony"):
-        la, lb = mn[scheme]["step_lead"], sim[scheme]["step_lead"]
-        assert abs(la["max"] - lb["max"]) <= 1, (scheme, la, lb, mn[scheme].get("overload"))
-        assert abs(la["mean"] - lb["mean"]) <= 0.75, (scheme, la, lb, mn[scheme].get("overload"))
         a, b = mn[scheme]["cct_s"]["mean"], sim[scheme]["cct_s"]["mean"]
         assert 0.65 * _got_cpu(mn, scheme) <= b / a <= 1.35, (scheme, a, b, mn[scheme].get("overload"))
+        la, lb = mn[scheme]["step_lead"], sim[scheme]["step_lead"]
+        if _disturbed(mn, scheme):
+            # Under load the real-time step lead is not the network's (measured: baseline mean
+            # 0.20-0.34 at load 8-10 against 0.94 quiet, with the model at 1.22).
+            disturbed.append(f"{scheme}: {_disturbed(mn, scheme)}")
+            continue
+        assert abs(la["max"] - lb["max"]) <= 1, (scheme, la, lb, mn[scheme].get("overload"))
+        assert abs(la["mean"] - lb["mean"]) <= 0.75, (scheme, la, lb, mn[scheme].get("overload"))
+    if disturbed:
+        pytest.skip("marks and CCTs agree; the step leads are not compared: the machine disturbed the real-time "
+                    "run (" + " | ".join(disturbed) + ")")
