@@ -2,8 +2,9 @@
 # Python mode, hostapps.compiled): the ring collective's per-packet state as extension types with
 # typed fields. The .py stays the reference. Ranks, steps, chunk and slice indices and byte offsets
 # fit 64-bit ints (Python's floor modulo is kept: cdivision is off); times are doubles in both paths.
-# The data-model hooks (_store, _slice_payload, _apply_slice, ...) are cpdef: a Python subclass
-# (the tests' faulty collectives) still overrides them.
+# The data-model hooks a Python subclass overrides (the tests' faulty collectives: _slice_payload,
+# _apply_slice) are cpdef; _store and _new_recv (per packet, per step) are cdef, overridden only by
+# DigestRingCollective, an extension type too.
 
 cimport cython
 
@@ -34,8 +35,8 @@ cdef class RingCollective:
     cpdef bint on_delivery(self, object d, double now) except -1
     cpdef list poll(self, double now)
     cpdef object next_timer(self)
-    cpdef _RecvStep _new_recv(self, long long chunk, long long nbytes)
-    cpdef _store(self, _RecvStep rs, long long chunk, long long lo, object payload)
+    cdef _RecvStep _new_recv(self, long long chunk, long long nbytes)
+    cdef _store(self, _RecvStep rs, long long chunk, long long lo, object payload)
     @cython.locals(a=cython.longlong, sa=cython.longlong, sb=cython.longlong)
     cpdef object _slice_payload(self, long long chunk, long long j)
     @cython.locals(a=cython.longlong, sa=cython.longlong, sb=cython.longlong)
@@ -53,4 +54,5 @@ cdef class DigestRingCollective(RingCollective):
 
     @cython.locals(hi=cython.longlong, starts=tuple, n=cython.longlong, j=cython.longlong, pos=cython.longlong,
                    buf=object, r_lo=cython.longlong, a=cython.longlong, b=cython.longlong, k=cython.longlong)
-    cpdef _store(self, _RecvStep rs, long long chunk, long long lo, object payload)
+    cdef _store(self, _RecvStep rs, long long chunk, long long lo, object payload)
+    cdef _RecvStep _new_recv(self, long long chunk, long long nbytes)

@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """Ring collectives as state machines with no I/O and no clock (docs/DESIGN.md section 5).
 
 :class:`RingCollective` runs one ring all-reduce, all-gather or reduce-scatter on one rank.
@@ -353,8 +352,8 @@ class RingCollective:
         if rs is None:
             rs = self._recv[i] = self._new_recv(chunk, nbytes)
         payload = d.payload
-        if type(payload) is not bytes:  # (the transport delivers bytes: no view needed)
-            payload = memoryview(payload).cast("B")
+        if type(payload) is not bytes and not (type(payload) is memoryview and payload.format == "B"):
+            payload = memoryview(payload).cast("B")  # (the transport delivers bytes or byte views)
         lo = d.offset
         hi = lo + len(payload)
         if hi > nbytes:

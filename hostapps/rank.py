@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """One rank of one job as a state machine with no I/O and no clock: :class:`RankWorker`.
 
 What a rank does lives here once (docs/DESIGN.md section 5, HOUSE_STYLE "Two modes, one

@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """Sender rate control: a small base class, a registry by name, and DCQCN.
 
 A rate controller is pure logic: every hook takes the time ``now`` (seconds, any

@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """Reliable, paced, rate-controlled transport over CTH datagrams; no I/O, no clock.
 
 One :class:`Transport` per (job, rank). A flow is (job, channel, src_rank -> dst_rank); each
@@ -201,16 +200,21 @@ class Outgoing:
 
 @dataclass(frozen=True, slots=True, init=False)
 class Delivery:
-    """One DATA packet's payload, delivered once and in PSN order per source and channel."""
+    """One DATA packet's payload, delivered once and in PSN order per source and channel.
+
+    ``payload`` is bytes, or a read-only byte ``memoryview`` of the datagram given to
+    :meth:`Transport.on_datagram` (a packet delivered in order: no copy), bytes-like either way.
+    """
 
     src_rank: int
     step: int
     offset: int
-    payload: bytes
+    payload: bytes | memoryview
     last: bool
     channel: int = 0
 
-    def __init__(self, src_rank: int, step: int, offset: int, payload: bytes, last: bool, channel: int = 0) -> None:
+    def __init__(self, src_rank: int, step: int, offset: int, payload: bytes | memoryview, last: bool,
+                 channel: int = 0) -> None:
         # written out, as Outgoing's
         _setfield(self, "src_rank", src_rank)
         _setfield(self, "step", step)
@@ -369,6 +373,7 @@ class Transport:
         if not 0 <= channel < self.channels:
             raise ValueError(f"channel {channel} must be 0..{self.channels - 1}")
         view = memoryview(data).cast("B")
+        owned = type(data) is bytes  # immutable: its packets may be views of it (no copy per packet)
         if offset < 0 or offset + len(view) > MAX_CHUNK_BYTES:
             raise ValueError(f"offset {offset} + {len(view)} bytes does not fit the 24-bit CTH offset "
                              f"(a chunk must be below 16 MiB)")
@@ -376,7 +381,9 @@ class Transport:
         mss = self.config.mss
         n = max(1, -(-len(view) // mss))
         for i in range(n):
-            chunk = bytes(view[i * mss:(i + 1) * mss])
+            chunk = view[i * mss:(i + 1) * mss]
+            if not owned:
+                chunk = bytes(chunk)
             pkt = _TxPacket(flow.next_psn, step, offset + i * mss, chunk, last and i == n - 1)
             flow.next_psn += 1
             flow.pending.append(pkt)
@@ -529,8 +536,8 @@ class Transport:
             flow.buffer[psn] = (step, offset, bytes(payload), last)
             self._maybe_nack(src, flow, now)
             return
-        # in order: deliver it and whatever it releases from the buffer
-        self._deliver(src, flow, step, offset, bytes(payload), last)
+        # in order: deliver it (a view of an immutable datagram, else a copy) and whatever it releases
+        self._deliver(src, flow, step, offset, payload if payload.readonly else bytes(payload), last)
         ack_now = last
         while flow.expected in flow.buffer:
             step, offset, data, blast = flow.buffer.pop(flow.expected)
