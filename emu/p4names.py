@@ -74,6 +74,9 @@ PORT_COUNTERS = (COUNTER_DROPS, COUNTER_PARSER_ERRORS)
 PROB_ONE = 65536
 #: Largest ``enq_qdepth`` (``bit<19>``), the top of the last ``queue_ecn`` range.
 MAX_QDEPTH = 2**19 - 1
+#: Size of ``MyEgress.queue_ecn`` (``QUEUE_ECN_ENTRIES`` in p4/include/constants.p4): every port's
+#: ECN ramp ranges of a switch together (tests/unit/test_wire_p4_constants.py checks the two agree).
+QUEUE_ECN_ENTRIES = 2048
 
 
 def short_name(name: str) -> str:

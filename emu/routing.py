@@ -601,6 +601,16 @@ def ecn_entries(topo: Topology, port: int, unit: QdepthUnit = V1MODEL_QDEPTH) ->
             for low, high, threshold in ecn_ramp(kmin, kmax, ecn.pmax)]
 
 
+def ecn_entries_per_port(topo: Topology) -> int:
+    """``queue_ecn`` entries one egress port takes (:func:`ecn_entries`), the most over the P4
+    builds (:data:`emu.p4build.P4_BUILDS`: the topology file does not say which one runs it, and
+    T2NA's cells cut a short ramp into more ranges). 0 when ``ecn.enabled`` is false; at most
+    :data:`MAX_RAMP_RANGES`. Needs the resolved ramp (the loader's ``resolve_ecn_ramp``)."""
+    if not topo.ecn.enabled:
+        return 0
+    return max(len(ecn_entries(topo, 0, qdepth_unit(name, topo))) for name in P4_BUILDS)
+
+
 def symphony_entry(topo: Topology, job_id: int, flows: int, scheme: Scheme,
                    unit: QdepthUnit = V1MODEL_QDEPTH) -> TableEntry:
     """The ``MyIngress.symphony_config`` entry of one job on one switch.

@@ -24,7 +24,8 @@ from hostapps.ratecontrol import DCQCN_PRESETS, DcqcnParams, ecn_ramp_packets
 from hostapps.wire import MAX_CHUNK_BYTES, MAX_JOBS, MAX_RANKS, STEP_WINDOW
 
 from .metrics import bandwidth_bound_s
-from .routing import compute_routes
+from .p4names import QUEUE_ECN_ENTRIES
+from .routing import compute_routes, ecn_entries_per_port
 from .topology_schema import (
     DEFAULT_ECN_THRESHOLD_PACKETS,
     FIXES,
@@ -260,6 +261,30 @@ def resolve_ecn_ramp(topo: Topology, fail: Fail) -> None:
         _fields_set=set(ecn.model_fields_set),
         **{**ecn.model_dump(), "kmin_packets": kmin, "kmax_packets": kmax, "threshold_packets": k},
     )
+
+
+def queue_ecn_fits(topo: Topology, fail: Fail) -> None:
+    """Every switch's ECN ramp entries fit ``MyEgress.queue_ecn``: ports x entries per port
+    (:func:`emu.routing.ecn_entries_per_port`) <= QUEUE_ECN_ENTRIES (p4/include/constants.p4),
+    else programming the switch would fail with "table full" after the network started."""
+    per_port = ecn_entries_per_port(topo)
+    if not per_port:
+        return
+    _, switches = _node_names(topo)
+    ports: dict[str, int] = {}
+    for link in topo.links:
+        for end in (link.a, link.b):
+            if end in switches:
+                ports[end] = ports.get(end, 0) + 1
+    most = QUEUE_ECN_ENTRIES // per_port
+    for i, s in enumerate(topo.switches):
+        n = ports.get(s.name, 0)
+        if n > most:
+            raise fail(("switches", i, "name"),
+                       f"switch {s.name!r} has {n} ports x {per_port} ECN ramp ranges = {n * per_port} queue_ecn "
+                       f"entries, more than the P4 table's {QUEUE_ECN_ENTRIES} (QUEUE_ECN_ENTRIES, "
+                       "p4/include/constants.p4)",
+                       f"give it at most {most} ports, or a shorter ECN ramp (ecn.threshold_packets: one entry per port)")
 
 
 def jobs_fit(topo: Topology, fail: Fail) -> None:
@@ -573,6 +598,7 @@ CHECKS: tuple[Check, ...] = (
     connected,
     assign_ips,
     resolve_ecn_ramp,
+    queue_ecn_fits,
     jobs_fit,
     workloads_fit,
     chunks_fit,

@@ -465,3 +465,23 @@ def test_binary_file_is_one_line(tmp_path: Path) -> None:
         load_topology(path)
     assert str(err.value) == (f"{path}: (file): not a UTF-8 text file (byte 0x8a at offset 0); "
                               "give a YAML topology file (docs/topology-format.md)")
+
+
+def _star(hosts: int, ecn: str) -> str:
+    """One switch with ``hosts`` hosts, one job of two ranks, the ECN section ``ecn``."""
+    names = [f"h{i}" for i in range(1, hosts + 1)]
+    return ("name: star\nhosts:\n" + "".join(f"  - {{name: {h}}}\n" for h in names)
+            + "switches:\n  - {name: s1}\nlinks:\n" + "".join(f"  - {{a: {h}, b: s1}}\n" for h in names)
+            + "jobs:\n  - {id: 0, ranks: [h1, h2], size_bytes: 64KiB}\n" + ecn)
+
+
+def test_queue_ecn_entries_must_fit_the_p4_table() -> None:
+    """65 ports x 32 ramp ranges = 2080 > QUEUE_ECN_ENTRIES (2048): rejected at load, naming the switch,
+    its ports and the limit (it used to fail while programming the started switch); 64 ports or a
+    step (one entry per port) fit."""
+    ramp = "ecn: {kmin_packets: 10, kmax_packets: 200, pmax: 0.2}\n"
+    msg = _error(_star(65, ramp))
+    assert "switch 's1' has 65 ports x 32 ECN ramp ranges = 2080 queue_ecn entries" in msg and "2048" in msg
+    assert "at most 64 ports" in msg
+    parse_topology(_star(64, ramp), "t.yaml")
+    parse_topology(_star(65, "ecn: {threshold_packets: 10}\n"), "t.yaml")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from emu import p4names
 from hostapps import wire
 from hostapps.collectives import COLLECTIVE_KINDS, lead_bound
 
@@ -62,6 +63,8 @@ def _cth_fields() -> list[tuple[str, int]]:
         ("CTH_TYPE_ACK", wire.CthType.ACK),
         ("CTH_TYPE_NACK", wire.CthType.NACK),
         ("CTH_TYPE_CNP", wire.CthType.CNP),
+        ("QUEUE_ECN_ENTRIES", p4names.QUEUE_ECN_ENTRIES),
+        ("PROB_ONE", p4names.PROB_ONE),
     ],
 )
 def test_constant_agrees(p4_name: str, py_value: int) -> None:
