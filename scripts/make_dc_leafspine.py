@@ -18,8 +18,9 @@ its output; 32 and 64 ranks for the scaling measurements:
 
 Above 128 ranks two spines would need more than 64 ports, and a port's ECN ramp takes 32
 ``queue_ecn`` entries of QUEUE_ECN_ENTRIES = 2048 (p4/include/constants.p4; v1model's 9-bit
-ports stop at 510). So ``--hosts-per-leaf H`` (default 2 up to 128 ranks, else N/64, e.g. 16
-for 1,024) builds the same pattern H/2 times over: N/H leaves of H hosts, H spines, every leaf
+ports stop at 510), so no switch may have more than 64 ports. So ``--hosts-per-leaf H`` (even,
+N/H leaves an even number, 2H <= 64 and N/H <= 64; default the smallest such H: 2 up to 128
+ranks, N/64 for a multiple of 128, e.g. 16 for 1,024, 6 for 132) builds the same pattern H/2 times over: N/H leaves of H hosts, H spines, every leaf
 linked to every spine (non-blocking). Slot pair (2q, 2q+1) of every leaf is plane q with its
 two spines 2q ("first half" role) and 2q+1 ("second half"), routed by destination blocks (the
 hosts are listed block by block, emu/routing.py); the ring runs the two-host pattern once per
@@ -37,6 +38,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from hostapps.wire import MAX_RANKS  # noqa: E402
 
 
 _COMMON = """mtu: 4096
@@ -205,6 +208,31 @@ def gen_planes(n: int, hosts_per_leaf: int, iterations: int, size_mib: int, bg: 
     return "\n".join(out) + "\n"
 
 
+def max_ports() -> int:
+    """Ports a switch of these scenarios may have: the hpcc-dcqcn-100g ramp takes MAX_RAMP_RANGES
+    (32) ``queue_ecn`` entries per port of QUEUE_ECN_ENTRIES (2048) -> 64 (the loader's check
+    ``queue_ecn_fits``, emu/topology_checks.py); v1model's 510-port limit is above it."""
+    from emu.p4names import QUEUE_ECN_ENTRIES
+    from emu.routing import MAX_RAMP_RANGES
+
+    return min(510, QUEUE_ECN_ENTRIES // MAX_RAMP_RANGES)
+
+
+def hosts_per_leaf_choices(n: int) -> list[int]:
+    """The hosts per leaf H (ascending) that build n ranks: H even, n / H leaves an even number >= 2,
+    every switch within :func:`max_ports` (a leaf has 2 H ports, a spine n / H); [] if none."""
+    most = max_ports()
+    return [h for h in range(2, n + 1, 2)
+            if n % h == 0 and (n // h) % 2 == 0 and 2 * h <= most and n // h <= most]
+
+
+def nearest_ranks(n: int) -> list[int]:
+    """The nearest rank counts below and above n (multiples of 4 up to MAX_RANKS) that some H builds."""
+    below = next((m for m in range(n - n % 4, 3, -4) if m != n and hosts_per_leaf_choices(m)), None)
+    above = next((m for m in range(n - n % 4 + 4, MAX_RANKS + 1, 4) if hosts_per_leaf_choices(m)), None)
+    return [m for m in (below, above) if m is not None]
+
+
 def main() -> None:
     if any(a == "--scenario" or a.startswith("--scenario=") or a == "--leaves" or a.startswith("--leaves=")
            for a in sys.argv[1:]):
@@ -269,15 +297,30 @@ def classic_main() -> None:
     ap.add_argument("--off-us", type=int, default=800, help="mean off period (us)")
     ap.add_argument("--hosts-per-leaf", type=int, default=None,
                     help="hosts per leaf, an even number that divides ranks into an even number of leaves "
-                         "(as many spines; default 2 up to 128 ranks, else ranks / 64)")
+                         "(as many spines; at most 64 ports per switch; default the smallest that fits: 2 up to "
+                         "128 ranks, ranks / 64 for a multiple of 128)")
     ap.add_argument("--out", type=Path, default=None, help="output file (default topologies/dc-leafspine-N.yaml)")
     args = ap.parse_args()
     if args.ranks < 4 or args.ranks % 4:
         ap.error(f"ranks {args.ranks}: give a multiple of 4, at least 4")
-    h = args.hosts_per_leaf if args.hosts_per_leaf is not None else (2 if args.ranks <= 128 else args.ranks // 64)
-    if h < 2 or h % 2 or args.ranks % h or (args.ranks // h) % 2 or args.ranks // h < 2:
-        ap.error(f"--hosts-per-leaf {h}: give an even number that cuts {args.ranks} ranks into an even number "
-                 "of leaves (above 128 ranks the default ranks / 64 needs a multiple of 128)")
+    if args.ranks > MAX_RANKS:
+        ap.error(f"ranks {args.ranks}: at most {MAX_RANKS} ranks (MAX_RANKS, p4/include/constants.p4)")
+    fits = hosts_per_leaf_choices(args.ranks)
+    if args.hosts_per_leaf is None:
+        if not fits:
+            ap.error(f"ranks {args.ranks}: no --hosts-per-leaf fits (an even H with an even number of leaves "
+                     f"ranks / H, at most {max_ports()} ports per switch); nearest that work: "
+                     + ", ".join(str(n) for n in nearest_ranks(args.ranks)))
+        h = fits[0]
+    else:
+        h = args.hosts_per_leaf
+        if h not in fits:
+            works = (f"for {args.ranks} ranks give one of {', '.join(map(str, fits))}" if fits else
+                     f"no H fits {args.ranks} ranks; nearest that work: "
+                     + ", ".join(str(n) for n in nearest_ranks(args.ranks)))
+            ap.error(f"--hosts-per-leaf {h}: give an even number that cuts {args.ranks} ranks into an even number "
+                     f"of leaves with at most {max_ports()} ports per switch (2 x H per leaf, ranks / H per spine); "
+                     + works)
     for name in ("iterations", "size_mib", "background_gbps", "on_us", "off_us"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} {getattr(args, name)}: give 1 or more")

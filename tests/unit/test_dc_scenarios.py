@@ -125,3 +125,37 @@ def test_fabric_cli_refuses_too_many_ranks(tmp_path: Path) -> None:
                           "--out", str(tmp_path / "x.yaml")], capture_output=True, text=True)
     assert res.returncode == 2 and "6 ranks need more than the fabric's 4 hosts" in res.stderr
     assert not (tmp_path / "x.yaml").exists()
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["1028"], "ranks 1028: at most 1024 ranks"),
+    (["148"], "ranks 148: no --hosts-per-leaf fits"),
+    (["1024", "--hosts-per-leaf", "2"], "--hosts-per-leaf 2: "),
+])
+def test_generator_refuses_what_the_switches_cannot_hold(tmp_path: Path, argv: list[str], words: str,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused with one line naming what was given and what works, no file (1024 at H 2 has 512-port spines;
+    148 ranks fit no H within 64 ports a switch, the queue_ecn limit)."""
+    out = tmp_path / "x.yaml"
+    monkeypatch.setattr(sys, "argv", ["make_dc_leafspine.py", *argv, "--out", str(out)])
+    with pytest.raises(SystemExit) as info:
+        _generator().main()
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and words in last and not out.exists(), last
+    if argv == ["148"]:
+        assert "nearest that work: 144, 152" in last
+    if argv[-1] == "2":
+        assert "give one of 16, 32" in last
+
+
+def test_generator_default_fits_the_queue_ecn_table() -> None:
+    """132 ranks (default H used to be 2: 66-port spines, 2112 queue_ecn entries, "table full" while
+    programming): the smallest H that fits, 6, and the file loads."""
+    from emu.topology import parse_topology
+
+    gen = _generator()
+    assert gen.hosts_per_leaf_choices(132)[0] == 6 and gen.hosts_per_leaf_choices(128)[0] == 2
+    assert gen.hosts_per_leaf_choices(1024) == [16, 32] and gen.hosts_per_leaf_choices(148) == []
+    topo = parse_topology(gen.gen_planes(132, 6, 1, 1, 0), "dc132.yaml")
+    assert len(topo.switches) == 22 + 6
