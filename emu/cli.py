@@ -520,6 +520,28 @@ def clean(dry_run: bool, mn: bool, force: bool) -> None:
         click.echo("nothing left behind")
 
 
+def _unwritable(out: Path) -> str | None:
+    """Why file ``out`` cannot be written (its folder missing or not a folder, ``out`` a folder, the
+    open refused: /proc, read-only, permissions), or None. Opens it for appending (nothing is
+    truncated) and removes it again if the open created it; creates no folder."""
+    parent = out.parent
+    if not parent.exists():
+        return f"folder {parent} does not exist; create it first"
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    if out.is_dir():
+        return "it is a directory"
+    existed = out.exists()
+    try:
+        with open(out, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not existed:
+        out.unlink(missing_ok=True)
+    return None
+
+
 @cli.command(name="calibrate-host")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("host-cost.json"),
               show_default=True, help="Calibration file to write (read by `run --mode sim --host-cost FILE`).")
@@ -536,16 +558,11 @@ def clean(dry_run: bool, mn: bool, force: bool) -> None:
 def calibrate_host(out: Path, ranks: int, size: int, iterations: int, rate_mbps: float, mtus: tuple[int, ...],
                    timeout_s: float, cpu_only: bool) -> None:
     """Measure the real rank worker on this machine (loopback) and write the host-cost model."""
-    import os
-
     from emu import hostcal
 
-    try:  # before minutes of measuring: where the result goes must take it
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.is_dir() or not os.access(out.parent, os.W_OK):
-            raise IsADirectoryError(21, "is a directory") if out.is_dir() else PermissionError(13, "Permission denied")
-    except OSError as exc:
-        fail(f"--out {out}: cannot write the calibration there ({exc.strerror or exc})")
+    problem = _unwritable(out)  # before the measuring: where the result goes must take it
+    if problem:
+        fail(f"--out {out}: cannot write the calibration there ({problem})")
     console = make_console()
     console.print(f"calibrating: {ranks} worker processes on 127.0.0.1, {size} bytes x {iterations} all-reduces "
                   f"at {rate_mbps:g} Mbit/s per MTU ...")

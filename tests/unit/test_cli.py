@@ -195,6 +195,25 @@ def test_calibrate_host_checks_its_out_before_measuring(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr and "calibrating:" not in proc.stdout
 
 
+def test_calibrate_host_out_is_checked_by_opening_it(tmp_path: Path) -> None:
+    """--out's folder must exist and be a folder (nothing is created), the file must open (/proc refuses
+    a new file; it used to fail after the measuring with a traceback); a new file is not left behind,
+    an existing one is not truncated."""
+    from emu.cli import _unwritable
+
+    missing = tmp_path / "none" / "h.json"
+    assert "folder" in (_unwritable(missing) or "") and "does not exist" in (_unwritable(missing) or "")
+    assert not missing.parent.exists()
+    (tmp_path / "afile").write_text("")
+    assert "is not a directory" in (_unwritable(tmp_path / "afile" / "h.json") or "")
+    assert _unwritable(tmp_path) == "it is a directory"
+    if Path("/proc/self").is_dir():
+        assert _unwritable(Path("/proc/h.json"))
+    assert _unwritable(tmp_path / "new.json") is None and not (tmp_path / "new.json").exists()
+    (tmp_path / "old.json").write_text("keep")
+    assert _unwritable(tmp_path / "old.json") is None and (tmp_path / "old.json").read_text() == "keep"
+
+
 def test_negative_seed_is_refused_before_anything_starts(tmp_path: Path) -> None:
     proc = cli("run", "single", "--mode", "sim", "--seed", "-1", "--out", str(tmp_path / "r"))
     assert proc.returncode == 2 and "'--seed'" in proc.stderr, proc
