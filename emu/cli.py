@@ -567,8 +567,9 @@ def calibrate_host(out: Path, ranks: int, size: int, iterations: int, rate_mbps:
     console.print(f"calibrating: {ranks} worker processes on 127.0.0.1, {size} bytes x {iterations} all-reduces "
                   f"at {rate_mbps:g} Mbit/s per MTU ...")
     try:
-        doc = hostcal.calibrate(out, ranks=ranks, size=size, iterations=iterations, rate_mbps=rate_mbps,
-                                mtus=mtus or hostcal.DEFAULTS["mtus"], timeout_s=timeout_s, cpu_only=cpu_only)
+        with signals_as_interrupt():  # SIGTERM/SIGHUP as Ctrl-C: workers stopped, temporary folder removed
+            doc = hostcal.calibrate(out, ranks=ranks, size=size, iterations=iterations, rate_mbps=rate_mbps,
+                                    mtus=mtus or hostcal.DEFAULTS["mtus"], timeout_s=timeout_s, cpu_only=cpu_only)
     except hostcal.CalibrationError as exc:
         fail(str(exc), EXIT_FAILED)
     except KeyboardInterrupt as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import signal
 import subprocess
 import sys
@@ -212,6 +213,28 @@ def test_calibrate_host_out_is_checked_by_opening_it(tmp_path: Path) -> None:
     assert _unwritable(tmp_path / "new.json") is None and not (tmp_path / "new.json").exists()
     (tmp_path / "old.json").write_text("keep")
     assert _unwritable(tmp_path / "old.json") is None and (tmp_path / "old.json").read_text() == "keep"
+
+
+def test_calibrate_host_sigterm_ends_it_as_ctrl_c_does(tmp_path: Path) -> None:
+    """SIGTERM while measuring: one line, exit 143, the temporary folder removed (it used to die
+    silently and leave /tmp/symphony-hostcal-*/ behind). The measuring is replaced by a SIGTERM to
+    the process itself, so no worker starts."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    script = ("import os, signal, sys, time\n"
+              "from emu import hostcal\n"
+              "def run_once(*a, **k):\n"
+              "    os.kill(os.getpid(), signal.SIGTERM)\n"
+              "    time.sleep(5)\n"
+              "hostcal._run_once = run_once\n"
+              "from emu.cli import main\n"
+              "main(sys.argv[1:])\n")
+    proc = subprocess.run([sys.executable, "-c", script, "calibrate-host", "--out", str(tmp_path / "h.json"),
+                           "--iterations", "1"], capture_output=True, text=True, cwd=REPO, timeout=60,
+                          env={**os.environ, "TMPDIR": str(tmp)})
+    assert proc.returncode == 143, proc
+    assert proc.stderr.strip().splitlines()[-1].startswith("symphony-emu: interrupted by SIGTERM; "), proc.stderr
+    assert list(tmp.iterdir()) == [] and not (tmp_path / "h.json").exists()
 
 
 def test_negative_seed_is_refused_before_anything_starts(tmp_path: Path) -> None:
