@@ -84,6 +84,10 @@ from hostapps.transport import Outgoing
 FIELDS = ("wake_s", "rx_packet_s", "rx_byte_s", "tx_packet_s", "tx_byte_s", "run_wait_s", "timer_resolution_s",
           "switch_packet_s", "switch_run_wait_s", "run_wait_share", "switch_run_wait_share", "run_wait_sigma",
           "switch_run_wait_sigma")
+#: The terms ``symphony-emu calibrate-host`` has always written: a calibration file (:func:`load`)
+#: without one is refused (it would model that cost as 0). The switch terms, shares and shapes came
+#: later and default to the model before them (shipped topologies/host-cost.json has none).
+REQUIRED_FIELDS = FIELDS[:7]
 #: The switch process's time terms (:class:`CostedSimSwitch`); all 0: switches cost nothing.
 SWITCH_FIELDS = ("switch_packet_s", "switch_run_wait_s")
 #: The worker's CPU terms (what :meth:`HostCost.scaled_cpu` scales).
@@ -122,9 +126,9 @@ class HostCost:
         for name in FIELDS:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
-                raise HostCostError(f"host cost {name} = {v!r}: give a finite number >= 0 (seconds)")
+                raise HostCostError(f"host cost {name} = {_shown(v)}: give a finite number >= 0 (seconds)")
             if name in SHARE_FIELDS and not 0 < v <= 1:
-                raise HostCostError(f"host cost {name} = {v!r}: give a share in (0, 1]")
+                raise HostCostError(f"host cost {name} = {_shown(v)}: give a share in (0, 1]")
 
     def dilated(self, d: float) -> HostCost:
         """The cost in the scenario time of a real-time run dilated by ``d`` (every time term / d;
@@ -164,6 +168,14 @@ class HostCost:
         return self.rx_packet_s + self.tx_packet_s + (self.rx_byte_s + self.tx_byte_s) * payload
 
 
+def _shown(v: Any) -> str:
+    """A value as the JSON file spells it (null, true, "text", 1e-06; NaN and Infinity as Python's)."""
+    try:
+        return json.dumps(v, allow_nan=True)
+    except (TypeError, ValueError):
+        return repr(v)
+
+
 def from_dict(data: Any, where: str) -> HostCost:
     """A :class:`HostCost` from a calibration file's ``model`` (or a topology's inline ``host_cost``)."""
     if not isinstance(data, dict):
@@ -180,8 +192,9 @@ def from_dict(data: Any, where: str) -> HostCost:
 def load(path: str | Path) -> HostCost:
     """The model of a calibration file written by ``symphony-emu calibrate-host``.
 
-    The file is JSON with a ``model`` mapping (:data:`FIELDS`) beside what the calibration
-    measured. Raises :class:`HostCostError` (one line naming the file) when it cannot be read.
+    The file is JSON with a ``model`` mapping (:data:`FIELDS`, every one of :data:`REQUIRED_FIELDS`
+    present) beside what the calibration measured. Raises :class:`HostCostError` (one line naming
+    the file and the field) when it cannot be read or a required term is missing.
     """
     path = Path(path)
     try:
@@ -192,7 +205,13 @@ def load(path: str | Path) -> HostCost:
         raise HostCostError(f"{path}: not JSON: {exc.msg} at line {exc.lineno}") from None
     if not isinstance(doc, dict) or "model" not in doc:
         raise HostCostError(f"{path}: no 'model' (write it with symphony-emu calibrate-host)")
-    return from_dict(doc["model"], f"{path}: model")
+    model = doc["model"]
+    if isinstance(model, dict):
+        missing = [k for k in REQUIRED_FIELDS if k not in model]
+        if missing:
+            raise HostCostError(f"{path}: model: {missing[0]!r} missing (calibrate-host always writes "
+                                f"{', '.join(REQUIRED_FIELDS)}; without it that cost would be 0)")
+    return from_dict(model, f"{path}: model")
 
 
 def draw_wait(rng: random.Random, mean_ns: float, share: float, sigma: float) -> int:

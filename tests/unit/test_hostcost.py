@@ -65,6 +65,24 @@ def test_cost_validates_and_loads(tmp_path: Path) -> None:
     assert hostcost.load(good) == c
 
 
+def test_calibration_file_needs_the_calibrated_terms(tmp_path: Path) -> None:
+    """A file whose model lacks a term calibrate-host always writes is refused naming the file and the
+    key (it ran with that cost 0); the later optional terms may be absent (the shipped file has none);
+    a null is reported as the file spells it."""
+    model = HostCost(wake_s=4e-5, rx_packet_s=1e-5).as_dict()
+    f = tmp_path / "h.json"
+    f.write_text(json.dumps({"model": {k: v for k, v in model.items() if k != "wake_s"}}))
+    with pytest.raises(HostCostError, match=f"{f}: model: 'wake_s' missing") as info:
+        hostcost.load(f)
+    assert "\n" not in str(info.value)
+    f.write_text(json.dumps({"model": {k: model[k] for k in hostcost.REQUIRED_FIELDS}}))
+    assert hostcost.load(f) == HostCost(wake_s=4e-5, rx_packet_s=1e-5)
+    assert hostcost.load(Path(__file__).resolve().parents[2] / "topologies" / "host-cost.json").wake_s > 0
+    f.write_text(json.dumps({"model": {**model, "rx_byte_s": None}}))
+    with pytest.raises(HostCostError, match="rx_byte_s = null: give"):
+        hostcost.load(f)
+
+
 def test_host_bound_sender_sets_the_cct(tmp_path: Path) -> None:
     """3 ms per datagram sent is more than its 1.2 ms on the 10 Mbit/s wire: the ring runs at
     the hosts' pace, one iteration = the datagrams each rank sends x 3 ms (plus one hop)."""
