@@ -24,7 +24,7 @@ cdef class RingCollective:
     cdef public tuple _chunks, _slices, _slice_byte_starts
     cdef public list _plan, _hazards, _sent, _recv, _starts, _ends, _outbox
     cdef public set _waiting
-    cdef public bint _started, done
+    cdef public bint _started, done, _copy
     cdef public object error, result
     cdef object _buf
 

@@ -216,6 +216,8 @@ class RingCollective:
         slices: slices per chunk for pipelined forwarding (``>= 1``).
         step_timeout: seconds without data from the left neighbour before failing.
         channel: the channel its send requests carry (:class:`ChannelCollective`; 0 alone).
+        copy: keep a copy of ``data`` (default); False: ``data`` (C-contiguous and writable, else it
+            is copied anyway) becomes the buffer the collective reduces into, so the caller gives it up.
 
     Results: ``result`` is the reduced ``S``-element buffer (all-reduce), the gathered
     buffer (all-gather, chunk ``i`` from rank ``i``) or the reduced chunk ``rank``
@@ -235,6 +237,7 @@ class RingCollective:
         slices: int = 1,
         step_timeout: float,
         channel: int = 0,
+        copy: bool = True,
     ) -> None:
         if kind not in COLLECTIVE_KINDS:
             raise ValueError(f"unknown collective {kind!r}; expected one of {', '.join(COLLECTIVE_KINDS)}")
@@ -259,6 +262,7 @@ class RingCollective:
         self.channel = channel
         self.left = (rank - 1) % nranks
         self.right = (rank + 1) % nranks
+        self._copy = copy
 
         # the chunk and slice layout is the same on every rank of a job: one copy (1,024 ranks)
         self._chunks, self._slices, self._slice_byte_starts = _layout(self._init_buffer(data), nranks, slices)
@@ -410,8 +414,12 @@ class RingCollective:
     # what the result is. Here the real float32 data; DigestRingCollective overrides them.
 
     def _init_buffer(self, data: np.ndarray) -> int:
-        """Keep this rank's copy of ``data``; return the buffer's length in elements."""
-        self._buf = np.array(data, dtype=_DTYPE, copy=True)
+        """Keep this rank's copy of ``data`` (or ``data`` itself with ``copy=False``); return the buffer's
+        length in elements."""
+        if not self._copy and data.dtype == _DTYPE and data.flags.c_contiguous and data.flags.writeable:
+            self._buf = data
+        else:
+            self._buf = np.array(data, dtype=_DTYPE, copy=True)
         return len(self._buf)
 
     def _new_recv(self, chunk: int, nbytes: int) -> _RecvStep:

@@ -11,7 +11,7 @@ cdef class RankWorker:
     cdef public object spec, barrier, verifier, transport, inputs, coll, phase_at, schedule, error
     cdef public object _sched0, start_lateness
     cdef public double clock_offset, start_at, coll_start, train_start
-    cdef public bint measured, record_digest
+    cdef public bint measured, record_digest, _give_inputs
     cdef public long long steps, state, iteration, iterations_done
     cdef public list backlog, failures, _kept, _records
     cdef public dict _head

@@ -282,6 +282,8 @@ class Verification(Protocol):
     """
 
     defer: bool
+    #: the verifier keeps the array given to :meth:`add_input` (so the collective must not reduce into it)
+    keeps_inputs: bool
 
     def add_input(self, iteration: int, rank: int, data: np.ndarray) -> None:
         """Rank ``rank`` starts ``iteration`` with ``data`` (float32, ``size_bytes // 4``)."""
@@ -298,6 +300,8 @@ class LocalVerifier:
     ``2 * iterations * size_bytes <= DEFER_VERIFY_BYTES`` (inputs and results kept), and
     always with digest payloads (small records).
     """
+
+    keeps_inputs = True  #: this rank's own inputs wait for their check
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
@@ -349,6 +353,9 @@ class RankWorker:
         self.transport = Transport(spec.job_id, spec.rank, config, spec.rate_control, spec.rate_params,
                                    channels=spec.channels)
         self.inputs = inputs if inputs is not None else (lambda k: rank_input(spec, spec.rank, k))
+        #: the inputs are generated here for this iteration alone and the verifier does not keep them:
+        #: the collective may reduce into them instead of a copy (RingCollective copy=False)
+        self._give_inputs = inputs is None and not getattr(self.verifier, "keeps_inputs", True)
         self.clock_offset = clock_offset
         self.measured = measured
         self.record_digest = record_digest
@@ -498,7 +505,7 @@ class RankWorker:
                                         step_base=iteration * self.steps, slices=spec.slices,
                                         step_timeout=spec.step_timeout_s)
         return RingCollective(spec.collective, spec.rank, spec.nranks, data, step_base=iteration * self.steps,
-                              slices=spec.slices, step_timeout=spec.step_timeout_s)
+                              slices=spec.slices, step_timeout=spec.step_timeout_s, copy=not self._give_inputs)
 
     def _send(self, requests: list[SendRequest], now: float) -> None:
         """Hand the collective's send requests to the transport (through the barrier, if any)."""

@@ -5,6 +5,7 @@
 # a datagram); times and rates are doubles in both paths; a value that may be None stays an object.
 
 cimport cython
+from hostapps.ratecontrol cimport RateController
 
 cdef class _TxPacket:
     cdef public long long psn, step, offset, sends
@@ -14,7 +15,7 @@ cdef class _TxPacket:
 
 cdef class _SendFlow:
     cdef public long long dst, channel, next_psn, una, snd_nxt
-    cdef public object rc
+    cdef public RateController rc
     cdef public object pending
     cdef public dict inflight
     cdef public list retx_heap
@@ -76,7 +77,7 @@ cdef class Transport:
     @cython.locals(flow=_SendFlow, best=_SendFlow, rflow=_RecvFlow, window=cython.longlong, late=cython.double)
     cpdef list poll(self, double now)
     cdef _timeout(self, _SendFlow flow, double now)
-    @cython.locals(pkt=_TxPacket, psn=cython.longlong, flags=cython.longlong, n=cython.longlong,
+    @cython.locals(pkt=_TxPacket, rc=RateController, psn=cython.longlong, flags=cython.longlong, n=cython.longlong,
                    wire=cython.longlong, slack=cython.double, rate=cython.double, line=cython.double,
                    burst=cython.longlong, tx=cython.double, depth=cython.double, t=cython.double)
     cdef _transmit(self, _SendFlow flow, double now)

@@ -59,6 +59,7 @@ class Verifier:
     """
 
     defer = False  #: checks at each iteration's end (hostapps.rank.Verification)
+    keeps_inputs = False  #: add_input sums (or copies) an input at once
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
@@ -152,6 +153,7 @@ class DigestVerifier:
     """
 
     defer = False  #: checks at each iteration's end (hostapps.rank.Verification)
+    keeps_inputs = False  #: add_input sums the tokens at once (the own row copied)
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
