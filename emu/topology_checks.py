@@ -131,14 +131,20 @@ def hosts_have_a_link(topo: Topology, fail: Fail) -> None:
             raise fail(("hosts", i, "name"), f"host {h.name!r} has no link", "add a link from it to a switch")
 
 
-def switch_ports_fit(topo: Topology, fail: Fail) -> None:
-    """At most 510 ports per switch (``bit<9>`` port numbers; 511 is the drop port)."""
+def _switch_ports(topo: Topology) -> dict[str, int]:
+    """``{switch: number of its links}`` (a switch without links is absent)."""
     _, switches = _node_names(topo)
     ports: dict[str, int] = {}
     for link in topo.links:
         for end in (link.a, link.b):
             if end in switches:
                 ports[end] = ports.get(end, 0) + 1
+    return ports
+
+
+def switch_ports_fit(topo: Topology, fail: Fail) -> None:
+    """At most 510 ports per switch (``bit<9>`` port numbers; 511 is the drop port)."""
+    ports = _switch_ports(topo)
     for i, s in enumerate(topo.switches):
         if ports.get(s.name, 0) > 510:
             raise fail(("switches", i, "name"), f"switch {s.name!r} has more than 510 ports", "split it")
@@ -270,12 +276,7 @@ def queue_ecn_fits(topo: Topology, fail: Fail) -> None:
     per_port = ecn_entries_per_port(topo)
     if not per_port:
         return
-    _, switches = _node_names(topo)
-    ports: dict[str, int] = {}
-    for link in topo.links:
-        for end in (link.a, link.b):
-            if end in switches:
-                ports[end] = ports.get(end, 0) + 1
+    ports = _switch_ports(topo)
     most = QUEUE_ECN_ENTRIES // per_port
     for i, s in enumerate(topo.switches):
         n = ports.get(s.name, 0)
