@@ -32,6 +32,10 @@ cdef class _RecvFlow:
     cdef public double last_cnp, last_nack
     cdef public bint ece
 
+@cython.locals(tx=cython.double, depth=cython.double, t=cython.double)
+cdef inline double _paced_next(double next_send, double now, long long wire, double rate, long long burst,
+                               double slack)
+
 @cython.locals(half=cython.longlong)
 cdef inline long long _unwrap(long long wire, long long ref, long long mod)
 

@@ -273,6 +273,21 @@ class _RecvFlow:
         self.last_step_wire = 0
 
 
+def _paced_next(next_send: float, now: float, wire: int, rate: float, burst: int, slack: float) -> float:
+    """The next send time (s) of a token bucket in time after one ``wire``-byte frame at
+    ``rate`` (bit/s): the bucket's time may lag ``now`` by at most ``burst`` frames' time or
+    ``slack`` s, whichever is more, so a late wake-up sends what was due since, at the rate,
+    and no more. Used for a flow's pacing and for the host's line."""
+    tx = wire * 8 / rate
+    depth = burst * tx
+    if slack > depth:
+        depth = slack
+    t = now - depth
+    if next_send > t:
+        t = next_send
+    return t + tx
+
+
 def _unwrap(wire: int, ref: int, mod: int) -> int:
     """Full value nearest to ``ref`` congruent to ``wire`` modulo ``mod`` (RFC 1982)."""
     half = mod >> 1
@@ -671,22 +686,8 @@ class Transport:
         if line < rate:  # min(rate, line)
             rate = line
         burst = self._burst - 1
-        tx = wire * 8 / rate
-        depth = burst * tx
-        if slack > depth:
-            depth = slack
-        t = now - depth
-        if flow.next_send > t:
-            t = flow.next_send
-        flow.next_send = t + tx
-        tx = wire * 8 / line
-        depth = burst * tx
-        if slack > depth:
-            depth = slack
-        t = now - depth
-        if self._host_next_send > t:
-            t = self._host_next_send
-        self._host_next_send = t + tx
+        flow.next_send = _paced_next(flow.next_send, now, wire, rate, burst, slack)
+        self._host_next_send = _paced_next(self._host_next_send, now, wire, line, burst, slack)
         rc.on_packet_sent(wire, now)
         self._n_packets_sent += 1
         self._n_bytes_sent += n
