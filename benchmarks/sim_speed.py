@@ -31,7 +31,9 @@ with this script's measurement. ``--against DIR`` is the before/after: ``--round
 process pinned to the same CPU, alternating so that a change of the machine's load hits
 both; it prints every round, the median and spread (min-max) of each side, and the ratio
 of the medians and of each round's pair (after/before, packet-hops per CPU-second and per
-wall-clock second). Run it under ``flock /tmp/symphony-bench.lock`` on a shared machine.
+wall-clock second). Every run also says which of the project's modules it imported as compiled
+extensions (``--against`` prints it once per side), so an unbuilt or stale checkout, which runs
+as Python source, is seen rather than mistaken for a slow change. Run it under ``flock /tmp/symphony-bench.lock`` on a shared machine.
 Target (issue 11): at least 50,000 packet-hops/s on one core. Figures vary with the load of
 the machine; measure on a quiet one.
 """
@@ -184,10 +186,13 @@ def main(argv: list[str] | None = None) -> int:
         import json
 
         print(json.dumps({"hops": hops, "wall_s": wall, "cpu_s": cpu_t[0], "events": st["events"],
-                          "sim_s": st["sim_s"], "verified": bool(result.ok)}))
+                          "sim_s": st["sim_s"], "verified": bool(result.ok), "compiled": _compiled_loaded()}))
         return 0 if result.ok else 1
     print(f"topology {Path(args.topology).name}, {args.scheme}, {args.iterations} iteration(s) of {size} bytes per rank,"
           f" CPU {cpu}; verified: {result.ok}")
+    loaded = _compiled_loaded()
+    print(f"compiled extension modules loaded: {len(loaded)}" + (f" ({', '.join(loaded)})" if loaded else
+                                                                 " (every module ran as Python source)"))
     print(f"simulated {st['sim_s'] * 1e3:.3f} ms in {wall:.2f} s of workload wall time ({total:.2f} s with build,"
           f" compile, metrics and report)")
     print(f"packet-hops {hops} ({switch_hops} switch egress, {host_hops} host uplink), pipeline passes"
@@ -199,6 +204,18 @@ def main(argv: list[str] | None = None) -> int:
         for name, t in (("P4 pipeline", pipe_t[0]), ("host cores", host_t[0]), ("event handling", rest)):
             print(f"  {name:<15} {t:7.2f} s  {100 * t / wall:5.1f}%  {1e6 * t / hops:6.2f} us per packet-hop")
     return 0 if result.ok else 1
+
+
+def _compiled_loaded() -> list[str]:
+    """Sorted names of the project's modules this process imported as compiled extensions
+    (``emu.*`` and ``hostapps.*`` whose file is not a ``.py``): what actually ran, for any
+    checkout, including one from before the compiled build existed."""
+    out = []
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None) or ""
+        if name.split(".")[0] in ("emu", "hostapps") and f and not f.endswith((".py", ".pyc")):
+            out.append(name)
+    return sorted(out)
 
 
 def _against(args: argparse.Namespace) -> int:
@@ -224,6 +241,10 @@ def _against(args: argparse.Namespace) -> int:
                 print(f"round {k + 1} {side}: failed (exit {proc.returncode}): {proc.stderr.strip()[-400:]}")
                 return 1
             r = json.loads(lines[-1])
+            if not runs[side]:
+                mods = r.get("compiled", [])
+                print(f"{side}: {len(mods)} compiled extension module(s) loaded"
+                      + (f" ({', '.join(mods)})" if mods else ", every module ran as Python source"))
             runs[side].append(r)
             print(f"round {k + 1} {side:<6} {r['hops'] / r['cpu_s']:>9,.0f} packet-hops/CPU-s"
                   f" {r['hops'] / r['wall_s']:>9,.0f} packet-hops/s  ({r['hops']} hops, {r['events']} events,"
