@@ -1055,7 +1055,8 @@ def resolve_host_cost(topology: Any, topology_path: Path, override: Any = None) 
 
     ``override`` (``--host-cost``: a file or a HostCost) replaces the scenario's value; a
     path in the scenario is relative to its file. The copy is what every scheme's process
-    gets. Raises UsageError (one line naming the file and field) for a bad file or value.
+    gets. Raises UsageError (one line naming the file and field) for a bad file or value; for a
+file, the line begins with where it was named (``--host-cost`` or the scenario's ``host_cost``).
     """
     from emu.vtime import hostcost
 
@@ -1073,7 +1074,8 @@ def resolve_host_cost(topology: Any, topology_path: Path, override: Any = None) 
                 path = topology_path.parent / path
             cost = hostcost.load(path)
     except hostcost.HostCostError as exc:
-        raise UsageError(str(exc)) from None
+        where = "--host-cost" if override is not None else f"{topology_path}: host_cost"
+        raise UsageError(f"{where}: {exc}" if not isinstance(spec, dict) else str(exc)) from None
     out = topology.model_copy(update={"host_cost": cost.as_dict()})
     out.__dict__.pop("plan", None)
     return out

@@ -220,8 +220,12 @@ def test_switch_process_reports_its_cpu() -> None:
 def test_host_cost_option_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--host-cost: the host model is for virtual time"):
         runner.run(SINGLE, mode="mininet", out=tmp_path / "m", host_cost=tmp_path / "none.json")
-    with pytest.raises(UsageError, match="none.json: cannot read"):
+    with pytest.raises(UsageError, match="^--host-cost: .*none.json: cannot read"):
         runner.run(SINGLE, mode="sim", out=tmp_path / "s", host_cost=tmp_path / "none.json")
+    named = tmp_path / "named.yaml"
+    named.write_text(SINGLE.read_text() + "host_cost: missing.json\n")
+    with pytest.raises(UsageError, match=r"^\S*named.yaml: host_cost: \S*missing.json: cannot read"):
+        runner.run(named, mode="sim", out=tmp_path / "n")
     scen = tmp_path / "scen.yaml"
     scen.write_text(SINGLE.read_text() + "host_cost: {tx_packet_s: -1}\n")
     with pytest.raises(UsageError, match="host_cost: host cost tx_packet_s = -1"):
