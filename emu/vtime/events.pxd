@@ -13,6 +13,7 @@ cdef class EventLoop:
     cdef public list _heap
     cdef public long long seq
     cdef public bint _halt
+    cdef public Py_ssize_t remove_above
 
     cpdef at(self, long long t, object fn, object arg=*)
     cpdef push(self, long long t, object fn, object arg=*)

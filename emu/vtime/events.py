@@ -19,6 +19,9 @@ from typing import Any
 #: Nanoseconds per second (the loop's clock).
 NS_PER_S = 1_000_000_000
 
+#: :attr:`EventLoop.remove_above` of a new loop: pending events below which nobody removes any.
+REMOVE_ABOVE = 1024
+
 #: True when this module runs compiled (scripts/build_compiled.py, events.pxd): the heaps are then
 #: kept by :func:`heap_push` and :func:`heap_pop` themselves, comparing ``(t, seq)`` as C values;
 #: as Python they call heapq's own C functions, which are faster there. Both are the same algorithm
@@ -45,6 +48,9 @@ class EventLoop:
         #: whoever pushes onto ``_heap`` directly (the host links and switches) adds 1 first
         self.seq = 0
         self._halt = False
+        #: :meth:`pending` above which a timer owner may call :meth:`remove` on its superseded
+        #: wake-ups (:class:`emu.vtime.hosts.SimRank`); it sets the next limit
+        self.remove_above = REMOVE_ABOVE
 
     def at(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Call ``fn(arg)`` at ``t`` ns (not before now)."""
@@ -94,6 +100,23 @@ class EventLoop:
                 if stop is not None and stop():
                     return
         self.events += n
+
+    def remove(self, drop: Callable[[tuple], bool]) -> list[tuple]:
+        """Take the pending events ``(t, seq, fn, arg)`` for which ``drop(entry)`` is true off the
+        heap and return them (in heap order). The others run as they would have: the heap is
+        rebuilt from them, and its order is that of their ``(t, seq)``, unique, alone. O(pending)."""
+        heap = self._heap
+        keep = []
+        gone = []
+        for e in heap:
+            if drop(e):
+                gone.append(e)
+            else:
+                keep.append(e)
+        if gone:
+            heapq.heapify(keep)
+            heap[:] = keep
+        return gone
 
     def clear(self) -> None:
         """Drop every pending event."""

@@ -350,9 +350,7 @@ class CostedSimRank(_OneCpu, SimRank):
             ns = end
         elif self._res_ns and ns > end:  # epoll_wait from the end of this run, in whole ticks
             ns = end + -(-(ns - end) // self._res_ns) * self._res_ns
-        if self.wake_at is None or ns < self.wake_at:
-            self.wake_at = ns
-            self.loop.at(ns, self._wake, ns)
+        self._arm(ns)
 
     def _send_one(self, o: Outgoing) -> None:
         dst = o.dst_rank
