@@ -7,6 +7,14 @@
 cimport cython
 from hostapps.ratecontrol cimport RateController
 
+@cython.freelist(256)
+cdef class Outgoing:
+    cdef public object dst_rank, datagram, ecn
+
+@cython.freelist(256)
+cdef class Delivery:
+    cdef public object src_rank, step, offset, payload, last, channel
+
 cdef class _TxPacket:
     cdef public long long psn, step, offset, sends
     cdef public object payload

@@ -178,50 +178,58 @@ class TransportConfig:
         return self.mtu - IPV4_HEADER_LEN - UDP_HEADER_LEN - CTH_LEN
 
 
-#: sets a field of a frozen dataclass in its own ``__init__`` (what the generated one does)
-_setfield = object.__setattr__
-
-
-@dataclass(frozen=True, slots=True, init=False)
 class Outgoing:
-    """One datagram to send: UDP payload for ``dst_rank`` with IP ECN codepoint ``ecn``."""
+    """One datagram to send: UDP payload for ``dst_rank`` with IP ECN codepoint ``ecn``.
 
-    dst_rank: int
-    datagram: bytes
-    ecn: int
+    One is made per packet: the compiled module makes it an extension type with these fields as
+    C members (``transport.pxd``); this class has the same ``__slots__``. Two are equal when their
+    fields are (treat them as read-only values).
+    """
+
+    __slots__ = ("dst_rank", "datagram", "ecn")
 
     def __init__(self, dst_rank: int, datagram: bytes, ecn: int) -> None:
-        # written out: the dataclass's generated __init__ is exec'd Python, this one is compiled
-        # with the module (one object per packet)
-        _setfield(self, "dst_rank", dst_rank)
-        _setfield(self, "datagram", datagram)
-        _setfield(self, "ecn", ecn)
+        self.dst_rank = dst_rank
+        self.datagram = datagram
+        self.ecn = ecn
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outgoing):
+            return NotImplemented
+        return (self.dst_rank, self.datagram, self.ecn) == (other.dst_rank, other.datagram, other.ecn)
+
+    def __repr__(self) -> str:
+        return f"Outgoing(dst_rank={self.dst_rank!r}, datagram={self.datagram!r}, ecn={self.ecn!r})"
 
 
-@dataclass(frozen=True, slots=True, init=False)
 class Delivery:
     """One DATA packet's payload, delivered once and in PSN order per source and channel.
 
     ``payload`` is bytes, or a read-only byte ``memoryview`` of the datagram given to
     :meth:`Transport.on_datagram` (a packet delivered in order: no copy), bytes-like either way.
+    One is made per packet: an extension type in the compiled module, as :class:`Outgoing`.
     """
 
-    src_rank: int
-    step: int
-    offset: int
-    payload: bytes | memoryview
-    last: bool
-    channel: int = 0
+    __slots__ = ("src_rank", "step", "offset", "payload", "last", "channel")
 
     def __init__(self, src_rank: int, step: int, offset: int, payload: bytes | memoryview, last: bool,
                  channel: int = 0) -> None:
-        # written out, as Outgoing's
-        _setfield(self, "src_rank", src_rank)
-        _setfield(self, "step", step)
-        _setfield(self, "offset", offset)
-        _setfield(self, "payload", payload)
-        _setfield(self, "last", last)
-        _setfield(self, "channel", channel)
+        self.src_rank = src_rank
+        self.step = step
+        self.offset = offset
+        self.payload = payload
+        self.last = last
+        self.channel = channel
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Delivery):
+            return NotImplemented
+        return (self.src_rank, self.step, self.offset, self.payload, self.last, self.channel) == \
+            (other.src_rank, other.step, other.offset, other.payload, other.last, other.channel)
+
+    def __repr__(self) -> str:
+        return (f"Delivery(src_rank={self.src_rank!r}, step={self.step!r}, offset={self.offset!r}, "
+                f"payload={self.payload!r}, last={self.last!r}, channel={self.channel!r})")
 
 
 class _TxPacket:
