@@ -8,3 +8,19 @@ cimport cython
 @cython.freelist(256)
 cdef class IngressResult:
     cdef public object egress_spec, mcast_grp, packet_length, state, port, rid, itype, ops, frame, now_us, depth
+
+
+# The Pipeline's per-packet state as C members (its other attributes stay in the instance
+# ``__dict__``); ingress and egress_at, one call each per packet, are cpdef. ``r`` is the generated
+# ingress's tuple (or None).
+cdef class Pipeline:
+    cdef dict __dict__
+    cdef public dict stats
+    cdef public object _ingress_fn, _egress_fn
+    cdef public list pending
+    cdef public bint last_recirculated
+
+    @cython.locals(r=tuple)
+    cpdef object ingress(self, object frame, object ingress_port, object now_us)
+    cpdef object egress_at(self, object st, object egress_port, object enq_qdepth, object deq_qdepth,
+                           object deq_timedelta_us, object enq_timestamp_us, object now_us)
