@@ -10,6 +10,10 @@ cdef class IngressResult:
     cdef public object egress_spec, mcast_grp, packet_length, state, port, rid, itype, ops, frame, now_us, depth
 
 
+@cython.locals(st=IngressResult)
+cdef IngressResult _unicast_result(object egress_spec, object mcast_grp, object packet_length, object state,
+                                   object port)
+
 # The Pipeline's per-packet state as C members (its other attributes stay in the instance
 # ``__dict__``); ingress and egress_at, one call each per packet, are cpdef. ``r`` is the generated
 # ingress's tuple (or None).

@@ -95,6 +95,25 @@ class IngressResult:
                 f"now_us={self.now_us!r}, depth={self.depth!r})")
 
 
+def _unicast_result(egress_spec: int, mcast_grp: int, packet_length: int, state: tuple, port: int) -> IngressResult:
+    """``IngressResult(egress_spec, mcast_grp, packet_length, state, port)`` (no copies asked for),
+    made without a call's argument parsing: in the compiled build ``__new__`` and C member stores
+    (one per packet). The other fields get :class:`IngressResult`'s defaults."""
+    st = IngressResult.__new__(IngressResult)
+    st.egress_spec = egress_spec
+    st.mcast_grp = mcast_grp
+    st.packet_length = packet_length
+    st.state = state
+    st.port = port
+    st.rid = 0
+    st.itype = 0
+    st.ops = None
+    st.frame = None
+    st.now_us = 0
+    st.depth = 0
+    return st
+
+
 class Pipeline:
     """A P4 program compiled to Python (see module docstring).
 
@@ -165,7 +184,7 @@ class Pipeline:
             return None
         if len(r) == 5:
             return IngressResult(r[0], r[1], r[2], r[3], ingress_port, ops=r[4], frame=frame, now_us=now_us)
-        return IngressResult(r[0], r[1], r[2], r[3], ingress_port)
+        return _unicast_result(r[0], r[1], r[2], r[3], ingress_port)
 
     def ingress_copy(self, frame: bytes, ingress_port: int, now_us: int, instance_type: int,
                      preserved: dict[str, Any] | None, depth: int = 0) -> IngressResult | None:
