@@ -8,12 +8,9 @@ pass by skipping them.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import importlib.util
 import os
 import shutil
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -77,65 +74,6 @@ def _wall_clock_tests_first_for_the_cpu(request: pytest.FixtureRequest) -> None:
         return
     wall = request.node.get_closest_marker("xdist_group") is not None
     os.setpriority(os.PRIO_PROCESS, 0, 0 if wall else CPU_BOUND_NICE)
-
-
-def _machine_locks(factory: pytest.TempPathFactory) -> tuple[Path, Path] | None:
-    """The gate and work lock files the pytest-xdist workers of this run share (in the run's
-    own temporary root, which pytest prunes), or None without xdist."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return None
-    root = factory.getbasetemp().parent
-    return root / "machine.gate", root / "machine.work"
-
-
-@pytest.fixture(autouse=True)
-def _share_the_machine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Under pytest-xdist every test runs holding the work lock shared, so that a measurement
-    taken inside :func:`quiet_machine` has the machine to itself. It passes the gate first
-    (held shared only for a moment): a test waiting for the quiet machine holds the gate
-    exclusively, so no new test starts and it cannot be starved. A test that asks for
-    ``quiet_machine`` takes no shared lock (its own would block it)."""
-    locks = _machine_locks(tmp_path_factory)
-    if locks is None or "quiet_machine" in request.fixturenames:
-        yield
-        return
-    with locks[0].open("a") as gate, locks[1].open("a") as work:
-        fcntl.flock(gate, fcntl.LOCK_SH)
-        fcntl.flock(work, fcntl.LOCK_SH)
-        fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(work, fcntl.LOCK_UN)
-
-
-@pytest.fixture
-def quiet_machine(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], contextlib.AbstractContextManager[None]]:
-    """A context manager under which no other test of this run runs: the other pytest-xdist
-    worker finishes the test it is in and waits. For measurements whose check assumes a
-    machine that only the measured run loads (the host model's real-time runs in
-    tests/e2e/test_modes.py: beside a CPU-bound test, even at nice 10, single's workers waited
-    for a CPU 19% of the time). Without xdist it does nothing. Other processes of the machine
-    are not stopped; the measurement still says how much it waited."""
-    locks = _machine_locks(tmp_path_factory)
-
-    @contextlib.contextmanager
-    def quiet() -> Iterator[None]:
-        if locks is None:
-            yield
-            return
-        with locks[0].open("a") as gate, locks[1].open("a") as work:
-            fcntl.flock(gate, fcntl.LOCK_EX)
-            try:
-                fcntl.flock(work, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(work, fcntl.LOCK_UN)
-            finally:
-                fcntl.flock(gate, fcntl.LOCK_UN)
-
-    return quiet
 
 
 @pytest.fixture(scope="session")

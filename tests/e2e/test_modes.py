@@ -45,21 +45,16 @@ never move.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from emu import hostcal, metrics, runner
 from emu.vtime import hostcost
-
-#: The conftest fixture ``quiet_machine``: a context manager under which no other test runs.
-QuietMachine = Callable[[], contextlib.AbstractContextManager[None]]
 
 REPO = Path(__file__).resolve().parents[2]
 SINGLE = REPO / "topologies" / "single.yaml"
@@ -141,10 +136,9 @@ def _check_host_model(topology: Path, tmp_path: Path, mn: runner.RunResult, seed
 
 
 @pytest.mark.timeout(300)
-def test_single_switch_cct_agrees(mininet_env: None, tmp_path: Path, quiet_machine: QuietMachine) -> None:
+def test_single_switch_cct_agrees(mininet_env: None, tmp_path: Path) -> None:
     kw = {"schemes": ("baseline",), "iterations": metrics.MIN_ITERATIONS, "plots": False}
-    with quiet_machine():  # the host model's check holds on a quiet machine (CHECKED_WAIT)
-        mn = runner.run(SINGLE, out=tmp_path / "mininet", mode="mininet", **kw)  # type: ignore[arg-type]
+    mn = runner.run(SINGLE, out=tmp_path / "mininet", mode="mininet", **kw)  # type: ignore[arg-type]
     sim = runner.run(SINGLE, out=tmp_path / "sim", mode="sim", **kw)  # type: ignore[arg-type]
     assert mn.ok and sim.ok, (mn.failure, sim.failure)
     a, b = mn.summary["baseline"]["cct_s"]["mean"], sim.summary["baseline"]["cct_s"]["mean"]
@@ -153,11 +147,10 @@ def test_single_switch_cct_agrees(mininet_env: None, tmp_path: Path, quiet_machi
 
 
 @pytest.mark.timeout(300)
-def test_default_cct_with_host_model_agrees(mininet_env: None, tmp_path: Path, quiet_machine: QuietMachine) -> None:
+def test_default_cct_with_host_model_agrees(mininet_env: None, tmp_path: Path) -> None:
     """``default.yaml`` at its own rates (D = 1: the hosts' cost is what is checked)."""
     kw = {"schemes": ("baseline",), "iterations": metrics.MIN_ITERATIONS, "plots": False}
-    with quiet_machine():
-        mn = runner.run(DEFAULT, out=tmp_path / "mininet", mode="mininet", dilation=1, **kw)  # type: ignore[arg-type]
+    mn = runner.run(DEFAULT, out=tmp_path / "mininet", mode="mininet", dilation=1, **kw)  # type: ignore[arg-type]
     assert mn.ok, mn.failure
     _check_host_model(DEFAULT, tmp_path, mn, seeds=MODEL_SEEDS[:2], **kw)  # 5 s of CPU a seed
 
