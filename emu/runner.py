@@ -1055,8 +1055,8 @@ def resolve_host_cost(topology: Any, topology_path: Path, override: Any = None) 
 
     ``override`` (``--host-cost``: a file or a HostCost) replaces the scenario's value; a
     path in the scenario is relative to its file. The copy is what every scheme's process
-    gets. Raises UsageError (one line naming the file and field) for a bad file or value; for a
-file, the line begins with where it was named (``--host-cost`` or the scenario's ``host_cost``).
+    gets. Raises UsageError (one line naming the file and field) for a bad file or value; for
+    a file, the line begins with where it was named (``--host-cost`` or the scenario's ``host_cost``).
     """
     from emu.vtime import hostcost
 
