@@ -9,6 +9,7 @@ revision) and ``diff -r`` the two folders: identical files mean identical genera
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import pathlib
 import sys
@@ -20,12 +21,14 @@ DEFAULT = ["p4/symphony.p4", "p4/tofino/symphony.p4"]
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
-        return 2
-    out = pathlib.Path(argv[0])
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0],
+                                 epilog="Run it in each tree and diff -r the two folders.")
+    ap.add_argument("outdir", type=pathlib.Path, help="folder for <name>.<on|off>.py (created)")
+    ap.add_argument("programs", nargs="*", default=DEFAULT, help=f"P4 programs (default: {' '.join(DEFAULT)})")
+    args = ap.parse_args(argv)
+    out = args.outdir
     out.mkdir(parents=True, exist_ok=True)
-    for prog_path in argv[1:] or DEFAULT:
+    for prog_path in args.programs:
         prog = load_program(prog_path)
         stem = prog_path.replace("/", "_").removesuffix(".p4")
         for opt in (True, False):
