@@ -18,7 +18,7 @@ cdef class TrafficManager:
     cdef public object qdepth_unit
     cdef public object _service
     cdef public EgressStage _stage
-    cdef public set _active
+    cdef public list _waiting
     cdef public double _next_service
     cdef public list _departures
     cdef public long long _seq
@@ -29,10 +29,11 @@ cdef class TrafficManager:
     cpdef object enqueue(self, long long port, object item, long long now_us)
     @cython.locals(p=FifoLink, start=double, stage=EgressStage)
     cpdef object enqueue_service(self, long long port, object item, long long now_us)
-    @cython.locals(nxt=double, f=double)
+    @cython.locals(waiting=list)
     cpdef service_until(self, long long now_us)
     @cython.locals(p=FifoLink, stage=EgressStage, start=double, deq_qdepth=cython.longlong, enq_us=cython.longlong, start_us=cython.longlong,
-                   enq_qdepth=cython.longlong, units=cython.longlong)
+                   enq_qdepth=cython.longlong, units=cython.longlong, waiting=list, due=list, free=double,
+                   served=Py_ssize_t)
     cdef _service_ports(self, long long now_us)
     @cython.locals(p=FifoLink, deps=list, out=list)
     cpdef list due(self, long long now_us)

@@ -95,8 +95,12 @@ class TrafficManager:
         self.qdepth_unit = qdepth_unit
         self._stage = stage
         self._service = stage._run_egress if stage is not None else service
-        self._active: set[int] = set()  # ports with waiting packets
-        # earliest free_at over the active ports (inf when none): service_until returns at once
+        #: ``(free_at, port)`` of every port with waiting packets, a heap (:func:`heap_push`): a port
+        #: is in it exactly while its queue is not empty, under the ``free_at`` it has had since then
+        #: (only its own service changes it), so the ports due for service are popped off its top
+        #: instead of sorting and scanning every such port (a spine at 128 ranks has up to 32)
+        self._waiting: list[tuple[float, int]] = []
+        # earliest free_at over the waiting ports (inf when none): service_until returns at once
         # before it, and next_deadline_us reads it instead of scanning the ports
         self._next_service = math.inf
         self._departures: list[tuple[float, int, int, bytes]] = []  # (time_us, seq, port, frame)
@@ -162,7 +166,8 @@ class TrafficManager:
         p.enqueued += 1
         if depth + 1 > p.max_qdepth:
             p.max_qdepth = depth + 1
-        self._active.add(port)
+        if not depth:  # the port starts waiting
+            heap_push(self._waiting, (p.free_at, port))
         if p.free_at < self._next_service:
             self._next_service = p.free_at
         return ahead
@@ -212,55 +217,64 @@ class TrafficManager:
         try:
             self._service_ports(now_us)
         finally:
-            nxt = _INF
-            ports = self._ports
-            for port in self._active:
-                f = ports[port].free_at
-                if f < nxt:
-                    nxt = f
-            self._next_service = nxt
+            waiting = self._waiting
+            self._next_service = waiting[0][0] if waiting else _INF
 
     def _service_ports(self, now_us: int) -> None:
-        active = self._active
+        """Serve the waiting ports free at ``now_us`` in ascending port order, each until it is
+        busy past ``now_us`` or empty (the same order as a scan of every waiting port)."""
+        waiting = self._waiting
+        due = []
+        while waiting:
+            free = waiting[0][0]
+            if free > now_us:
+                break
+            due.append(heap_pop(waiting)[1])
+        if len(due) > 1:
+            due.sort()
         ports = self._ports
         service = self._service
         stage = self._stage
         unit = self.qdepth_unit
         deps = self._departures
         ceil = math.ceil
-        for port in (sorted(active) if len(active) > 1 else tuple(active)):
-            p = ports[port]
-            q = p.queue
-            while q and p.free_at <= now_us:
-                item, enq_us, enq_qdepth, units = q.popleft()
-                p.units -= units
-                start = p.free_at if p.free_at > enq_us else float(enq_us)
-                # packets still waiting that had arrived by the (virtual) start time
-                deq_qdepth = len(q) if unit is None else p.units
-                if deq_qdepth and q[-1][1] > start:
-                    deq_qdepth = sum(e[3] for e in q if e[1] <= start)
-                p.serviced += 1
-                p.free_at = start  # port free until a frame is produced
-                start_us = ceil(start)
-                if service is None:
-                    frame = item
-                else:
-                    try:
-                        if stage is not None:
-                            frame = stage._run_egress(port, item, enq_qdepth, deq_qdepth, start_us - enq_us, enq_us,
-                                                      start_us)
-                        else:
-                            frame = service(port, item, enq_qdepth, deq_qdepth, start_us - enq_us, enq_us, start_us)
-                    finally:
-                        if not q:
-                            active.discard(port)
-                if frame is None:
-                    continue
-                self._seq += 1
-                p.pending += 1
-                heap_push(deps, (p.serialise(start, len(frame)), self._seq, port, frame))
-            if not q:
-                active.discard(port)
+        served = 0
+        try:
+            for port in due:
+                p = ports[port]
+                q = p.queue
+                while q and p.free_at <= now_us:
+                    item, enq_us, enq_qdepth, units = q.popleft()
+                    p.units -= units
+                    start = p.free_at if p.free_at > enq_us else float(enq_us)
+                    # packets still waiting that had arrived by the (virtual) start time
+                    deq_qdepth = len(q) if unit is None else p.units
+                    if deq_qdepth and q[-1][1] > start:
+                        deq_qdepth = sum(e[3] for e in q if e[1] <= start)
+                    p.serviced += 1
+                    p.free_at = start  # port free until a frame is produced
+                    start_us = ceil(start)
+                    if service is None:
+                        frame = item
+                    elif stage is not None:
+                        frame = stage._run_egress(port, item, enq_qdepth, deq_qdepth, start_us - enq_us, enq_us,
+                                                  start_us)
+                    else:
+                        frame = service(port, item, enq_qdepth, deq_qdepth, start_us - enq_us, enq_us, start_us)
+                    if frame is None:
+                        continue
+                    self._seq += 1
+                    p.pending += 1
+                    heap_push(deps, (p.serialise(start, len(frame)), self._seq, port, frame))
+                served += 1
+                if q:
+                    heap_push(waiting, (p.free_at, port))
+        finally:
+            if served < len(due):  # egress raised: its port and those after it wait on (their state updated)
+                for port in due[served:]:
+                    p = ports[port]
+                    if p.queue:
+                        heap_push(waiting, (p.free_at, port))
 
     def due(self, now_us: int) -> list[tuple[int, bytes]]:
         """Pop the frames whose departure time is at or before ``now_us``, in departure
