@@ -319,8 +319,11 @@ class CodeGen:
         #: the compiled build declares C types from it (hostapps.compiled.typed_locals)
         self.var_ranges: dict[str, Any] = {}
         self._keep: list[Any] = []
-        #: optimize: header valid var -> var holding the bytes of its last extract
+        #: optimize: header valid var -> var holding the offset in ``_pkt`` of its last extract (its
+        #: bytes are ``_pkt[off:off + width]``: ``_pkt`` is never rebound)
         self.raw: dict[str, str] = {}
+        #: while :meth:`gen_deparser` runs: what each emitted header's line appends (see there)
+        self.dep_items: list[tuple] | None = None
         #: optimize: the def-use of the packet state (``optimize.def_use``), set by the architecture
         #: before it emits (None: every field live, no header emitted from its bytes)
         self.du: Any = None
@@ -1680,11 +1683,11 @@ class CodeGen:
             return
         raw = self.raw.get(h.valid)
         if raw is None:
-            raw = self.raw[h.valid] = self.fresh(h.path + "_raw")
+            raw = self.raw[h.valid] = self.fresh(h.path + "_off")
         du = self.du
         live = (lambda var: True) if du is None else du.live
-        if du is not None and du.raw_needed(h):  # a deparser emits the header from these bytes
-            self.emit(f"{raw} = _pkt[_pos:_pos + {nbytes}]")
+        if du is not None and du.raw_needed(h):  # a deparser emits the header from these bytes (their offset)
+            self.emit(f"{raw} = _pos")
         layout = self.struct_layout(h)
         if layout is None:
             if any(live(v) for _n, _w, v in h.fields):
@@ -1821,13 +1824,16 @@ class CodeGen:
         walk(b)
         if not hdrs:
             self.fail(e.loc, "emit needs a header or a struct of headers")
+        items = self.dep_items
         for h in hdrs:
             if h.varlen:  # a varbit field: its current length (spec 15.2)
                 code, lv = "", next(iter(h.varlen.values()))
                 for n, w, var in h.fields:
                     sh = lv if n in h.varlen else str(w)
                     code = var if not code else f"({code} << {sh} | {var})"
-                self.emit(f"if {h.valid}: _out.append(({code}).to_bytes(({h.type.fixed_width} + {lv}) >> 3, 'big'))")
+                ln = self.emit(f"if {h.valid}: _out.append(({code}).to_bytes(({h.type.fixed_width} + {lv}) >> 3, 'big'))")
+                if items is not None:
+                    items.append(("other", h, ln))
                 continue
             code = ""
             for _n, w, var in h.fields:
@@ -1849,9 +1855,17 @@ class CodeGen:
                         part = f"{var} >> {off}" if off else var
                         args.append(part if off + size * 8 == nb * 8 else f"({part}) & {hex(mask(size * 8))}")
                 code = f"{self.method(layout[0].strip('_'), self.ns[layout[0]], 'pack')}({', '.join(args)})"
+                item: tuple = ("packed", h, layout[0], args)
+            else:
+                item = ("other", h)
             if self.optimize and self.du is not None and self.du.untouched(h) and h.valid in self.raw:
-                code = self.raw[h.valid]  # only extract wrote it: the bytes it was extracted from
-            self.emit(f"if {h.valid}: _out.append({code})")
+                # only extract wrote it: the bytes it was extracted from
+                off, nbytes = self.raw[h.valid], h.type.width // 8
+                code = f"_pkt[{off}:{off} + {nbytes}]"
+                item = ("raw", h, off, nbytes)
+            ln = self.emit(f"if {h.valid}: _out.append({code})")
+            if items is not None:
+                items.append((*item, ln))
 
     # ---------------------------------------------------------------- blocks
     def declare_locals(self, decl, ctx: Ctx) -> None:
@@ -2369,6 +2383,75 @@ class CodeGen:
             self.ind -= 1
             self.emit("except _Exit:")
             self.emit("    pass")
+
+
+    def gen_deparser(self, decl: ir.ControlDecl, ctx: Ctx) -> None:
+        """Emit deparser ``decl``; the frame it makes is then in ``_deparsed`` (bytes): the headers it
+        emits (appended to ``_out``), then the payload ``_pkt[_pos:]``.
+
+        With optimize, a deparser that is only ``emit`` calls, of headers that are a run re-packed from
+        their fields (each with a struct layout) and then a run emitted from their extracted bytes
+        (either may be empty), first tries a fast path: when every header of the first run is valid
+        and the valid ones of the second lie back to back in ``_pkt`` ending at ``_pos`` (``_t``, walking
+        back from ``_pos``, is then where the first of them starts), the frame is one ``pack`` of a
+        struct whose format is the first run's formats concatenated (big-endian, no padding: the same
+        bytes) plus ``_pkt[_t:]`` (the second run's bytes and the payload, as they lie in ``_pkt``): one
+        call and two byte strings instead of one per header, and no list. Otherwise the general code runs.
+        """
+        start, ind = len(self.lines), self.ind
+        self.dep_items = items = []
+        try:
+            self.emit("_out = []")
+            self.gen_control(decl, ctx)
+            self.emit("_out.append(_pkt[_pos:])")
+            self.emit("_deparsed = b''.join(_out)")
+        finally:
+            self.dep_items = None
+        fast = self._deparse_fast(items, self.lines[start:]) if self.optimize else None
+        if fast is None:
+            return
+        body = self.lines[start:]
+        del self.lines[start:]
+        self.lines += [Line(ind + i, text) for i, text in fast]
+        self.lines.append(Line(ind, "else:"))
+        for ln in body:
+            ln.ind += 1
+        self.lines += body
+
+    def _deparse_fast(self, items: list[tuple], body: list[Line]) -> list[tuple[int, str]] | None:
+        """The fast path of :meth:`gen_deparser` as ``(relative indentation, text)`` lines, or None when
+        ``body`` (the general code) is more than the emit lines of ``items`` (comments aside) or the
+        headers are not a re-packed run then a run from extracted bytes."""
+        own = {id(it[-1]) for it in items}
+        if not items or any(ln.text and not ln.text.startswith("#") and id(ln) not in own for ln in body[1:-2]):
+            return None
+        k = len(items)
+        while k and items[k - 1][0] == "raw":
+            k -= 1
+        packed, raws = items[:k], items[k:]
+        if any(it[0] != "packed" for it in packed):
+            return None
+        out: list[tuple[int, str]] = []
+        conds = []
+        if raws:
+            out.append((0, "_t = _pos"))
+            for i, (_kind, h, off, nbytes, _ln) in enumerate(reversed(raws)):
+                out.append((0, f"if {h.valid if i == 0 else '_t >= 0 and ' + h.valid}: "
+                               f"_t = {off} if {off} + {nbytes} == _t else -1"))
+            conds.append("_t >= 0")
+        conds += [it[1].valid for it in packed]
+        code = "_pkt[_t:]" if raws else "_pkt[_pos:]"
+        if packed:
+            fmt = "!" + "".join(self.ns[it[2]].format.lstrip("!") for it in packed)
+            st = self.structs.get(fmt)
+            if st is None:
+                st = self.structs[fmt] = _struct.Struct(fmt)
+            name = self.glob("S_deparse", st)
+            args = ", ".join(a for it in packed for a in it[3])
+            code = f"{self.method(name.strip('_'), st, 'pack')}({args}) + {code}"
+        out.append((0, f"if {' and '.join(conds)}:"))
+        out.append((1, f"_deparsed = {code}"))
+        return out
 
 
 _PARSER_INLINE_LIMIT = 64  #: most state copies an inlined (acyclic) parser may have

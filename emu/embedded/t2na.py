@@ -516,10 +516,8 @@ def compile_t2na(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
     perr_flags(ig_prsr["parser_err"].var)
     c.gen_control(ingress, ig_ctx[1])
     c.emit(f"if {ig_dprsr['drop_ctl'].var} & 1: return None")
-    c.emit("_out = []")
-    c.gen_control(ideparser, ig_ctx[2])
-    c.emit("_out.append(_pkt[_pos:])")
-    c.emit(f"return ({ig_tm['ucast_egress_port'].var}, 0, _plen, (b''.join(_out), _plen))")
+    c.gen_deparser(ideparser, ig_ctx[2])
+    c.emit(f"return ({ig_tm['ucast_egress_port'].var}, 0, _plen, (_deparsed, _plen))")
     ingress_body = c.lines
 
     # ---- egress: parser, control, deparser
@@ -530,16 +528,14 @@ def compile_t2na(prog: ir.Program, *, optimize_code: bool, rng: _random.Random,
     perr_flags(eg["eg_prsr_md"].members["parser_err"].var)
     c.gen_control(egress, eg_ctx[1])
     c.emit(f"if {eg_dprsr['drop_ctl'].var} & 1: return None")
-    c.emit("_out = []")
-    c.gen_control(edeparser, eg_ctx[2])
-    c.emit("_out.append(_pkt[_pos:])")
-    c.emit("return b''.join(_out)")
+    c.gen_deparser(edeparser, eg_ctx[2])
+    c.emit("return _deparsed")
     egress_body = c.lines
 
     inits = dict(c.slots)
     raw_init: list[Line] = []
     if optimize_code:
-        raw_init = [Line(1, f"{v} = b''") for v in c.raw.values()]
+        raw_init = [Line(1, f"{v} = 0") for v in c.raw.values()]  # (offsets in _pkt)
     ig_prefix = _header_prefix(ig_intr, {"ingress_port": "_port", "ingress_mac_tstamp": "_now * 1000"})
     head = [Line(0, "def _ingress(_frame, _port, _now):")]
     head += [Line(1, f"{v} = {inits[v]!r}") for v in side_slots[0]] + raw_init

@@ -542,15 +542,13 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
     c.lines.append(e2e_line)
     c.emit(f"if {espec} == {DROP_PORT}: return {'(None, _cl, None)' if ops_eg else 'None'}")
     c.gen_control(blocks[4], ctxs[4])
-    c.emit("_out = []")
-    c.gen_control(blocks[5], ctxs[5])
-    c.emit("_out.append(_pkt[_pos:])")
+    c.gen_deparser(blocks[5], ctxs[5])
     if ops_eg:
         c.emit("if _recirc is not None:")
-        c.emit(f"    return (None, _cl, (b''.join(_out), _recirc, {pres_dict}))")
-        c.emit("return (b''.join(_out), _cl, None)")
+        c.emit(f"    return (None, _cl, (_deparsed, _recirc, {pres_dict}))")
+        c.emit("return (_deparsed, _cl, None)")
     else:
-        c.emit("return b''.join(_out)")
+        c.emit("return _deparsed")
     egress_body = c.lines
 
     # standard_metadata set from the arguments: (var, code)
@@ -578,7 +576,7 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
         live_in = c.du.reads_in("ingress") | set(passed) | {espec, mgrp}
         ingress_setup = [(v, code) for v, code in ingress_setup if v in live_in]
         init_vars = [v for v in all_slots + list(c.raw.values()) if v in live_in]
-        inits.update((v, b"") for v in c.raw.values())
+        inits.update((v, 0) for v in c.raw.values())  # (offsets in _pkt)
     else:
         passed = all_slots
         init_vars = all_slots

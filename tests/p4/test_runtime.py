@@ -652,6 +652,48 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
 
 
+DEPARSE_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header e_t { bit<16> k; bit<8> t; }
+header a_t { bit<8> x; bit<8> y; }
+header b_t { bit<8> p; bit<8> q; }
+struct headers { e_t e; a_t a; b_t b; }
+struct metadata { }
+parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.e); transition select(hdr.e.t) { 1: ab; 2: b_only; 3: gap; 4: ba; default: accept; } }
+    state ab { pkt.extract(hdr.a); pkt.extract(hdr.b); transition accept; }
+    state b_only { pkt.extract(hdr.b); transition accept; }
+    state gap { pkt.extract(hdr.a); pkt.advance(8); pkt.extract(hdr.b); transition accept; }
+    state ba { pkt.extract(hdr.b); pkt.extract(hdr.a); transition accept; }
+}
+control VC(inout headers hdr, inout metadata meta) { apply { } }
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; hdr.e.k = hdr.e.k + 1; }
+}
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout metadata meta) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.e); pkt.emit(hdr.a); pkt.emit(hdr.b); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_deparser_fast_path_gives_the_general_bytes(tmp_path: Path) -> None:
+    """CodeGen.gen_deparser: one pack of the re-packed headers plus ``_pkt[_t:]`` when the headers
+    emitted from their bytes lie back to back up to the payload (a, b; b alone), the general code
+    when not (bytes skipped between them, extracted in the other order, e too short to extract):
+    the frames are those of ``optimize=False`` either way."""
+    path = tmp_path / "deparse.p4"
+    path.write_text(DEPARSE_PROGRAM)
+    fast, ref = (Pipeline(load_program(path), optimize=o) for o in (True, False))
+    assert "_pkt[_t:]" in fast.source and "_t = " in fast.source
+    frames = [bytes([0, 7, t]) + bytes(range(10, 20)) for t in (0, 1, 2, 3, 4)] + [b"\x00\x07", b""]
+    outs = [fast.process(f, 0) for f in frames]
+    assert outs == [ref.process(f, 0) for f in frames]
+    assert outs[1] == (1, bytes([0, 8, 1]) + bytes(range(10, 20)))
+    assert outs[3] == (1, bytes([0, 8, 3, 10, 11, 13, 14, 15, 16, 17, 18, 19]))  # the skipped byte (12) is not emitted
+
+
 def test_def_use_of_the_packet_state_on_the_ir(tmp_path: Path) -> None:
     """optimize.def_use: what the optimizations of extract/emit/egress state are decided from."""
     import random
