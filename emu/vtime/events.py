@@ -23,9 +23,12 @@ NS_PER_S = 1_000_000_000
 REMOVE_ABOVE = 1024
 
 #: True when this module runs compiled (scripts/build_compiled.py, events.pxd): the heaps are then
-#: kept by :func:`heap_push` and :func:`heap_pop` themselves, comparing ``(t, seq)`` as C values;
-#: as Python they call heapq's own C functions, which are faster there. Both are the same algorithm
-#: (heapq's siftdown and siftup) under the same order on unique ``(t, seq)`` keys: the same heap.
+#: kept by :func:`heap_push` and :func:`heap_pop` themselves, comparing ``(t, seq)`` as C values,
+#: and the loop's heap keeps each entry's ``(t, seq)`` beside it in a C array (``_keys``), so its
+#: sifts compare packed numbers instead of reading a tuple and its number per comparison (at 128
+#: ranks the heap's tuples are spread over a large working set); as Python they call heapq's own C
+#: functions, which are faster there. Both are the same algorithm (heapq's siftdown and siftup)
+#: under the same order on unique ``(t, seq)`` keys: the same heap.
 _TYPED = not __file__.endswith(".py")
 
 
@@ -43,9 +46,12 @@ class EventLoop:
     def __init__(self) -> None:
         self.now = 0
         self.events = 0
+        #: pending events ``(t, seq, fn, arg)``, a heap (heapq's); compiled, ``_keys[i]`` holds the
+        #: ``(t, seq)`` of ``_heap[i]`` (:meth:`_push`, :meth:`_pop`): push and pop through the loop
         self._heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
-        #: the sequence number of the last event pushed (ties at one nanosecond run in this order);
-        #: whoever pushes onto ``_heap`` directly (the host links and switches) adds 1 first
+        if _TYPED:
+            self._cap = 0  # entries _keys has room for
+        #: the sequence number of the last event pushed (ties at one nanosecond run in this order)
         self.seq = 0
         self._halt = False
         #: :meth:`pending` above which a timer owner may call :meth:`remove` on its superseded
@@ -57,12 +63,90 @@ class EventLoop:
         if t < self.now:
             t = self.now
         self.seq += 1
-        heap_push(self._heap, (t, self.seq, fn, arg))
+        self._push((t, self.seq, fn, arg))
 
     def push(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """:meth:`at` for a ``t`` the caller knows is not before now (the switches, the host links)."""
         self.seq += 1
-        heap_push(self._heap, (t, self.seq, fn, arg))
+        self._push((t, self.seq, fn, arg))
+
+    def push_seq(self, t: int, seq: int, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """Put back an event that :meth:`remove` took off, under its own ``seq`` (unique: no event
+        pending has it); the caller adds 1 to :attr:`seq` for the push it stands for."""
+        self._push((t, seq, fn, arg))
+
+    def _push(self, entry: tuple) -> None:
+        """``heapq.heappush(self._heap, entry)``; compiled, with the entry's key in ``_keys``."""
+        if not _TYPED:
+            heapq.heappush(self._heap, entry)
+            return
+        heap = self._heap
+        n = len(heap)
+        if n >= self._cap:
+            self._keys = _grow(self._keys, 2 * n + 256)  # noqa: F821  (events.pxd, compiled only)
+            self._cap = 2 * n + 256
+        keys = self._keys
+        t = entry[0]
+        seq = entry[1]
+        heap.append(entry)
+        pos = n
+        while pos > 0:  # heapq's _siftdown
+            up = (pos - 1) >> 1
+            pt = keys[up].t
+            if t < pt or (t == pt and seq < keys[up].seq):
+                heap[pos] = heap[up]
+                keys[pos] = keys[up]
+                pos = up
+                continue
+            break
+        heap[pos] = entry
+        keys[pos].t = t
+        keys[pos].seq = seq
+
+    def _pop(self) -> tuple:
+        """``heapq.heappop(self._heap)`` (the heap is not empty); compiled, on ``_keys``."""
+        if not _TYPED:
+            return heapq.heappop(self._heap)
+        heap = self._heap
+        last = heap.pop()
+        end = len(heap)
+        if not end:
+            return last
+        keys = self._keys
+        top = heap[0]
+        lt = keys[end].t  # the key of last, which was at the end
+        lseq = keys[end].seq
+        # heapq's _siftup: move the smaller child up until a leaf, put last there, sift it down
+        pos = 0
+        child = 1
+        while child < end:
+            right = child + 1
+            if right < end:
+                ct = keys[child].t
+                rt = keys[right].t
+                if rt < ct or (rt == ct and keys[right].seq < keys[child].seq):
+                    child = right
+            heap[pos] = heap[child]
+            keys[pos] = keys[child]
+            pos = child
+            child = 2 * pos + 1
+        while pos > 0:
+            up = (pos - 1) >> 1
+            pt = keys[up].t
+            if lt < pt or (lt == pt and lseq < keys[up].seq):
+                heap[pos] = heap[up]
+                keys[pos] = keys[up]
+                pos = up
+                continue
+            break
+        heap[pos] = last
+        keys[pos].t = lt
+        keys[pos].seq = lseq
+        return top
+
+    def __dealloc__(self) -> None:
+        if _TYPED:
+            free(self._keys)  # noqa: F821  (events.pxd, compiled only)
 
     def halt(self) -> None:
         """Make :meth:`run` return after the event being processed."""
@@ -83,10 +167,10 @@ class EventLoop:
         bounded = until is not None
         lim = until if bounded else 0
         while heap:
-            if bounded and heap[0][0] > lim:
+            if bounded and (self._keys[0].t if _TYPED else heap[0][0]) > lim:
                 self.now = lim
                 break
-            t, _, fn, arg = heap_pop(heap)
+            t, _, fn, arg = self._pop()
             self.now = t
             fn(arg)
             n += 1
@@ -116,6 +200,11 @@ class EventLoop:
         if gone:
             heapq.heapify(keep)
             heap[:] = keep
+            if _TYPED:
+                keys = self._keys
+                for i, e in enumerate(keep):
+                    keys[i].t = e[0]
+                    keys[i].seq = e[1]
         return gone
 
     def clear(self) -> None:

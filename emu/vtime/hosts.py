@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from emu.vtime import frames
-from emu.vtime.events import REMOVE_ABOVE, EventLoop, heap_push, s_to_ns
+from emu.vtime.events import REMOVE_ABOVE, EventLoop, s_to_ns
 from emu.vtime.network import HostLink
 from hostapps import rank as rank_core
 from hostapps.collectives import chunk_bounds, digest_present, digest_records
@@ -328,7 +328,7 @@ class SimRank:
             parked = self._parked
             if parked and ns in parked:
                 loop.seq += 1  # the push this stands for
-                heap_push(loop._heap, (ns, parked.pop(ns), self._wake, ns))
+                loop.push_seq(ns, parked.pop(ns), self._wake, ns)
                 return
             loop.at(ns, self._wake, ns)
             if loop.pending() > loop.remove_above:
