@@ -64,7 +64,7 @@ class SimBackend(Backend):
             cost = self.host_cost()
             switch_class = CostedSimSwitch.factory(cost, self.seed) if cost is not None and cost.switches else None
             self.network = SimNetwork(self.topology, seed=self.seed, mtu=mtu, program=p4_build(self.p4).source,
-                                      switch_class=switch_class, veth_hosts=cost is not None)
+                                      switch_class=switch_class, mininet_links=cost is not None)
             self.network.p4 = self.p4
             progress(ProgressEvent("network", message="programming switches"))
             self.network.program("baseline")

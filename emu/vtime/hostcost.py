@@ -47,7 +47,10 @@ With the switch terms set, :class:`CostedSimSwitch` makes each switch one CPU in
 
 The traffic manager keeps serialising on its own schedule (:mod:`emu.embedded.tm`: a
 packet starts service when the port is free, back-dated like a real-time switch's), so a
-late switch delays frames, it does not slow the link.
+late switch delays frames, it does not slow the link. With the model on, the links are
+Mininet's (:class:`emu.vtime.network.SimNetwork` ``mininet_links``): a host's link is a veth
+pair (no serialisation, no delay) and a switch egress serialises a frame's own bytes, as the
+real-time switch does (no Ethernet preamble, FCS or gap).
 
 ``len`` is the UDP payload (the CTH datagram) in bytes. All times are seconds; the two shares
 (:data:`SHARE_FIELDS`) are fractions in (0, 1], the two shapes (:data:`SHAPE_FIELDS`) numbers >= 0. The values

@@ -10,7 +10,8 @@ Built from the topology's :class:`~emu.topology.NetworkPlan`, like the Mininet n
   register resets, counters): the same calls as a real-time switch gets over its socket;
 - a switch egress port is the link towards its peer: the traffic manager serialises each
   frame at the link rate (frame bytes plus the Ethernet wire overhead of
-  :data:`emu.vtime.frames.WIRE_OVERHEAD_BYTES`), holds at most the link's queue depth and
+  :data:`emu.vtime.frames.WIRE_OVERHEAD_BYTES`; with the host-cost model's Mininet links, the
+  frame bytes only, as a real-time switch shapes them), holds at most the link's queue depth and
   adds the propagation delay, as the controller configured it with ``set_queue``;
 - a host's access link towards its switch is :class:`HostLink`: the host NIC, the same FIFO
   link model (:class:`emu.embedded.link.FifoLink`) at the host's line rate with the link's
@@ -43,6 +44,10 @@ log = logging.getLogger(__name__)
 
 #: Clock ticks per microsecond of the switch cores (nanoseconds).
 TICKS_PER_US = 1000
+#: Per-frame wire bytes a real-time switch adds to a frame's own when it shapes an egress port:
+#: none (emu.embedded.switch runs its SwitchCore with the default ``wire_overhead_bytes``, 0, on
+#: veth pairs, which carry no preamble, FCS or gap). ``SimNetwork(mininet_links=True)`` uses it.
+MININET_WIRE_OVERHEAD_BYTES = 0
 
 
 class HostLink:
@@ -150,15 +155,19 @@ class SimNetwork(ProgrammedNetwork):
     ``hosts`` attach later (:meth:`attach_host`): a host gets a send function onto its access
     link and gives a receive function for frames that reach it. ``switch_class(name, core, loop)``
     makes each switch (default :class:`SimSwitch`; the host-cost model's
-    :class:`emu.vtime.hostcost.CostedSimSwitch` spends a switch process's CPU time). ``veth_hosts``:
-    a host's access link towards its switch is what Mininet makes of it (:mod:`emu.mininet.network`:
-    a veth pair, the switch shapes only its own egress), no serialisation and no delay, instead of
-    the link's rate and delay (the host-cost model, which reproduces real time). Raises NetworkError when
-    the P4 program does not load.
+    :class:`emu.vtime.hostcost.CostedSimSwitch` spends a switch process's CPU time). ``mininet_links``:
+    the links are what Mininet makes of them (the host-cost model, which reproduces real time): a
+    host's access link towards its switch is a veth pair (:mod:`emu.mininet.network`: the switch
+    shapes only its own egress), no serialisation and no delay, instead of the link's rate and
+    delay; and a switch egress port serialises a frame's own bytes
+    (:data:`MININET_WIRE_OVERHEAD_BYTES`), as the real-time switch shapes it, instead of adding
+    Ethernet's preamble, FCS and gap (:data:`WIRE_OVERHEAD_BYTES`). Raises NetworkError when the P4
+    program does not load.
     """
 
     def __init__(self, topology: Topology, *, seed: int = 1, mtu: int = 1500, program: Path = DEFAULT_BUILD.source,
-                 switch_class: Callable[[str, Any, EventLoop], SimSwitch] | None = None, veth_hosts: bool = False) -> None:
+                 switch_class: Callable[[str, Any, EventLoop], SimSwitch] | None = None,
+                 mininet_links: bool = False) -> None:
         from emu.embedded.control import ControlAPI
         from emu.embedded.core import SwitchCore
         from emu.embedded.errors import P4FrontendError
@@ -170,7 +179,8 @@ class SimNetwork(ProgrammedNetwork):
         self.programmed_scheme: str | None = None
         self.loop = EventLoop()
         self.mtu = mtu
-        self.veth_hosts = veth_hosts
+        self.mininet_links = mininet_links
+        wire_overhead = MININET_WIRE_OVERHEAD_BYTES if mininet_links else WIRE_OVERHEAD_BYTES
         try:
             prog = load_program(program)
         except (P4FrontendError, OSError) as exc:
@@ -180,7 +190,7 @@ class SimNetwork(ProgrammedNetwork):
         for sw in self.plan.switches:
             pipeline = Pipeline(prog, seed=seed + sw.index)  # seed + index, as SwitchOptions gives it
             core = SwitchCore(pipeline, [p.port for p in sw.ports], ticks_per_us=TICKS_PER_US,
-                              max_frame_bytes=mtu + FRAME_EXTRA_BYTES, wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
+                              max_frame_bytes=mtu + FRAME_EXTRA_BYTES, wire_overhead_bytes=wire_overhead)
             self.switches[sw.name] = (switch_class or SimSwitch)(sw.name, core, self.loop)
             self._controls[sw.name] = ControlAPI(core)
         # switch-to-switch ports
@@ -214,7 +224,7 @@ class SimNetwork(ProgrammedNetwork):
         sw = self.switches[host.switch]
         sw.peers[host.switch_port] = receive
         self._host_rx[name] = receive
-        if self.veth_hosts:  # Mininet's host link: a veth pair, frames reach the switch at once
+        if self.mininet_links:  # Mininet's host link: a veth pair, frames reach the switch at once
             nic = QueueConfig(rate_bps=None, depth_pkts=None, delay_us=0)
         else:
             nic = QueueConfig(rate_bps=host.line_rate_bps, depth_pkts=None, delay_us=link.delay_us)

@@ -305,3 +305,38 @@ def test_background_source_waits_for_a_cpu_and_catches_up() -> None:
     assert run(2e-3)[0] == sent  # seeded
     free, due = run(0.0)
     assert free == due  # no wait: on time, as the plain source
+
+
+@pytest.mark.parametrize("mininet", [True, False])
+def test_host_model_links_are_mininets(mininet: bool) -> None:
+    """With the host model (``SimNetwork(mininet_links=True)``) a frame crosses its host's link at
+    once (a veth pair) and a switch egress in its own bytes' time, as the real-time switch shapes
+    it (emu.embedded.switch: no preamble, FCS or gap on a veth); without it, both links serialise
+    its bytes plus Ethernet's 24 and add their delay."""
+    from emu.topology import parse_topology
+    from emu.vtime import frames, network
+
+    topo = parse_topology("""
+name: t
+defaults: {bandwidth_mbps: 10, delay_ms: 0.1, queue_packets: 64}
+hosts: [{name: a}, {name: b}]
+switches: [{name: sw1}]
+links: [{a: a, b: sw1}, {a: b, b: sw1}]
+jobs: [{id: 0, ranks: [a, b]}]
+""")
+    net = network.SimNetwork(topo, seed=1, mininet_links=mininet)
+    net.program("baseline")
+    plan = topo.plan
+    a, b = plan.host("a"), plan.host("b")
+    got: list[int] = []
+    link = net.attach_host("a", lambda frame: None)
+    net.attach_host("b", lambda frame: got.append(net.loop.now))
+    frame = frames.FrameBuilder(a.mac, a.ip, {h.ip: h.mac for h in plan.hosts}).build(b.ip, 5001, 5001, bytes(1000), 0)
+    link.send(frame)
+    net.loop.run(until=10**9)
+    ns_per_byte, delay_ns = 800, 100_000  # 10 Mbit/s; 0.1 ms
+    if mininet:
+        assert network.MININET_WIRE_OVERHEAD_BYTES == 0
+        assert got == [len(frame) * ns_per_byte + delay_ns]
+    else:
+        assert got == [2 * ((len(frame) + frames.WIRE_OVERHEAD_BYTES) * ns_per_byte + delay_ns)]
