@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import struct as _struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
 from . import ir
@@ -1406,19 +1406,21 @@ class CodeGen:
         ent = self.fresh("e")
         if not keys:
             self.pre_or_emit(f"{ent} = {tname}.default", want_hit)
-        elif table.mode == "exact" and len(keys) == 1:
+        elif table.mode == "exact":
+            key = keys[0] if len(keys) == 1 else "(" + ", ".join(keys) + ",)"
             get = self.method("D_" + table.name, table.exact, "get")
-            self.pre_or_emit(f"{ent} = {get}({keys[0]})", want_hit)
+            if self.optimize and not any(_has_call(k.expr) for k in decl.keys):
+                # an empty table (its exact dict: cleared, never replaced) misses without a key being
+                # built; a key with a call in it is always evaluated (the call may have effects)
+                self.pre_or_emit(f"{ent} = {get}({key}) if {self.glob('X_' + table.name, table.exact)} else None",
+                                 want_hit)
+            else:
+                self.pre_or_emit(f"{ent} = {get}({key})", want_hit)
             self.pre_or_emit(f"if {ent} is None: {ent} = {tname}.default", want_hit)
         else:
             key = keys[0] if len(keys) == 1 and table.mode != "scan" else "(" + ", ".join(keys) + ",)"
-            if table.mode == "exact":
-                get = self.method("D_" + table.name, table.exact, "get")
-                self.pre_or_emit(f"{ent} = {get}({key})", want_hit)
-                self.pre_or_emit(f"if {ent} is None: {ent} = {tname}.default", want_hit)
-            else:
-                meth = {"lpm": "lookup_lpm", "scan": "lookup_scan"}.get(table.mode, "lookup") if self.optimize else "lookup"
-                self.pre_or_emit(f"{ent} = {self.method('T_' + table.name, table, meth)}({key})", want_hit)
+            meth = {"lpm": "lookup_lpm", "scan": "lookup_scan"}.get(table.mode, "lookup") if self.optimize else "lookup"
+            self.pre_or_emit(f"{ent} = {self.method('T_' + table.name, table, meth)}({key})", want_hit)
         if table.profile is not None:  # a member or group entry: the action it runs
             self.resolve_indirect(table, decl, tname, ent, ctx, want_hit)
         if table.direct_counter is not None:  # counted on a hit, per entry (bmv2)
@@ -2486,6 +2488,17 @@ def _parser_inline_cost(decl: ir.ParserDecl) -> float:
         return total
 
     return cost("start")
+
+
+def _has_call(e: Any) -> bool:
+    """Whether expression ``e`` is or contains a call (of a function, method or extern)."""
+    if isinstance(e, ir.Call):
+        return True
+    if isinstance(e, list | tuple):
+        return any(_has_call(x) for x in e)
+    if isinstance(e, ir.Expr):
+        return any(_has_call(getattr(e, f.name)) for f in fields(e))
+    return False
 
 
 def contains(node: Any, cls: type) -> bool:

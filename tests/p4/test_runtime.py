@@ -82,6 +82,20 @@ def test_lpm_longest_prefix_wins(pipe: Pipeline) -> None:
     assert run(pipe, frame("10.0.1.9"))[0] == 3
 
 
+def test_exact_table_empty_then_filled_then_cleared(pipe: Pipeline) -> None:
+    """An exact table's lookup is skipped while it is empty (CodeGen.apply_table: its dict is tested
+    first); entries added later, and a clear, are seen by the next packet."""
+    assert "if _X_MyIngress_path_pin" in pipe.source
+    assert run(pipe, frame("10.0.1.9"))[0] == 2
+    pin = {"hdr.ipv4.srcAddr": "10.0.0.1", "hdr.ipv4.dstAddr": "10.0.1.9"}
+    pipe.table_add("MyIngress.path_pin", pin, "MyIngress.ipv4_forward",
+                   {"srcAddr": MAC_S, "dstAddr": MAC_D, "port": 7})
+    assert run(pipe, frame("10.0.1.9"))[0] == 7
+    assert run(pipe, frame("10.0.1.8"))[0] == 2
+    pipe.table_clear("MyIngress.path_pin")
+    assert run(pipe, frame("10.0.1.9"))[0] == 2
+
+
 def test_miss_drops_and_counts(pipe: Pipeline) -> None:
     assert run(pipe, frame("192.168.1.1"), port=4) is None
     assert pipe.counter_read("MyIngress.drops", 4)[0] == 1
