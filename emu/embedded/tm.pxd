@@ -4,7 +4,7 @@
 
 cimport cython
 from emu.embedded.link cimport FifoLink
-from emu.vtime.events cimport heap_pop, heap_push
+from emu.vtime.events cimport Heap, heap_pop, heap_push
 
 cdef class EgressStage:
     cpdef object _run_egress(self, long long port, object item, long long enq_qdepth, long long deq_qdepth,
@@ -20,7 +20,7 @@ cdef class TrafficManager:
     cdef public EgressStage _stage
     cdef public list _waiting
     cdef public double _next_service
-    cdef public list _departures
+    cdef public Heap _departures
     cdef public long long _seq
     cdef public list _ready
     cdef public object _ready_at
@@ -33,9 +33,9 @@ cdef class TrafficManager:
     cpdef service_until(self, long long now_us)
     @cython.locals(p=FifoLink, stage=EgressStage, start=double, deq_qdepth=cython.longlong, enq_us=cython.longlong, start_us=cython.longlong,
                    enq_qdepth=cython.longlong, units=cython.longlong, waiting=list, due=list, free=double,
-                   served=Py_ssize_t)
+                   served=Py_ssize_t, deps=Heap)
     cdef _service_ports(self, long long now_us)
-    @cython.locals(p=FifoLink, deps=list, out=list)
+    @cython.locals(p=FifoLink, deps=Heap, waiting=list, out=list)
     cpdef list due(self, long long now_us)
-    @cython.locals(t=double)
+    @cython.locals(t=double, deps=Heap)
     cpdef object next_deadline_us(self)

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from emu.embedded.link import FifoLink, QueueConfig
-from emu.vtime.events import heap_pop, heap_push
+from emu.vtime.events import Heap, heap_pop, heap_push
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class TrafficManager:
         # earliest free_at over the waiting ports (inf when none): service_until returns at once
         # before it, and next_deadline_us reads it instead of scanning the ports
         self._next_service = math.inf
-        self._departures: list[tuple[float, int, int, bytes]] = []  # (time_us, seq, port, frame)
+        self._departures = Heap()  # (time_us, seq, port, frame)
         self._seq = 0
         # frames of idle direct ports, due at once (older than any heap entry of their port)
         self._ready: list[tuple[int, bytes]] = []
@@ -202,7 +202,7 @@ class TrafficManager:
         if frame is not None:
             self._seq += 1
             p.pending += 1
-            heap_push(self._departures, (p.serialise(start, len(frame)), self._seq, port, frame))
+            self._departures.push((p.serialise(start, len(frame)), self._seq, port, frame))
         return 0
 
     def service_until(self, now_us: int) -> None:
@@ -265,7 +265,7 @@ class TrafficManager:
                         continue
                     self._seq += 1
                     p.pending += 1
-                    heap_push(deps, (p.serialise(start, len(frame)), self._seq, port, frame))
+                    deps.push((p.serialise(start, len(frame)), self._seq, port, frame))
                 served += 1
                 if q:
                     heap_push(waiting, (p.free_at, port))
@@ -286,10 +286,11 @@ class TrafficManager:
         else:
             out = []
         deps = self._departures
-        if deps and deps[0][0] <= now_us:
+        waiting = deps.items
+        if waiting and deps.first() <= now_us:
             ports = self._ports
-            while deps and deps[0][0] <= now_us:
-                _, _, port, frame = heap_pop(deps)
+            while waiting and deps.first() <= now_us:
+                _, _, port, frame = deps.pop()
                 p = ports[port]
                 p.pending -= 1
                 out.append((port, frame))
@@ -301,7 +302,7 @@ class TrafficManager:
         if self._ready_at is not None:
             return self._ready_at
         deps = self._departures
-        t = deps[0][0] if deps else _INF
+        t = deps.first() if deps.items else _INF
         if self._next_service < t:
             t = self._next_service
         if t == _INF:

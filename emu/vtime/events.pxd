@@ -8,7 +8,7 @@ from libc.stdlib cimport free, realloc
 
 cdef bint _TYPED
 
-# the (t, seq) of one entry of EventLoop._heap, at the same index
+# the (t, seq) of one entry of Heap.items, at the same index
 cdef struct _Key:
     double t
     long long seq
@@ -21,28 +21,37 @@ cdef inline _Key* _grow(_Key* keys, Py_ssize_t n) except NULL:
         raise MemoryError()
     return k
 
+@cython.final
+cdef class Heap:
+    cdef public list items
+    cdef _Key* _keys
+    cdef Py_ssize_t _cap
+
+    cpdef double first(self) except? -1
+    @cython.locals(heap=list, keys=_KeyPtr, i=Py_ssize_t)
+    cpdef heapify(self)
+    cpdef clear(self)
+    @cython.locals(heap=list, keys=_KeyPtr, n=Py_ssize_t, pos=Py_ssize_t, up=Py_ssize_t,
+                   t=cython.double, seq=cython.longlong, pt=cython.double)
+    cpdef void push(self, tuple entry) except *
+    @cython.locals(heap=list, keys=_KeyPtr, last=tuple, top=tuple, end=Py_ssize_t, pos=Py_ssize_t,
+                   child=Py_ssize_t, right=Py_ssize_t, up=Py_ssize_t, lt=cython.double, lseq=cython.longlong,
+                   ct=cython.double, rt=cython.double, pt=cython.double)
+    cpdef tuple pop(self)
+
 cdef class EventLoop:
     cdef public long long now
     cdef public long long events
-    cdef public list _heap
+    cdef public Heap _heap
     cdef public long long seq
     cdef public bint _halt
     cdef public Py_ssize_t remove_above
-    cdef _Key* _keys
-    cdef Py_ssize_t _cap
 
     cpdef at(self, long long t, object fn, object arg=*)
     cpdef push(self, long long t, object fn, object arg=*)
     cpdef push_seq(self, long long t, long long seq, object fn, object arg=*)
-    @cython.locals(heap=list, keys=_KeyPtr, n=Py_ssize_t, pos=Py_ssize_t, up=Py_ssize_t,
-                   t=cython.double, seq=cython.longlong, pt=cython.double)
-    cdef void _push(self, tuple entry) except *
-    @cython.locals(heap=list, keys=_KeyPtr, last=tuple, top=tuple, end=Py_ssize_t, pos=Py_ssize_t,
-                   child=Py_ssize_t, right=Py_ssize_t, up=Py_ssize_t, lt=cython.double, lseq=cython.longlong,
-                   ct=cython.double, rt=cython.double, pt=cython.double)
-    cdef tuple _pop(self)
-    @cython.locals(heap=list, n=cython.longlong, t=cython.longlong, lim=cython.longlong, bounded=cython.bint,
-                   keys=_KeyPtr, i=Py_ssize_t)
+    @cython.locals(heap=Heap, items=list, n=cython.longlong, t=cython.longlong, lim=cython.longlong,
+                   bounded=cython.bint)
     cpdef run(self, object until=*, object stop=*, long long check_every=*, object on_check=*)
 
 cpdef void heap_push(list heap, tuple entry) except *

@@ -23,12 +23,10 @@ NS_PER_S = 1_000_000_000
 REMOVE_ABOVE = 1024
 
 #: True when this module runs compiled (scripts/build_compiled.py, events.pxd): the heaps are then
-#: kept by :func:`heap_push` and :func:`heap_pop` themselves, comparing ``(t, seq)`` as C values,
-#: and the loop's heap keeps each entry's ``(t, seq)`` beside it in a C array (``_keys``), so its
-#: sifts compare packed numbers instead of reading a tuple and its number per comparison (at 128
-#: ranks the heap's tuples are spread over a large working set); as Python they call heapq's own C
-#: functions, which are faster there. Both are the same algorithm (heapq's siftdown and siftup)
-#: under the same order on unique ``(t, seq)`` keys: the same heap.
+#: kept by :class:`Heap` (with its keys in a C array) and by :func:`heap_push` and :func:`heap_pop`
+#: themselves, comparing ``(t, seq)`` as C values; as Python they call heapq's own C functions, which
+#: are faster there. Both are the same algorithm (heapq's siftdown and siftup) under the same order
+#: on unique ``(t, seq)`` keys: the same heap.
 _TYPED = not __file__.endswith(".py")
 
 
@@ -46,11 +44,8 @@ class EventLoop:
     def __init__(self) -> None:
         self.now = 0
         self.events = 0
-        #: pending events ``(t, seq, fn, arg)``, a heap (heapq's); compiled, ``_keys[i]`` holds the
-        #: ``(t, seq)`` of ``_heap[i]`` (:meth:`_push`, :meth:`_pop`): push and pop through the loop
-        self._heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
-        if _TYPED:
-            self._cap = 0  # entries _keys has room for
+        #: pending events ``(t, seq, fn, arg)``: push and pop through the loop
+        self._heap = Heap()
         #: the sequence number of the last event pushed (ties at one nanosecond run in this order)
         self.seq = 0
         self._halt = False
@@ -63,24 +58,127 @@ class EventLoop:
         if t < self.now:
             t = self.now
         self.seq += 1
-        self._push((t, self.seq, fn, arg))
+        self._heap.push((t, self.seq, fn, arg))
 
     def push(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """:meth:`at` for a ``t`` the caller knows is not before now (the switches, the host links)."""
         self.seq += 1
-        self._push((t, self.seq, fn, arg))
+        self._heap.push((t, self.seq, fn, arg))
 
     def push_seq(self, t: int, seq: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Put back an event that :meth:`remove` took off, under its own ``seq`` (unique: no event
         pending has it); the caller adds 1 to :attr:`seq` for the push it stands for."""
-        self._push((t, seq, fn, arg))
+        self._heap.push((t, seq, fn, arg))
 
-    def _push(self, entry: tuple) -> None:
-        """``heapq.heappush(self._heap, entry)``; compiled, with the entry's key in ``_keys``."""
-        if not _TYPED:
-            heapq.heappush(self._heap, entry)
-            return
+    def halt(self) -> None:
+        """Make :meth:`run` return after the event being processed."""
+        self._halt = True
+
+    def pending(self) -> int:
+        """Events waiting."""
+        return len(self._heap.items)
+
+    def run(self, until: int | None = None, stop: Callable[[], bool] | None = None,
+            check_every: int = 4096, on_check: Callable[[], None] | None = None) -> None:
+        """Process events in time order until the heap is empty, the next event is after
+        ``until`` (now becomes ``until``), :meth:`halt` was called, or ``stop()`` is true
+        (checked every ``check_every`` events, and ``on_check()`` called then)."""
         heap = self._heap
+        items = heap.items
+        n = 0
+        self._halt = False
+        bounded = until is not None
+        lim = until if bounded else 0
+        while items:
+            if bounded and heap.first() > lim:
+                self.now = lim
+                break
+            t, _, fn, arg = heap.pop()
+            self.now = t
+            fn(arg)
+            n += 1
+            if self._halt:
+                break
+            if n >= check_every:
+                self.events += n
+                n = 0
+                if on_check is not None:
+                    on_check()
+                if stop is not None and stop():
+                    return
+        self.events += n
+
+    def remove(self, drop: Callable[[tuple], bool]) -> list[tuple]:
+        """Take the pending events ``(t, seq, fn, arg)`` for which ``drop(entry)`` is true off the
+        heap and return them (in heap order). The others run as they would have: the heap is
+        rebuilt from them, and its order is that of their ``(t, seq)``, unique, alone. O(pending)."""
+        heap = self._heap
+        keep = []
+        gone = []
+        for e in heap.items:
+            if drop(e):
+                gone.append(e)
+            else:
+                keep.append(e)
+        if gone:
+            heap.items[:] = keep
+            heap.heapify()
+        return gone
+
+    def clear(self) -> None:
+        """Drop every pending event."""
+        self._heap.clear()
+
+
+class Heap:
+    """A heap of tuples ``(t, seq, ...)`` in the order of their ``(t, seq)``, unique: ``t`` a float
+    or an int below 2**53 (compared as a C double when compiled: exact there; 2**53 ns is 104 days),
+    ``seq`` an int (64 bits). heapq's algorithm on :attr:`items` (the same list heapq would keep);
+    compiled, each entry's ``(t, seq)`` is also kept at its index in a C array (``_keys``), so a
+    sift compares packed numbers instead of reading a tuple and its number per comparison (at 128
+    ranks the tuples are spread over a large working set). The event loop's heap and the traffic
+    managers' departures."""
+
+    def __init__(self) -> None:
+        #: the entries, heapq's heap (read it; change it only through the methods)
+        self.items: list[tuple] = []
+        if _TYPED:
+            self._cap = 0  # entries _keys has room for
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def first(self) -> float:
+        """The ``t`` of the first entry (IndexError when empty, as Python)."""
+        if _TYPED:
+            if not self.items:
+                raise IndexError("first of an empty heap")
+            return self._keys[0].t
+        return self.items[0][0]
+
+    def heapify(self) -> None:
+        """Make :attr:`items`, changed in place, a heap again (``heapq.heapify``)."""
+        heap = self.items
+        heapq.heapify(heap)
+        if _TYPED:
+            if len(heap) > self._cap:
+                self._keys = _grow(self._keys, len(heap))  # noqa: F821  (events.pxd, compiled only)
+                self._cap = len(heap)
+            keys = self._keys
+            for i, e in enumerate(heap):
+                keys[i].t = e[0]
+                keys[i].seq = e[1]
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        self.items.clear()
+
+    def push(self, entry: tuple) -> None:
+        """``heapq.heappush(self.items, entry)``; compiled, with the entry's key in ``_keys``."""
+        if not _TYPED:
+            heapq.heappush(self.items, entry)
+            return
+        heap = self.items
         n = len(heap)
         if n >= self._cap:
             self._keys = _grow(self._keys, 2 * n + 256)  # noqa: F821  (events.pxd, compiled only)
@@ -103,11 +201,11 @@ class EventLoop:
         keys[pos].t = t
         keys[pos].seq = seq
 
-    def _pop(self) -> tuple:
-        """``heapq.heappop(self._heap)`` (the heap is not empty); compiled, on ``_keys``."""
+    def pop(self) -> tuple:
+        """``heapq.heappop(self.items)``: the first entry (IndexError when empty); compiled, on ``_keys``."""
         if not _TYPED:
-            return heapq.heappop(self._heap)
-        heap = self._heap
+            return heapq.heappop(self.items)
+        heap = self.items
         last = heap.pop()
         end = len(heap)
         if not end:
@@ -148,74 +246,11 @@ class EventLoop:
         if _TYPED:
             free(self._keys)  # noqa: F821  (events.pxd, compiled only)
 
-    def halt(self) -> None:
-        """Make :meth:`run` return after the event being processed."""
-        self._halt = True
-
-    def pending(self) -> int:
-        """Events waiting."""
-        return len(self._heap)
-
-    def run(self, until: int | None = None, stop: Callable[[], bool] | None = None,
-            check_every: int = 4096, on_check: Callable[[], None] | None = None) -> None:
-        """Process events in time order until the heap is empty, the next event is after
-        ``until`` (now becomes ``until``), :meth:`halt` was called, or ``stop()`` is true
-        (checked every ``check_every`` events, and ``on_check()`` called then)."""
-        heap = self._heap
-        n = 0
-        self._halt = False
-        bounded = until is not None
-        lim = until if bounded else 0
-        while heap:
-            if bounded and (self._keys[0].t if _TYPED else heap[0][0]) > lim:
-                self.now = lim
-                break
-            t, _, fn, arg = self._pop()
-            self.now = t
-            fn(arg)
-            n += 1
-            if self._halt:
-                break
-            if n >= check_every:
-                self.events += n
-                n = 0
-                if on_check is not None:
-                    on_check()
-                if stop is not None and stop():
-                    return
-        self.events += n
-
-    def remove(self, drop: Callable[[tuple], bool]) -> list[tuple]:
-        """Take the pending events ``(t, seq, fn, arg)`` for which ``drop(entry)`` is true off the
-        heap and return them (in heap order). The others run as they would have: the heap is
-        rebuilt from them, and its order is that of their ``(t, seq)``, unique, alone. O(pending)."""
-        heap = self._heap
-        keep = []
-        gone = []
-        for e in heap:
-            if drop(e):
-                gone.append(e)
-            else:
-                keep.append(e)
-        if gone:
-            heapq.heapify(keep)
-            heap[:] = keep
-            if _TYPED:
-                keys = self._keys
-                for i, e in enumerate(keep):
-                    keys[i].t = e[0]
-                    keys[i].seq = e[1]
-        return gone
-
-    def clear(self) -> None:
-        """Drop every pending event."""
-        self._heap.clear()
-
 
 def heap_push(heap: list, entry: tuple) -> None:
     """``heapq.heappush(heap, entry)`` for entries ``(t, seq, ...)``: ``(t, seq)`` unique, ``t`` a
     float or an int below 2**53 (compared as a C double when compiled: exact there; 2**53 ns is
-    104 days), ``seq`` an int (64 bits). The loop's heap and the traffic managers' departures."""
+    104 days), ``seq`` an int (64 bits): the traffic managers' ports waiting for service (a small heap each)."""
     if not _TYPED:
         heapq.heappush(heap, entry)
         return
