@@ -71,6 +71,11 @@ DIGEST_SUFFIX = ".sha256"
 #: Key of the generated code's namespace that holds codegen's value ranges of its vars
 #: (emu.embedded.codegen.VAR_RANGES; not imported: this module is imported first)
 VAR_RANGES = "p4:var_ranges"
+#: Key of the vars whose bounds the generated code keeps by construction (emu.embedded.codegen.VAR_BOUNDS)
+VAR_BOUNDS = "p4:var_bounds"
+#: The frame a generated function parses: always a ``bytes`` (``Pipeline`` passes one to ``_ingress``
+#: and egress gets it back in the state tuple), so the compiled build reads ``_pkt[i]`` as a C byte
+PACKET_VAR = "_pkt"
 
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -290,7 +295,8 @@ def _is_bool(e: ast.AST, bools: set[str]) -> bool:
     return False
 
 
-def typed_locals(source: str, ranges: dict[str, Any]) -> dict[str, dict[str, str]]:
+def typed_locals(source: str, ranges: dict[str, Any], bounds: dict[str, tuple[int, int]] | None = None
+                 ) -> dict[str, dict[str, str]]:
     """Locals of the generated functions in ``source`` that the compiled build may declare as C
     types, with the same values as the Python code: ``{function: {var: "longlong" | "bint"}}``.
 
@@ -304,7 +310,10 @@ def typed_locals(source: str, ranges: dict[str, Any]) -> dict[str, dict[str, str
     no storage (a checksum's sum, a select key, an index) counts when every value assigned to it
     is such an expression, with their range; a ``bool`` var only when every value assigned to it
     is a bool (a literal, a comparison, ``not``, another such var) or comes from the egress state
-    tuple. Anything else stays a Python object,
+    tuple; a var of ``bounds`` (``{var: (lo, hi)}``: values the code keeps in those bounds by
+    construction, as ``_pos``) as a storage var of that range whose stores are not checked against
+    it; :data:`PACKET_VAR` as ``bytes`` where it is a parameter or comes from the egress state
+    tuple and is assigned nothing else. Anything else stays a Python object,
     so C arithmetic never wraps where Python's integers would grow: the results are the same bit
     for bit. An assignment from a Python object (a struct field, a table's action data, a
     register) is converted with Cython's overflow check; that its value lies in the var's range is
@@ -312,7 +321,8 @@ def typed_locals(source: str, ranges: dict[str, Any]) -> dict[str, dict[str, str
     """
     tree = ast.parse(source)
     out: dict[str, dict[str, str]] = {}
-    storage = ranges
+    bounds = bounds or {}
+    storage = {**ranges, **bounds}
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef):
             continue
@@ -377,6 +387,8 @@ def typed_locals(source: str, ranges: dict[str, Any]) -> dict[str, dict[str, str
                 for kind, e in stores[v]:
                     if kind == "other":
                         bad.add(v)
+                    elif v in bounds:  # kept in its bounds by the code, whatever is stored
+                        continue
                     elif kind == "expr":
                         r = _ev_c(e, ints, bools, ranges)
                         if (r is None and v in temps) or (r is not None and (r[0] != "int" or not (
@@ -393,17 +405,22 @@ def typed_locals(source: str, ranges: dict[str, Any]) -> dict[str, dict[str, str
             ints -= bad
             bools -= bad
         out[fn.name] = {**{v: "longlong" for v in sorted(ints)}, **{v: "bint" for v in sorted(bools)}}
+        pkt = stores.get(PACKET_VAR, [])
+        if (PACKET_VAR in params and not pkt) or (PACKET_VAR not in params and pkt
+                                                  and all(k == "state" for k, _e in pkt)):
+            out[fn.name][PACKET_VAR] = "bytes"
     return out
 
 
 @functools.lru_cache(maxsize=64)
-def _declarations(source: str, ranges: frozenset) -> tuple[tuple[str, str], ...]:
+def _declarations(source: str, ranges: frozenset, bounds: frozenset = frozenset()) -> tuple[tuple[str, str], ...]:
     """``(function, @cython.locals line)`` of :func:`typed_locals`, cached per generated source."""
     try:
-        typed = typed_locals(source, dict(ranges))
+        typed = typed_locals(source, dict(ranges), dict(bounds))
     except (SyntaxError, ValueError, TypeError, RecursionError):  # never a reason to fail a pipeline
         return ()
-    return tuple((fn, "@cython.locals(" + ", ".join(f"{v}=cython.{t}" for v, t in d.items()) + ")")
+    return tuple((fn, "@cython.locals(" + ", ".join(f"{v}={t if t == 'bytes' else 'cython.' + t}"
+                                                    for v, t in d.items()) + ")")
                  for fn, d in typed.items() if d)
 
 
@@ -417,7 +434,9 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
     ``declare=False``: without them (what :func:`pipeline_module_name` names the module by)."""
     names = sorted(n for n in ns if n.isidentifier() and n not in ("__builtins__", "_ingress", "_egress", "_ns"))
     ranges = ns.get(VAR_RANGES) or {}
-    decl = dict(_declarations(source, frozenset((k, v) for k, v in ranges.items() if v is not None))) if declare else {}
+    bounds = ns.get(VAR_BOUNDS) or {}
+    decl = dict(_declarations(source, frozenset((k, v) for k, v in ranges.items() if v is not None),
+                              frozenset(bounds.items()))) if declare else {}
     lines = ["# generated by hostapps.compiled.pipeline_module_source: a P4 pipeline's generated code",
              *(["import cython"] if decl else []), "", "def make(_ns):"]
     lines += [f"    {n} = _ns[{n!r}]" for n in names]

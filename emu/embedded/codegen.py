@@ -276,6 +276,7 @@ def assemble(gen: CodeGen, ingress: list[Line], egress: list[Line], arch: str,
     source = "\n".join(render(ingress) + [""] + render(egress)) + "\n"
     code = compile(source, f"<p4 pipeline {gen.prog.source}>", "exec")
     gen.ns[VAR_RANGES] = dict(gen.var_ranges)  # not a name: the code never sees it
+    gen.ns[VAR_BOUNDS] = {"_pos": (0, POS_MAX), **dict.fromkeys(gen.raw.values(), (0, POS_MAX))}  # (offsets: _pos's values)
     exec(code, gen.ns)  # noqa: S102 - generated from the parsed program by CodeGen
     objs = gen.objects
     logger.info("compiled %s (%s): %d lines of Python, %d tables, %d registers, %d counters",
@@ -286,6 +287,12 @@ def assemble(gen: CodeGen, ingress: list[Line], egress: list[Line], arch: str,
 #: Key in the generated code's namespace of :attr:`CodeGen.var_ranges` (not an identifier, so no
 #: name of the code; hostapps.compiled.pipeline_module_source reads it)
 VAR_RANGES = "p4:var_ranges"
+#: Key of vars whose bounds the code keeps by construction, not by their type: ``{var: (lo, hi)}``.
+#: ``_pos``, the parser's byte offset, starts at 0 and moves on by ``n`` only after ``_pos + n > _n``
+#: (the frame's length) was found false, so 0 <= ``_pos`` <= ``len(_pkt)`` < :data:`POS_MAX`.
+VAR_BOUNDS = "p4:var_bounds"
+#: A bound of every frame length in bytes (2**48: beyond any memory)
+POS_MAX = 1 << 48
 
 
 def mask(w: int) -> int:
@@ -1697,35 +1704,34 @@ class CodeGen:
             self.emit(f"_pos += {nbytes}")
             self._split(h.fields, "_x", h.type.width, live)
         else:
-            # one struct.unpack of byte-aligned pieces, then split the pieces holding several fields
-            sname, chunks = layout
-            targets, post = [], []
-            for nb, fs, pieces in chunks:
-                if len(fs) == 1 and len(pieces) == 1:
-                    targets.append(fs[0][2])
+            # the byte-aligned chunks holding a live field, each from its bytes (``_pkt[i]``: an int
+            # 0..255; in the compiled build a C read, the bytes in vars of C type), then the chunks
+            # holding several fields split
+            off = 0
+            for nb, fs, _pieces in layout[1]:
+                at, off = off, off + nb
+                if not any(live(var) for _n, _w, var in fs):
                     continue
-                pvars = [self.fresh("p") for _ in pieces]
-                for pv, size in zip(pvars, pieces, strict=True):  # a struct piece of that many bytes
-                    self.note_range(pv, ir.BitT(size * 8))
-                targets.extend(pvars)
+                if nb == 1 and len(fs) == 1:
+                    self.emit(f"{fs[0][2]} = _pkt[_pos + {at}]" if at else f"{fs[0][2]} = _pkt[_pos]")
+                    continue
+                bvars = []
+                for j in range(nb):
+                    bv = self.fresh("b")
+                    self.note_range(bv, ir.BitT(8))
+                    self.emit(f"{bv} = _pkt[_pos + {at + j}]" if at + j else f"{bv} = _pkt[_pos]")
+                    bvars.append(bv)
+                code = " | ".join(f"({bv} << {8 * (nb - 1 - j)})" if j < nb - 1 else bv for j, bv in enumerate(bvars))
                 if len(fs) == 1:
-                    code, off = "", nb * 8
-                    for pv, size in zip(pvars, pieces, strict=True):
-                        off -= size * 8
-                        part = f"{pv} << {off}" if off else pv
-                        code = part if not code else f"{code} | {part}"
-                    post.append(("line", fs[0][2], code))
-                else:
-                    post.append(("split", fs, pvars[0], nb * 8))
-            unpack = self.method(sname.strip("_"), self.ns[sname], "unpack_from")
-            self.emit(f"{', '.join(targets)}, = {unpack}(_pkt, _pos)")
+                    self.emit(f"{fs[0][2]} = {code}")
+                    continue
+                src = bvars[0]
+                if nb > 1:
+                    src = self.fresh("p")
+                    self.note_range(src, ir.BitT(nb * 8))
+                    self.emit(f"{src} = {code}")
+                self._split(fs, src, nb * 8, live)
             self.emit(f"_pos += {nbytes}")
-            for item in post:
-                if item[0] == "line":
-                    if live(item[1]):
-                        self.emit(f"{item[1]} = {item[2]}")
-                else:
-                    self._split(item[1], item[2], item[3], live)
         self.emit(f"{h.valid} = True")
         for ln in h.invalidate_siblings():
             self.emit(ln)

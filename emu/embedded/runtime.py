@@ -10,8 +10,9 @@ functions. Semantics follow the P4_16 spec and v1model as bmv2 (simple_switch)
 implements them; ``docs/p4-subset.md`` lists them.
 
 ``optimize=True`` (the default) makes the same semantics cheaper (``optimize.py``):
-headers are read and written with one precompiled ``struct`` per header, a header that
-nothing can have changed since ``extract`` is re-emitted from its original bytes,
+headers are read byte by byte (``_pkt[i]``: C reads in the compiled build) and written with
+one precompiled ``struct`` per header (one for a run of them), a header that nothing can
+have changed since ``extract`` is re-emitted from its original bytes,
 extracted fields that nothing reads are not computed, egress receives only the
 variables it reads, an acyclic parser is inlined instead of run as a state loop, and
 csum16 is inlined as the sum of the fields in their 16-bit word positions

@@ -69,3 +69,19 @@ def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() 
     # the exec'd source is unchanged: every line of it is in the module, indented
     body = [ln[4:] for ln in src.splitlines() if ln.startswith("    ") and "@cython.locals" not in ln]
     assert all(ln in body for ln in pipe.source.splitlines() if ln)
+
+
+def test_a_bounded_var_is_c_whatever_is_stored_and_the_packet_is_bytes() -> None:
+    """``bounds`` (codegen.VAR_BOUNDS: ``_pos``, kept <= the frame's length by the parser's checks)
+    are C with their range although ``_pos + n`` is not inside it; ``_pkt`` is ``bytes`` as a
+    parameter or from the egress state, not when it is assigned something else; a byte read
+    ``_pkt[i]`` into a bit<8> var is a C store."""
+    src = ("def _ingress(_pkt, _n):\n    _pos = 0\n    _b = 0\n    _pos += 14\n    _b = _pkt[_pos + 1]\n"
+           "    _x = (_b << 8) | _b\n    return (_pkt, _pos, _x)\n\n"
+           "def _egress(_st):\n    _pkt, _pos, = _st\n    _t = _pos\n    return _pkt[_t:]\n\n"
+           "def _other(_frame):\n    _pkt = b'x' + _frame\n    return _pkt\n")
+    got = compiled.typed_locals(src, {"_b": B8}, {"_pos": (0, 1 << 48)})
+    assert got["_ingress"] == {"_b": "longlong", "_pos": "longlong", "_x": "longlong", "_pkt": "bytes"}
+    assert got["_egress"] == {"_pos": "longlong", "_t": "longlong", "_pkt": "bytes"}
+    assert got["_other"] == {}
+    assert "_pos" not in compiled.typed_locals(src, {"_b": B8})["_ingress"]  # without its bound: _pos + 14 grows
