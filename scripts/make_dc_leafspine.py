@@ -41,7 +41,6 @@ sys.path.insert(0, str(REPO))
 
 from hostapps.wire import MAX_RANKS  # noqa: E402
 
-
 _COMMON = """mtu: 4096
 # --mode mininet runs it dilated by D = 5000 (docs/virtual-time.md, "Time dilation"): 100 Gbit/s
 # links become 20 Mbit/s, 1 us delays 5 ms, every DCQCN and transport timer x 5000, queues and the
