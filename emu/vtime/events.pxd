@@ -31,13 +31,14 @@ cdef class Heap:
     @cython.locals(heap=list, keys=_KeyPtr, i=Py_ssize_t)
     cpdef heapify(self)
     cpdef clear(self)
-    @cython.locals(heap=list, keys=_KeyPtr, n=Py_ssize_t, pos=Py_ssize_t, up=Py_ssize_t,
-                   t=cython.double, seq=cython.longlong, pt=cython.double)
+    @cython.locals(heap=list, n=Py_ssize_t, t=cython.double, seq=cython.longlong)
     cpdef void push(self, tuple entry) except *
     @cython.locals(heap=list, keys=_KeyPtr, last=tuple, top=tuple, end=Py_ssize_t, pos=Py_ssize_t,
-                   child=Py_ssize_t, right=Py_ssize_t, up=Py_ssize_t, lt=cython.double, lseq=cython.longlong,
-                   ct=cython.double, rt=cython.double, pt=cython.double)
+                   child=Py_ssize_t, right=Py_ssize_t, lt=cython.double, lseq=cython.longlong,
+                   ct=cython.double, rt=cython.double)
     cpdef tuple pop(self)
+    @cython.locals(heap=list, keys=_KeyPtr, up=Py_ssize_t, pt=cython.double)
+    cdef inline void _settle(self, Py_ssize_t pos, tuple entry, double t, long long seq) except *
 
 cdef class EventLoop:
     cdef public long long now

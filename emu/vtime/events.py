@@ -183,23 +183,10 @@ class Heap:
         if n >= self._cap:
             self._keys = _grow(self._keys, 2 * n + 256)  # noqa: F821  (events.pxd, compiled only)
             self._cap = 2 * n + 256
-        keys = self._keys
         t = entry[0]
         seq = entry[1]
         heap.append(entry)
-        pos = n
-        while pos > 0:  # heapq's _siftdown
-            up = (pos - 1) >> 1
-            pt = keys[up].t
-            if t < pt or (t == pt and seq < keys[up].seq):
-                heap[pos] = heap[up]
-                keys[pos] = keys[up]
-                pos = up
-                continue
-            break
-        heap[pos] = entry
-        keys[pos].t = t
-        keys[pos].seq = seq
+        self._settle(n, entry, t, seq)
 
     def pop(self) -> tuple:
         """``heapq.heappop(self.items)``: the first entry (IndexError when empty); compiled, on ``_keys``."""
@@ -228,19 +215,27 @@ class Heap:
             keys[pos] = keys[child]
             pos = child
             child = 2 * pos + 1
+        self._settle(pos, last, lt, lseq)
+        return top
+
+    def _settle(self, pos: int, entry: tuple, t: float, seq: int) -> None:
+        """heapq's ``_siftdown`` on the compiled keys (compiled only): move the parents of slot
+        ``pos`` whose key is above ``(t, seq)`` down one level each, then put ``entry``, of that
+        key, in the slot left."""
+        heap = self.items
+        keys = self._keys
         while pos > 0:
             up = (pos - 1) >> 1
             pt = keys[up].t
-            if lt < pt or (lt == pt and lseq < keys[up].seq):
+            if t < pt or (t == pt and seq < keys[up].seq):
                 heap[pos] = heap[up]
                 keys[pos] = keys[up]
                 pos = up
                 continue
             break
-        heap[pos] = last
-        keys[pos].t = lt
-        keys[pos].seq = lseq
-        return top
+        heap[pos] = entry
+        keys[pos].t = t
+        keys[pos].seq = seq
 
     def __dealloc__(self) -> None:
         if _TYPED:
