@@ -17,6 +17,7 @@ cdef class SwitchCore(EgressStage):
     cdef public dict io_lag
     cdef public object io_lag_max_us
     cdef public object _log
+    cdef public dict _pstats
     cdef public object _parser_key
     cdef public list _pending
     cdef public object internal_error

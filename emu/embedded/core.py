@@ -39,7 +39,9 @@ class PipelineLike(Protocol):
     """What SwitchCore needs of ``runtime.Pipeline`` (docs/interfaces.md section 3): every
     member is required (no probing), so a test double says what it stands in for."""
 
-    #: counters by name; ``parser_errors`` (packets whose parser_error is not NoError) if kept
+    #: counters by name; ``parser_errors`` (packets whose parser_error is not NoError) if kept.
+    #: Always the same dict, in which ``parser_errors`` is counted as it happens (the core
+    #: reads it per packet through the reference it took at construction)
     stats: dict[str, int]
     #: None: enq_qdepth in packets; else units per queued packet (T2NA: cells)
     qdepth_unit: Any
@@ -122,7 +124,9 @@ class SwitchCore(EgressStage):
         self.io_lag = {"wakeups": 0, "late_wakeups": 0}
         self.io_lag_max_us = 0
         self._log = _RateLimitedLog(1_000_000 * self.ticks_per_us)
-        self._parser_key = next((k for k in _PARSER_ERROR_KEYS if k in pipeline.stats), None)
+        #: the pipeline's counters (PipelineLike.stats: the same dict, parser errors counted live)
+        self._pstats: dict = pipeline.stats
+        self._parser_key = next((k for k in _PARSER_ERROR_KEYS if k in self._pstats), None)
         #: copies egress asked for (E2E clones, recirculations): the pipeline's list
         self._pending: list = pipeline.pending
         #: the first internal error (an exception from the pipeline that is not a PacketError)
@@ -183,7 +187,7 @@ class SwitchCore(EgressStage):
         n = len(frame)
         pipe = self.pipeline
         key = self._parser_key
-        perr = pipe.stats.get(key, 0) if key else 0
+        perr = self._pstats.get(key, 0) if key else 0
         tpu = self.ticks_per_us
         try:
             if copy is None:
@@ -198,7 +202,7 @@ class SwitchCore(EgressStage):
             self._internal(e, now_us, f"port {port}: ingress of a {n}-byte frame {frame[:64].hex()}")
             return
         if st is None:
-            if key and pipe.stats.get(key, 0) != perr:
+            if key and self._pstats.get(key, 0) != perr:
                 self._drops["malformed"] += 1
                 self._log("malformed", now_us, "port %d: parser error, dropped", port)
             else:

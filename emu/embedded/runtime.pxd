@@ -15,16 +15,18 @@ cdef IngressResult _unicast_result(object egress_spec, object mcast_grp, object 
                                    object port)
 
 # The Pipeline's per-packet state as C members (its other attributes stay in the instance
-# ``__dict__``); ingress and egress_at, one call each per packet, are cpdef. ``r`` is the generated
-# ingress's tuple (or None).
+# ``__dict__``): the four per-packet counters (``stats`` is a property that copies them into
+# ``_stats``); ingress and egress_at, one call each per packet, are cpdef. ``r`` is the generated
+# ingress's tuple (or None); egress_at's ``st`` is always this module's IngressResult.
 cdef class Pipeline:
     cdef dict __dict__
-    cdef public dict stats
+    cdef public dict _stats
+    cdef public long long _parsed, _ingress_drops, _egress_drops, _packets_out
     cdef public object _ingress_fn, _egress_fn
     cdef public list pending
     cdef public bint last_recirculated
 
     @cython.locals(r=tuple)
     cpdef object ingress(self, object frame, object ingress_port, object now_us)
-    cpdef object egress_at(self, object st, object egress_port, object enq_qdepth, object deq_qdepth,
+    cpdef object egress_at(self, IngressResult st, object egress_port, object enq_qdepth, object deq_qdepth,
                            object deq_timedelta_us, object enq_timestamp_us, object now_us)

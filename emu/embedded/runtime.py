@@ -121,7 +121,8 @@ class Pipeline:
     ``tables``, ``registers``, ``counters`` map fully qualified names
     (``MyIngress.ipv4_lpm``) to :class:`Table`, :class:`Register`, :class:`Counter`.
     ``stats`` counts ``parsed`` (frames given to ingress), ``parser_errors`` (packets whose parser_error is
-    not NoError), ``ingress_drops``, ``egress_drops``, ``packets_out``.
+    not NoError), ``ingress_drops``, ``egress_drops``, ``packets_out``, then ``clones``, ``resubmits``,
+    ``recirculations``, ``replicas``, ``copy_drops`` (see :attr:`stats`).
     ``source`` is the generated Python (for debugging).
 
     Raises :class:`P4FrontendError` (FILE:LINE) for constructs the runtime does not
@@ -132,15 +133,19 @@ class Pipeline:
         self.program = program
         self.optimize = optimize
         self.rng = _random.Random(seed)
-        self.stats: dict[str, int] = {"parsed": 0, "parser_errors": 0, "ingress_drops": 0,
-                                      "egress_drops": 0, "packets_out": 0}
+        # the four per-packet counters are attributes (C members in the compiled build: no dict
+        # lookup per packet); ``stats`` brings them into _stats when it is read
+        self._parsed = self._ingress_drops = self._egress_drops = self._packets_out = 0
+        #: counters by name (``stats``): the generated code increments parser_errors here
+        self._stats: dict[str, int] = {"parsed": 0, "parser_errors": 0, "ingress_drops": 0,
+                                       "egress_drops": 0, "packets_out": 0}
         self.error_codes = {e: i for i, e in enumerate(program.errors)}
         main = program.main
         arch_name = main.type.name if main is not None else ""
         arch = ARCHITECTURES.get(arch_name, compile_v1model)
         #: None (queue depths in packets) or the units a queued packet counts for (T2NA: cells)
         self.qdepth_unit = QDEPTH_UNITS.get(arch_name)
-        compiled = arch(passes.lower(program), optimize_code=optimize, rng=self.rng, stats=self.stats)
+        compiled = arch(passes.lower(program), optimize_code=optimize, rng=self.rng, stats=self._stats)
         self.source = compiled.source
         #: the generated functions this pipeline runs: compiled (hostapps.compiled.pipeline_functions,
         #: when built from this very source) or the exec'd source; ``code_status`` says which
@@ -166,7 +171,19 @@ class Pipeline:
         #: the last egress run sent its packet back to ingress (not a drop)
         self.last_recirculated = False
         for k in ("clones", "resubmits", "recirculations", "replicas", "copy_drops"):
-            self.stats.setdefault(k, 0)
+            self._stats.setdefault(k, 0)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The counters by name (see the class docstring): always the same dict, whose ``parsed``,
+        ``ingress_drops``, ``egress_drops`` and ``packets_out`` are brought up to date on each read
+        of this attribute (the others, ``parser_errors`` among them, are counted in it live)."""
+        d = self._stats
+        d["parsed"] = self._parsed
+        d["ingress_drops"] = self._ingress_drops
+        d["egress_drops"] = self._egress_drops
+        d["packets_out"] = self._packets_out
+        return d
 
     # ------------------------------------------------------------ per packet
     def ingress(self, frame: bytes, ingress_port: int, now_us: int) -> IngressResult | None:
@@ -176,12 +193,12 @@ class Pipeline:
         packet is dropped (``mark_to_drop`` / egress_spec 511); never raises on malformed
         frames (they get a parser_error and follow the program's logic).
         """
-        self.stats["parsed"] += 1
+        self._parsed += 1
         if frame.__class__ is not bytes:
             frame = bytes(frame)
         r = self._ingress_fn(frame, ingress_port, now_us)
         if r is None:
-            self.stats["ingress_drops"] += 1
+            self._ingress_drops += 1
             return None
         if len(r) == 5:
             return IngressResult(r[0], r[1], r[2], r[3], ingress_port, ops=r[4], frame=frame, now_us=now_us)
@@ -194,10 +211,10 @@ class Pipeline:
         ``preserved`` holds the field list's metadata values; ``depth`` counts the
         re-entries so far (kept in the result's ``depth``).
         """
-        self.stats["parsed"] += 1
+        self._parsed += 1
         r = self._ingress_fn(bytes(frame), ingress_port, now_us, instance_type, preserved)
         if r is None:
-            self.stats["ingress_drops"] += 1
+            self._ingress_drops += 1
             return None
         if len(r) == 5:
             return IngressResult(r[0], r[1], r[2], r[3], ingress_port, ops=r[4], frame=bytes(frame),
@@ -226,23 +243,23 @@ class Pipeline:
                 session, index = clone
                 port = self.mirror_sessions.get(session)
                 if port is None:
-                    self.stats["copy_drops"] += 1
+                    self._stats["copy_drops"] += 1
                 else:
                     r = self._ingress_fn(st.frame, st.port, st.now_us, INGRESS_CLONE,
                                          self._preserved(values, index), True)
-                    self.stats["clones"] += 1
+                    self._stats["clones"] += 1
                     tasks.append(("egress", port, IngressResult(0, 0, r[2], r[3], st.port, itype=INGRESS_CLONE,
                                                                 depth=depth)))
             if resub is not None:
                 if depth >= MAX_REENTRIES:
-                    self.stats["copy_drops"] += 1
+                    self._stats["copy_drops"] += 1
                 else:
-                    self.stats["resubmits"] += 1
+                    self._stats["resubmits"] += 1
                     tasks.append(("ingress", st.frame, st.port, RESUBMIT, self._preserved(values, resub), depth + 1))
                 return tasks
         if st.mcast_grp:
             for port, rid in self.mcast_groups.get(st.mcast_grp, ()):
-                self.stats["replicas"] += 1
+                self._stats["replicas"] += 1
                 tasks.append(("egress", port, IngressResult(st.egress_spec, st.mcast_grp, st.packet_length, st.state,
                                                             st.port, rid=rid, itype=REPLICATION, depth=depth)))
             return tasks
@@ -274,9 +291,9 @@ class Pipeline:
             if out is None and self.last_recirculated:
                 return None  # not a drop: the packet went back to ingress
         if out is None:
-            self.stats["egress_drops"] += 1
+            self._egress_drops += 1
         else:
-            self.stats["packets_out"] += 1
+            self._packets_out += 1
         return out
 
     def _egress_copies(self, st: IngressResult, res: tuple) -> bytes | None:
@@ -286,18 +303,18 @@ class Pipeline:
             session, _index, state = clone
             port = self.mirror_sessions.get(session)
             if port is None:
-                self.stats["copy_drops"] += 1
+                self._stats["copy_drops"] += 1
             else:
-                self.stats["clones"] += 1
+                self._stats["clones"] += 1
                 self.pending.append(("egress", port, IngressResult(0, 0, st.packet_length, state, st.port,
                                                                    itype=EGRESS_CLONE, depth=st.depth)))
         if recirc is not None:
             frame, index, values = recirc
             depth = st.depth
             if depth >= MAX_REENTRIES:
-                self.stats["copy_drops"] += 1
+                self._stats["copy_drops"] += 1
             else:
-                self.stats["recirculations"] += 1
+                self._stats["recirculations"] += 1
                 self.last_recirculated = True
                 self.pending.append(("ingress", frame, st.port, RECIRC, self._preserved(values, index), depth + 1))
         return out

@@ -301,6 +301,22 @@ def test_bad_checksum_counts_in_p4_parser_errors_but_not_as_a_parser_error(pipe:
     assert pipe.stats["parser_errors"] == 1
 
 
+def test_stats_is_one_dict_brought_up_to_date_when_read(pipe: Pipeline) -> None:
+    """``Pipeline.stats``: the per-packet counters are attributes, copied into the same dict on
+    each read; parser_errors (counted by the generated code) is live in a reference kept before."""
+    held = pipe.stats
+    assert list(held) == ["parsed", "parser_errors", "ingress_drops", "egress_drops", "packets_out",
+                          "clones", "resubmits", "recirculations", "replicas", "copy_drops"]
+    st = pipe.ingress(frame(), 1, 0)
+    assert st is not None and pipe.egress(st, egress_port=st.egress_spec) is not None
+    assert run(pipe, frame(ttl=1), port=5) is None  # a P4 drop in ingress
+    assert run(pipe, _truncated(14 + 12), port=5) is None  # a parser error (then dropped)
+    assert held["parser_errors"] == 1 and held["parsed"] == 0  # not read since: still the old copy
+    assert pipe.stats is held
+    assert held == {"parsed": 3, "parser_errors": 1, "ingress_drops": 2, "egress_drops": 0, "packets_out": 1,
+                    "clones": 0, "resubmits": 0, "recirculations": 0, "replicas": 0, "copy_drops": 0}
+
+
 def test_parser_error_code_reaches_ingress(tmp_path: Path) -> None:
     body = """apply {
         if (sm.parser_error == error.PacketTooShort) { sm.egress_spec = 7; }
