@@ -73,6 +73,10 @@ DIGEST_SUFFIX = ".sha256"
 VAR_RANGES = "p4:var_ranges"
 #: Key of the vars whose bounds the generated code keeps by construction (emu.embedded.codegen.VAR_BOUNDS)
 VAR_BOUNDS = "p4:var_bounds"
+#: Key of the typed ingress->egress state (emu.embedded.codegen.STATE: ``{"fields", "source"}``),
+#: and the names of its class and constructor in the compiled module (codegen.STATE_CLASS, STATE_NEW)
+STATE = "p4:state"
+STATE_CLASS, STATE_NEW = "_P4State", "_p4state"
 #: The frame a generated function parses: always a ``bytes`` (``Pipeline`` passes one to ``_ingress``
 #: and egress gets it back in the state tuple), so the compiled build reads ``_pkt[i]`` as a C byte
 PACKET_VAR = "_pkt"
@@ -413,15 +417,42 @@ def typed_locals(source: str, ranges: dict[str, Any], bounds: dict[str, tuple[in
 
 
 @functools.lru_cache(maxsize=64)
-def _declarations(source: str, ranges: frozenset, bounds: frozenset = frozenset()) -> tuple[tuple[str, str], ...]:
-    """``(function, @cython.locals line)`` of :func:`typed_locals`, cached per generated source."""
+def _typed(source: str, ranges: frozenset, bounds: frozenset = frozenset()) -> tuple[tuple[str, tuple], ...]:
+    """:func:`typed_locals` as ``((function, ((var, type), ...)), ...)``, cached per generated source."""
     try:
         typed = typed_locals(source, dict(ranges), dict(bounds))
     except (SyntaxError, ValueError, TypeError, RecursionError):  # never a reason to fail a pipeline
         return ()
-    return tuple((fn, "@cython.locals(" + ", ".join(f"{v}={t if t == 'bytes' else 'cython.' + t}"
-                                                    for v, t in d.items()) + ")")
-                 for fn, d in typed.items() if d)
+    return tuple((fn, tuple(d.items())) for fn, d in typed.items())
+
+
+def _ctype(t: str) -> str:
+    """The Cython pure-mode name of a :func:`typed_locals` type."""
+    return t if t in ("bytes", "object", STATE_CLASS) else "cython." + t
+
+
+def _locals_line(d: dict[str, str]) -> str:
+    return "@cython.locals(" + ", ".join(f"{v}={_ctype(t)}" for v, t in d.items()) + ")"
+
+
+def _state_lines(fields: tuple[str, ...], types: dict[str, str] | None) -> list[str]:
+    """The typed state's class and constructor (module level; :data:`STATE`). ``types``: the C
+    type of each field (egress's :func:`typed_locals`, the types egress converted the tuple's values
+    to; a field egress keeps as an object stays one); None: the same code without declarations."""
+    lines = []
+    if types is not None:
+        lines += ["@cython.freelist(256)", "@cython.cclass"]
+    lines += [f"class {STATE_CLASS}:", "    \"\"\"A packet's state from ingress to egress (one per packet).\"\"\""]
+    if types is not None:
+        lines += [f"    {v} = cython.declare({_ctype(types.get(v, 'object'))})" for v in fields]
+    lines += ["", ""]
+    if types is not None:
+        lines += ["@cython.cfunc", _locals_line({**{v: types.get(v, "object") for v in fields}, "_s": STATE_CLASS})]
+    lines.append(f"def {STATE_NEW}({', '.join(fields)}):")
+    lines.append(f"    _s = {STATE_CLASS}.__new__({STATE_CLASS})")
+    lines += [f"    _s.{v} = {v}" for v in fields]
+    lines += ["    return _s", "", ""]
+    return lines
 
 
 def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = True) -> str:
@@ -431,14 +462,26 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
     ``(_ingress, _egress)``. Each function gets the C types of :func:`typed_locals` as a
     ``@cython.locals`` declaration (from the value ranges codegen recorded in ``ns``, key
     ``emu.embedded.codegen.VAR_RANGES``): only the compiled build sees them, the code is the same.
+    Where codegen published a typed state (``ns[STATE]``), the functions are that source's (the
+    same code but for the state: a :data:`STATE_CLASS` made by :data:`STATE_NEW`, defined at module
+    level by :func:`_state_lines`), declared with the types worked out on ``source``.
     ``declare=False``: without them (what :func:`pipeline_module_name` names the module by)."""
     names = sorted(n for n in ns if n.isidentifier() and n not in ("__builtins__", "_ingress", "_egress", "_ns"))
     ranges = ns.get(VAR_RANGES) or {}
     bounds = ns.get(VAR_BOUNDS) or {}
-    decl = dict(_declarations(source, frozenset((k, v) for k, v in ranges.items() if v is not None),
-                              frozenset(bounds.items()))) if declare else {}
+    typed = {fn: dict(d) for fn, d in _typed(source, frozenset((k, v) for k, v in ranges.items() if v is not None),
+                                             frozenset(bounds.items()))} if declare else {}
+    state = ns.get(STATE)
+    head: list[str] = []
+    if state:
+        egress = typed.get("_egress", {})
+        head = _state_lines(state["fields"], egress if declare else None)
+        source = state["source"]
+        if declare:
+            typed["_egress"] = {**egress, "_st": STATE_CLASS}
+    decl = {fn: _locals_line(d) for fn, d in typed.items() if d}
     lines = ["# generated by hostapps.compiled.pipeline_module_source: a P4 pipeline's generated code",
-             *(["import cython"] if decl else []), "", "def make(_ns):"]
+             *(["import cython"] if decl else []), "", *head, "def make(_ns):"]
     lines += [f"    {n} = _ns[{n!r}]" for n in names]
     for ln in source.splitlines():
         if ln.startswith("def ") and ln[4:].split("(", 1)[0] in decl:
@@ -454,7 +497,7 @@ def pipeline_module_name(module_source: str) -> str:
     build before it works them out; the build's stamp, the digest of the whole source, says whether
     they are the same)."""
     bare = "\n".join(ln for ln in module_source.split("\n") if ln.strip() != "import cython"
-                     and not ln.lstrip().startswith("@cython.locals("))
+                     and not ln.lstrip().startswith("@cython.") and "= cython.declare(" not in ln)
     return PIPELINE_PREFIX + hashlib.sha256(bare.encode()).hexdigest()[:24]
 
 

@@ -244,15 +244,23 @@ class Architecture:
 
 @dataclass(eq=False, slots=True)
 class Line:
-    """One line of generated Python: indentation level and text ("" = left out)."""
+    """One line of generated Python: indentation level and text ("" = left out). ``typed``: its
+    text in the compiled build's source (:data:`STATE`), where the ingress->egress state is a
+    typed object, not a tuple (None: the same text; it may hold several lines)."""
 
     ind: int
     text: str
+    typed: str | None = None
 
 
-def render(lines: list[Line]) -> list[str]:
-    """The source lines of ``lines`` (removed lines left out)."""
-    return ["    " * ln.ind + ln.text for ln in lines if ln.text]
+def render(lines: list[Line], typed: bool = False) -> list[str]:
+    """The source lines of ``lines`` (removed lines left out); ``typed``: their :attr:`Line.typed` text."""
+    out = []
+    for ln in lines:
+        text = ln.typed if typed and ln.typed is not None else ln.text
+        if text:
+            out += ["    " * ln.ind + t for t in text.split("\n")]
+    return out
 
 
 @dataclass
@@ -270,10 +278,15 @@ class Compiled:
 
 
 def assemble(gen: CodeGen, ingress: list[Line], egress: list[Line], arch: str,
-             field_lists: dict[int, list[str]] | None = None) -> Compiled:
+             field_lists: dict[int, list[str]] | None = None, state: list[str] | None = None) -> Compiled:
     """The one last step of every architecture: the ``_ingress`` and ``_egress`` functions (their
-    whole lines, ``def`` included) rendered, compiled and executed in ``gen.ns``."""
+    whole lines, ``def`` included) rendered, compiled and executed in ``gen.ns``. ``state``: the
+    vars of the ingress->egress state tuple, in its order, when the lines' :attr:`Line.typed`
+    texts make it a :data:`STATE_CLASS` object instead (published under :data:`STATE`)."""
     source = "\n".join(render(ingress) + [""] + render(egress)) + "\n"
+    if state:
+        typed = "\n".join(render(ingress, True) + [""] + render(egress, True)) + "\n"
+        gen.ns[STATE] = {"fields": tuple(state), "source": typed}  # not a name: the code never sees it
     code = compile(source, f"<p4 pipeline {gen.prog.source}>", "exec")
     gen.ns[VAR_RANGES] = dict(gen.var_ranges)  # not a name: the code never sees it
     gen.ns[VAR_BOUNDS] = {"_pos": (0, POS_MAX), **dict.fromkeys(gen.raw.values(), (0, POS_MAX))}  # (offsets: _pos's values)
@@ -293,6 +306,17 @@ VAR_RANGES = "p4:var_ranges"
 VAR_BOUNDS = "p4:var_bounds"
 #: A bound of every frame length in bytes (2**48: beyond any memory)
 POS_MAX = 1 << 48
+#: Key of the typed ingress->egress state (``{"fields": (var, ...), "source": str}``): the same
+#: functions as the generated source, but ingress returns ``STATE_NEW(var, ...)`` (one argument
+#: per field, in order) where the source returns the tuple ``(var, ...)``, and egress reads
+#: ``var = _st.var`` where the source unpacks ``var, ... = _st``.
+#: hostapps.compiled.pipeline_module_source compiles that source with :data:`STATE_CLASS`, an
+#: extension type whose fields are C members of the types egress gives them, and STATE_NEW, a C
+#: function that makes one (no tuple, no boxing of C integers); the exec'd source keeps the tuple
+#: (in pure Python a tuple is the cheapest record).
+STATE = "p4:state"
+#: The typed state's class and constructor (names of the compiled pipeline module)
+STATE_CLASS, STATE_NEW = "_P4State", "_p4state"
 
 
 def mask(w: int) -> int:

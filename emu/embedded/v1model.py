@@ -18,6 +18,7 @@ from typing import Any
 
 from . import ir
 from .codegen import (
+    STATE_NEW,
     Architecture,
     CodeGen,
     Compiled,
@@ -580,15 +581,18 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
     else:
         passed = all_slots
         init_vars = all_slots
-    state_in = ", ".join(["_pkt", "_pos", *passed])
+    state_vars = ["_pkt", "_pos", *passed]
+    state_in = ", ".join(state_vars)
+    state_new = f"{STATE_NEW}({state_in})"  # the typed state (codegen.STATE) of the compiled build
     if ops_in:
         ret_ops.text = (f"if _clone is not None or _resub is not None: "
                         f"return ({espec}, {mgrp}, _plen, ({state_in},), (_clone, _resub, {pres_dict}))")
+        ret_ops.typed = ret_ops.text.replace(f"({state_in},)", state_new)
     if "clone" in ops_in:
         # an I2E clone is the received packet parsed again, with the field list's metadata
         ln = Line(1, "if _parse_only:")
         body = [Line(2, f"{v} = _pres.get({v!r}, {v})") for v in pres_vars] if pres_vars else []
-        body.append(Line(2, f"return (0, 0, _plen, ({state_in},))"))
+        body.append(Line(2, f"return (0, 0, _plen, ({state_in},))", f"return (0, 0, _plen, {state_new})"))
         ingress_body[parse_only_at:parse_only_at] = [ln, Line(2, "if _pres is None: _pres = {}"), *body]
     if ops_eg:
         # E2E clone: the packet as egress leaves it, metadata reset but for the field list
@@ -601,6 +605,7 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
                 items.append(v)
         e2e_line.text = (f"_cl = None if _clone is None else (_clone[0], _clone[1], ({', '.join(items)},))"
                          if "clone" in ops_eg else "_cl = None")
+        e2e_line.typed = e2e_line.text.replace(f"({', '.join(items)},)", f"{STATE_NEW}({', '.join(items)})")
 
     head = [Line(0, "def _ingress(_pkt, _port, _now, _itype=0, _pres=None, _parse_only=False):")]
     head += [Line(1, f"{v} = {inits[v]!r}") for v in init_vars]
@@ -608,13 +613,13 @@ def compile_v1model(prog: ir.Program, *, optimize_code: bool, rng: _random.Rando
     if ops_in:
         head.append(Line(1, "_clone = _resub = None"))
     head += [Line(1, f"{v} = {code}") for v, code in ingress_setup]
-    tail = [Line(1, f"return ({espec}, {mgrp}, _plen, ({state_in},))")]
+    tail = [Line(1, f"return ({espec}, {mgrp}, _plen, ({state_in},))", f"return ({espec}, {mgrp}, _plen, {state_new})")]
 
     ehead = [Line(0, "def _egress(_st, _eport, _enq_qdepth, _deq_qdepth, _deq_td, _enq_ts, _now, _rid=0, _itype=0):"),
-             Line(1, f"{state_in}, = _st")]
+             Line(1, f"{state_in}, = _st", "\n".join(f"{v} = _st.{v}" for v in state_vars))]
     if ops_eg:
         ehead.append(Line(1, "_clone = _recirc = None"))
     if not optimize_code or egress_plen:
         ehead.append(Line(1, f"_plen = {sm['packet_length'].var}"))
     ehead += [Line(1, f"{v} = {code}") for v, code in egress_setup]
-    return assemble(c, head + ingress_body + tail, ehead + egress_body, "v1model", lists)
+    return assemble(c, head + ingress_body + tail, ehead + egress_body, "v1model", lists, state_vars)
