@@ -73,7 +73,7 @@ DIGEST_SUFFIX = ".sha256"
 VAR_RANGES = "p4:var_ranges"
 #: Key of the vars whose bounds the generated code keeps by construction (emu.embedded.codegen.VAR_BOUNDS)
 VAR_BOUNDS = "p4:var_bounds"
-#: Key of the typed ingress->egress state (emu.embedded.codegen.STATE: ``{"fields", "source"}``),
+#: Key of the typed ingress->egress state (emu.embedded.codegen.STATE: ``{"fields", "source", "deparsers"}``),
 #: and the names of its class and constructor in the compiled module (codegen.STATE_CLASS, STATE_NEW)
 STATE = "p4:state"
 STATE_CLASS, STATE_NEW = "_P4State", "_p4state"
@@ -455,6 +455,59 @@ def _state_lines(fields: tuple[str, ...], types: dict[str, str] | None) -> list[
     return lines
 
 
+#: Bytes of a struct format's items (:func:`_deparser_lines`: the codes codegen's deparsers use)
+_ITEM_BYTES = {"B": 1, "H": 2, "I": 4}
+
+
+def _deparser_lines(deparsers: dict[str, str], declare: bool) -> list[str]:
+    """The typed source's deparsers (``STATE["deparsers"]``, ``{name: struct format}``, module level):
+    ``name(_pkt, _t, *args)`` returns ``struct.pack(format, *args) + _pkt[_t:]``. Compiled, one bytes
+    object of the whole frame is allocated, the items' bytes written into it big-endian (the format's
+    "!" order, no padding) and the rest of ``_pkt`` copied after them: one allocation and one copy
+    where the expression makes three objects and copies the rest twice. An argument out of its item's
+    range (or ``_t < 0``) runs the expression, so struct's error is the same. ``declare=False``: the
+    expression only (no Cython)."""
+    if not deparsers:
+        return []
+    lines = ["import struct as _struct", ""]
+    if declare:
+        lines += ["if cython.compiled:",
+                  "    from cython.cimports.cpython.bytes import PyBytes_AS_STRING, PyBytes_FromStringAndSize",
+                  "    from cython.cimports.libc.string import memcpy", ""]
+    for name, fmt in deparsers.items():
+        codes = fmt.lstrip("!")
+        args = [f"_a{i}" for i in range(len(codes))]
+        expr = f"{name}_struct.pack({', '.join(args)}) + _pkt[_t:]"
+        lines += [f"{name}_struct = _struct.Struct({fmt!r})", ""]
+        if not declare:
+            lines += [f"def {name}(_pkt, _t, {', '.join(args)}):", f"    return {expr}", "", ""]
+            continue
+        size = sum(_ITEM_BYTES[c] for c in codes)
+        types = {"_pkt": "bytes", "_t": "Py_ssize_t", **dict.fromkeys(args, "longlong"), "_n": "Py_ssize_t",
+                 "_o": "bytes", "_q": "p_uchar"}
+        out_of_range = " or ".join(f"{a} < 0 or {a} > {hex((1 << 8 * _ITEM_BYTES[c]) - 1)}"
+                                   for a, c in zip(args, codes, strict=True))
+        lines += ["@cython.cfunc", _locals_line(types),
+                  f"def {name}(_pkt, _t, {', '.join(args)}):",
+                  f"    if not cython.compiled or _t < 0 or {out_of_range}:",
+                  f"        return {expr}",
+                  "    _n = len(_pkt) - _t",
+                  "    if _n < 0:",
+                  "        _n = 0",
+                  f"    _o = PyBytes_FromStringAndSize(cython.NULL, {size} + _n)",
+                  "    _q = cython.cast(cython.p_uchar, PyBytes_AS_STRING(_o))"]
+        off = 0
+        for a, c in zip(args, codes, strict=True):
+            nb = _ITEM_BYTES[c]
+            for i in range(nb):
+                sh = 8 * (nb - 1 - i)
+                lines.append(f"    _q[{off}] = ({a} >> {sh}) & 0xff" if sh else f"    _q[{off}] = {a} & 0xff")
+                off += 1
+        lines += [f"    memcpy(_q + {size}, cython.cast(cython.p_uchar, PyBytes_AS_STRING(_pkt)) + _t, _n)",
+                  "    return _o", "", ""]
+    return lines
+
+
 def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = True) -> str:
     """The module a compiled pipeline is built from: ``make(_ns)`` binds every name of ``ns``
     (the generated code's globals, ``__builtins__`` and the two functions left out) as a local,
@@ -464,8 +517,10 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
     ``emu.embedded.codegen.VAR_RANGES``): only the compiled build sees them, the code is the same.
     Where codegen published a typed state (``ns[STATE]``), the functions are that source's (the
     same code but for the state: a :data:`STATE_CLASS` made by :data:`STATE_NEW`, defined at module
-    level by :func:`_state_lines`), declared with the types worked out on ``source``.
-    ``declare=False``: without them (what :func:`pipeline_module_name` names the module by)."""
+    level by :func:`_state_lines`; its fast deparsers' functions by :func:`_deparser_lines`), declared
+    with the types worked out on ``source``.
+    ``declare=False``: without them and without the deparsers' C code (what
+    :func:`pipeline_module_name` names the module by)."""
     names = sorted(n for n in ns if n.isidentifier() and n not in ("__builtins__", "_ingress", "_egress", "_ns"))
     ranges = ns.get(VAR_RANGES) or {}
     bounds = ns.get(VAR_BOUNDS) or {}
@@ -476,6 +531,7 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
     if state:
         egress = typed.get("_egress", {})
         head = _state_lines(state["fields"], egress if declare else None)
+        head += _deparser_lines(state.get("deparsers") or {}, declare)
         source = state["source"]
         if declare:
             typed["_egress"] = {**egress, "_st": STATE_CLASS}
@@ -491,14 +547,13 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
     return "\n".join(lines)
 
 
-def pipeline_module_name(module_source: str) -> str:
+def pipeline_module_name(bare_source: str) -> str:
     """The extension module name of a compiled pipeline: :data:`PIPELINE_PREFIX` + 24 hex digits of
-    the SHA-256 of its source without the C declarations (so :func:`pipeline_functions` finds a
+    the SHA-256 of ``bare_source``, its module source without the C declarations and C code
+    (:func:`pipeline_module_source` with ``declare=False``; so :func:`pipeline_functions` finds a
     build before it works them out; the build's stamp, the digest of the whole source, says whether
     they are the same)."""
-    bare = "\n".join(ln for ln in module_source.split("\n") if ln.strip() != "import cython"
-                     and not ln.lstrip().startswith("@cython.") and "= cython.declare(" not in ln)
-    return PIPELINE_PREFIX + hashlib.sha256(bare.encode()).hexdigest()[:24]
+    return PIPELINE_PREFIX + hashlib.sha256(bare_source.encode()).hexdigest()[:24]
 
 
 def pipeline_extension(name: str) -> Path | None:

@@ -111,7 +111,7 @@ def build_pipeline(cythonize, Extension, Distribution, jobs: int) -> str:  # typ
     pipe = Pipeline(load_program(REPO / PROGRAMS[0]))
     ns = pipe.generated_functions[0].__globals__
     module_source = compiled.pipeline_module_source(pipe.source, ns)
-    name = compiled.pipeline_module_name(module_source)
+    name = compiled.pipeline_module_name(compiled.pipeline_module_source(pipe.source, ns, declare=False))
     out = compiled.PIPELINE_DIR
     shutil.rmtree(out, ignore_errors=True)
     src = REPO / "build" / "cython" / "pipelines" / f"{name}.py"

@@ -286,7 +286,8 @@ def assemble(gen: CodeGen, ingress: list[Line], egress: list[Line], arch: str,
     source = "\n".join(render(ingress) + [""] + render(egress)) + "\n"
     if state:
         typed = "\n".join(render(ingress, True) + [""] + render(egress, True)) + "\n"
-        gen.ns[STATE] = {"fields": tuple(state), "source": typed}  # not a name: the code never sees it
+        gen.ns[STATE] = {"fields": tuple(state), "source": typed,  # not a name: the code never sees it
+                         "deparsers": dict(gen.deparsers)}
     code = compile(source, f"<p4 pipeline {gen.prog.source}>", "exec")
     gen.ns[VAR_RANGES] = dict(gen.var_ranges)  # not a name: the code never sees it
     gen.ns[VAR_BOUNDS] = {"_pos": (0, POS_MAX), **dict.fromkeys(gen.raw.values(), (0, POS_MAX))}  # (offsets: _pos's values)
@@ -313,7 +314,9 @@ POS_MAX = 1 << 48
 #: hostapps.compiled.pipeline_module_source compiles that source with :data:`STATE_CLASS`, an
 #: extension type whose fields are C members of the types egress gives them, and STATE_NEW, a C
 #: function that makes one (no tuple, no boxing of C integers); the exec'd source keeps the tuple
-#: (in pure Python a tuple is the cheapest record).
+#: (in pure Python a tuple is the cheapest record). ``"deparsers"``: ``{name: format}``, the functions
+#: the typed source's fast deparser calls (:meth:`CodeGen._deparse_fast`): ``name(_pkt, _t, *args)``
+#: is ``struct.pack(format, *args) + _pkt[_t:]``, one bytes object written in C when compiled.
 STATE = "p4:state"
 #: The typed state's class and constructor (names of the compiled pipeline module)
 STATE_CLASS, STATE_NEW = "_P4State", "_p4state"
@@ -361,6 +364,8 @@ class CodeGen:
         #: whether code emitted since the architecture last cleared it reads the packet length ``_plen``
         self.plen_used = False
         self.structs: dict[str, _struct.Struct] = {}
+        #: the typed source's deparsers (:data:`STATE` ``"deparsers"``): function name -> struct format
+        self.deparsers: dict[str, str] = {}
         #: the context of the statement being generated (function calls inside expressions need it)
         self.cur_ctx: Ctx | None = None
         #: id(direct_meter) -> var holding the colour of the table entry being applied (None: miss)
@@ -2444,16 +2449,19 @@ class CodeGen:
             return
         body = self.lines[start:]
         del self.lines[start:]
-        self.lines += [Line(ind + i, text) for i, text in fast]
+        self.lines += [Line(ind + i, text, typed) for i, text, typed in fast]
         self.lines.append(Line(ind, "else:"))
         for ln in body:
             ln.ind += 1
         self.lines += body
 
-    def _deparse_fast(self, items: list[tuple], body: list[Line]) -> list[tuple[int, str]] | None:
-        """The fast path of :meth:`gen_deparser` as ``(relative indentation, text)`` lines, or None when
-        ``body`` (the general code) is more than the emit lines of ``items`` (comments aside) or the
-        headers are not a re-packed run then a run from extracted bytes."""
+    def _deparse_fast(self, items: list[tuple], body: list[Line]) -> list[tuple[int, str, str | None]] | None:
+        """The fast path of :meth:`gen_deparser` as ``(relative indentation, text, typed text)`` lines, or
+        None when ``body`` (the general code) is more than the emit lines of ``items`` (comments aside) or
+        the headers are not a re-packed run then a run from extracted bytes. When the packed run's items
+        are all of 1, 2 or 4 bytes (values the compiled code holds as C integers), the typed source
+        (:data:`STATE`) makes the frame with a function of :attr:`deparsers` instead of ``pack(...) +
+        _pkt[_t:]``: the same bytes, one allocation and one copy of the rest of ``_pkt``."""
         own = {id(it[-1]) for it in items}
         if not items or any(ln.text and not ln.text.startswith("#") and id(ln) not in own for ln in body[1:-2]):
             return None
@@ -2463,16 +2471,17 @@ class CodeGen:
         packed, raws = items[:k], items[k:]
         if any(it[0] != "packed" for it in packed):
             return None
-        out: list[tuple[int, str]] = []
+        out: list[tuple[int, str, str | None]] = []
         conds = []
         if raws:
-            out.append((0, "_t = _pos"))
+            out.append((0, "_t = _pos", None))
             for i, (_kind, h, off, nbytes, _ln) in enumerate(reversed(raws)):
                 out.append((0, f"if {h.valid if i == 0 else '_t >= 0 and ' + h.valid}: "
-                               f"_t = {off} if {off} + {nbytes} == _t else -1"))
+                               f"_t = {off} if {off} + {nbytes} == _t else -1", None))
             conds.append("_t >= 0")
         conds += [it[1].valid for it in packed]
-        code = "_pkt[_t:]" if raws else "_pkt[_pos:]"
+        rest = "_t" if raws else "_pos"
+        code, typed = f"_pkt[{rest}:]", None
         if packed:
             fmt = "!" + "".join(self.ns[it[2]].format.lstrip("!") for it in packed)
             st = self.structs.get(fmt)
@@ -2481,8 +2490,12 @@ class CodeGen:
             name = self.glob("S_deparse", st)
             args = ", ".join(a for it in packed for a in it[3])
             code = f"{self.method(name.strip('_'), st, 'pack')}({args}) + {code}"
-        out.append((0, f"if {' and '.join(conds)}:"))
-        out.append((1, f"_deparsed = {code}"))
+            if set(fmt[1:]) <= set("BHI"):
+                fn = f"_p4{name}"  # one per struct (its global's name): not a name of the exec'd code
+                self.deparsers[fn] = fmt
+                typed = f"_deparsed = {fn}(_pkt, {rest}, {args})"
+        out.append((0, f"if {' and '.join(conds)}:", None))
+        out.append((1, f"_deparsed = {code}", typed))
         return out
 
 

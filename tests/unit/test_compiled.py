@@ -140,8 +140,9 @@ def test_a_pipeline_build_is_used_only_for_its_very_source(tmp_path: Path, monke
     exec(module, made)  # noqa: S102  (what the build compiles, run as Python)
     f, g = made["make"](ns)
     assert (f(1), g(1)) == (ing(1), eg(1)) == (6, -4)
-    name = compiled.pipeline_module_name(module)
-    assert name == compiled.pipeline_module_name(module) != compiled.pipeline_module_name(module + "#")
+    bare = compiled.pipeline_module_source(src, ns, declare=False)  # what names the module
+    name = compiled.pipeline_module_name(bare)
+    assert name == compiled.pipeline_module_name(bare) != compiled.pipeline_module_name(bare + "#")
     monkeypatch.setattr(compiled, "PIPELINE_DIR", tmp_path)
     assert compiled.pipeline_functions(src, ing, eg) == (ing, eg, "not built")
     import importlib.machinery

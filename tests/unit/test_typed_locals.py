@@ -62,28 +62,37 @@ def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() 
     ttl = next(v for v in ns[VAR_RANGES] if v.startswith("_hdr_ipv4_ttl_"))  # hdr.ipv4.ttl's var
     assert ns[VAR_RANGES][ttl] == B8
     src = compiled.pipeline_module_source(pipe.source, ns)
-    # ingress, egress and the typed state's constructor (codegen.STATE); ttl a C member of the state
-    assert src.count("@cython.locals(") == 3 and f"{ttl}=cython.longlong" in src
+    # ingress, egress, the typed state's constructor (codegen.STATE) and its deparser (one: ethernet
+    # and ipv4 re-packed, the rest from the extracted bytes); ttl a C member of the state
+    assert len(ns[STATE]["deparsers"]) == 1
+    assert src.count("@cython.locals(") == 4 and f"{ttl}=cython.longlong" in src
     assert f"    {ttl} = cython.declare(cython.longlong)" in src
-    # the name does not depend on the declarations (a build is found before they are worked out)
+    # the name is the source's without the declarations (a build is found before they are worked out)
     bare = compiled.pipeline_module_source(pipe.source, ns, declare=False)
-    assert "cython" not in bare and compiled.pipeline_module_name(bare) == compiled.pipeline_module_name(src)
+    assert "cython" not in bare
     # the exec'd source is unchanged but for the state (codegen.STATE): every other line of it is in
-    # the module, indented; the typed source differs in the lines that make or read the state only
+    # the module, indented; the typed source differs in the lines that make or read the state and
+    # in the fast deparser's line (its function instead of pack(...) + _pkt[_t:]) only
     body = [ln[4:] for ln in src.splitlines() if ln.startswith("    ") and "@cython.locals" not in ln]
     state = ns[STATE]
     fields = ", ".join(state["fields"])
-    assert all(ln in body for ln in pipe.source.splitlines() if ln and f"{fields}," not in ln)
-    assert all(ln in body for ln in state["source"].splitlines() if ln)
     changed = [ln for ln in pipe.source.splitlines() if ln not in state["source"].splitlines()]
-    assert changed and all(f"({fields},)" in ln or f"{fields}, = _st" in ln for ln in changed)
+    fast = [ln for ln in changed if "_pack_" in ln and ln.lstrip().startswith("_deparsed = ")]
+    assert len(fast) == 1 and fast[0].endswith(" + _pkt[_t:]")
+    assert all(ln in body for ln in pipe.source.splitlines() if ln and f"{fields}," not in ln and ln not in fast)
+    assert all(ln in body for ln in state["source"].splitlines() if ln)
+    assert all(f"({fields},)" in ln or f"{fields}, = _st" in ln for ln in changed if ln not in fast)
+    (fn,) = state["deparsers"]
+    typed_fast = [ln for ln in state["source"].splitlines() if ln not in pipe.source.splitlines() and fn in ln]
+    assert len(typed_fast) == 1 and typed_fast[0].lstrip().startswith(f"_deparsed = {fn}(_pkt, _t, ")
 
 
 def test_the_typed_state_gives_the_tuple_s_results() -> None:
     """The compiled module's functions, run as Python (Cython's pure-mode shadow), pass the state as
-    a ``_P4State`` and give the exec'd functions' frames, bit for bit; the constants agree."""
+    a ``_P4State`` and give the exec'd functions' frames, bit for bit; the constants agree. So do the
+    compiled functions when the build is there (its fast deparser writes the frame in C)."""
     assert (STATE, STATE_CLASS, STATE_NEW) == (compiled.STATE, compiled.STATE_CLASS, compiled.STATE_NEW)
-    pipes = [Pipeline(load_program("p4/symphony.p4"), seed=3) for _ in range(2)]
+    pipes = [Pipeline(load_program("p4/symphony.p4"), seed=3) for _ in range(3)]
     for pl in pipes:
         pl.table_add("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": "10.0.0.0/8"}, "MyIngress.ipv4_forward",
                      {"srcAddr": "00:00:00:00:08:01", "dstAddr": "00:00:00:00:08:02", "port": 3})
@@ -91,18 +100,22 @@ def test_the_typed_state_gives_the_tuple_s_results() -> None:
     made: dict = {}
     exec(compiled.pipeline_module_source(pipes[1].source, ns), made)  # noqa: S102  (what the build compiles)
     ing, eg = made["make"](ns)
-    frame = bytes.fromhex("00000000000200000000000108004501005c000100004011a2d80a0000010a0001020035")
+    frame = bytes.fromhex("00000000000200000000000108004501005c000100004011658d0a0000010a0001020035")
     frame += bytes(range(256))[:0x5c - 20 - 6]
     for n in (len(frame), 14, 30):  # a whole frame, a lone Ethernet header, a cut IPv4 header
         a = pipes[0].generated_functions[0](frame[:n], 1, 0)
         b = ing(frame[:n], 1, 0)
-        assert (a is None) == (b is None)
+        assert (a is None) == (b is None) == (n != len(frame))  # the whole frame is forwarded (port 3)
         if a is None:
             continue
         assert a[:3] == b[:3] and isinstance(a[3], tuple) and type(b[3]).__name__ == STATE_CLASS
         assert [getattr(b[3], v) for v in ns[STATE]["fields"]] == list(a[3])
+        c = pipes[2]._ingress_fn(frame[:n], 1, 0) if pipes[2].code_status == "compiled" else None
         for q in (0, 5000):
-            assert pipes[0].generated_functions[1](a[3], 3, q, q, 0, 0, 10) == eg(b[3], 3, q, q, 0, 0, 10)
+            want = pipes[0].generated_functions[1](a[3], 3, q, q, 0, 0, 10)
+            assert want == eg(b[3], 3, q, q, 0, 0, 10)
+            if c is not None:
+                assert want == pipes[2]._egress_fn(c[3], 3, q, q, 0, 0, 10)
 
 
 def test_a_bounded_var_is_c_whatever_is_stored_and_the_packet_is_bytes() -> None:
