@@ -10,6 +10,10 @@ cimport cython
 
 cdef long long _STEP_MOD, _ITEM
 
+@cython.locals(a=cython.longlong, b=cython.longlong, mid=cython.longlong)
+cdef long long _slice_at(tuple starts, long long lo) except? -1
+cdef bint _sent_all(list sent, tuple steps, long long j) except -1
+
 cdef class _RecvStep:
     cdef public object buf
     cdef public list got, complete, applied
@@ -49,10 +53,14 @@ cdef class RingCollective:
     cdef _apply(self, long long i, long long j, double now)
 
 cdef class DigestRingCollective(RingCollective):
-    cdef public long long _n_elements
-    cdef public object _tokens, _rec
+    cdef public long long _n_elements, _width
+    cdef public object _tokens, _rec, _recq
 
     @cython.locals(hi=cython.longlong, starts=tuple, n=cython.longlong, j=cython.longlong, pos=cython.longlong,
                    buf=object, r_lo=cython.longlong, a=cython.longlong, b=cython.longlong, k=cython.longlong)
     cdef _store(self, _RecvStep rs, long long chunk, long long lo, object payload)
     cdef _RecvStep _new_recv(self, long long chunk, long long nbytes)
+    @cython.locals(sa=cython.longlong, sb=cython.longlong, k=cython.longlong)
+    cpdef object _slice_payload(self, long long chunk, long long j)
+    @cython.locals(k=cython.longlong)
+    cpdef _apply_slice(self, _RecvStep rs, long long chunk, long long j, bint reduce)

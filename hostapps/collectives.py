@@ -51,9 +51,9 @@ Timeout
 
 from __future__ import annotations
 
-import bisect
 import functools
 import logging
+import struct
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -187,6 +187,26 @@ def _layout(size: int, nranks: int, slices: int) -> tuple[tuple[tuple[int, int],
     chunks = tuple(chunk_bounds(size, nranks))
     sl = tuple(tuple(slice_bounds(b - a, slices)) for a, b in chunks)
     return chunks, sl, tuple(tuple(a * _ITEM for a, _ in x) for x in sl)
+
+
+def _slice_at(starts: tuple[int, ...], lo: int) -> int:
+    """The slice holding byte ``lo``: ``max(0, bisect.bisect_right(starts, lo) - 1)`` (``starts`` ascending)."""
+    a, b = 0, len(starts)
+    while a < b:
+        mid = (a + b) >> 1
+        if lo < starts[mid]:
+            b = mid
+        else:
+            a = mid + 1
+    return a - 1 if a > 0 else 0
+
+
+def _sent_all(sent: list[list[bool]], steps: tuple[int, ...], j: int) -> bool:
+    """``all(sent[k][j] for k in steps)``, without a generator (per slice)."""
+    for k in steps:
+        if not sent[k][j]:
+            return False
+    return True
 
 
 class _RecvStep:
@@ -370,7 +390,7 @@ class RingCollective:
         self._store(rs, chunk, lo, payload)
         starts = self._slice_byte_starts[chunk]
         slices = self._slices[chunk]
-        j = max(0, bisect.bisect_right(starts, lo) - 1)
+        j = _slice_at(starts, lo)
         while True:
             s_lo, s_hi = slices[j][0] * _ITEM, slices[j][1] * _ITEM
             rs.got[j] += max(0, min(hi, s_hi) - max(lo, s_lo))
@@ -466,7 +486,7 @@ class RingCollective:
         while changed and self._waiting and not self.done:
             changed = False
             for i, j in sorted(self._waiting):
-                if not all(self._sent[k][j] for k in self._hazards[i]):
+                if not _sent_all(self._sent, self._hazards[i], j):
                     continue
                 self._waiting.discard((i, j))
                 self._apply(i, j, now)
@@ -595,6 +615,8 @@ class ChannelCollective:
 #: Bytes of the record a slice carries in a digest payload: (sum, count), two uint64 little-endian.
 DIGEST_RECORD_BYTES = 16
 _MASK64 = (1 << 64) - 1
+_RECORD = struct.Struct("<QQ")  # a record on the wire
+assert _RECORD.size == DIGEST_RECORD_BYTES
 
 
 def digest_too_small(n_elements: int, nranks: int, slices: int) -> str | None:
@@ -728,6 +750,9 @@ class DigestRingCollective(RingCollective):
             for c, sl in enumerate(self._slices):
                 rec[c, :len(sl), 1] = 1
         self._rec = rec
+        # the same memory as flat uint64s (per-slice record reads and writes as Python ints, no numpy call)
+        self._recq = memoryview(rec).cast("B").cast("Q")
+        self._width = width
 
     def _init_buffer(self, data: np.ndarray) -> int:  # noqa: ARG002
         return self._n_elements
@@ -745,9 +770,7 @@ class DigestRingCollective(RingCollective):
         hi = lo + len(payload)
         starts = self._slice_byte_starts[chunk]
         n = len(starts)
-        j = bisect.bisect_right(starts, lo) - 1
-        if j < 0:
-            j = 0
+        j = _slice_at(starts, lo)
         pos = lo  # payload bytes before ``pos`` are checked
         buf = rs.buf
         while j < n and starts[j] < hi:
@@ -775,16 +798,19 @@ class DigestRingCollective(RingCollective):
 
     def _slice_payload(self, chunk: int, j: int) -> bytes:
         sa, sb = self._slices[chunk][j]
-        return self._rec[chunk, j].astype("<u8").tobytes() + bytes((sb - sa) * _ITEM - DIGEST_RECORD_BYTES)
+        q, k = self._recq, (chunk * self._width + j) * 2  # record (chunk, j) of _rec, as Python ints
+        return _RECORD.pack(q[k], q[k + 1]) + bytes((sb - sa) * _ITEM - DIGEST_RECORD_BYTES)
 
     def _apply_slice(self, rs: _RecvStep, chunk: int, j: int, reduce: bool) -> None:
-        k = j * DIGEST_RECORD_BYTES
-        incoming = np.frombuffer(rs.buf, dtype="<u8", count=2, offset=k)
-        if reduce:
-            with np.errstate(over="ignore"):
-                self._rec[chunk, j] += incoming
-        else:
-            self._rec[chunk, j] = incoming
+        s, c = _RECORD.unpack_from(rs.buf, j * DIGEST_RECORD_BYTES)
+        q, k = self._recq, (chunk * self._width + j) * 2  # record (chunk, j) of _rec, as Python ints
+        if reduce:  # uint64 addition modulo 2**64, as numpy's
+            s += q[k]
+            c += q[k + 1]
+            s &= _MASK64
+            c &= _MASK64
+        q[k] = s
+        q[k + 1] = c
 
     def _final_result(self) -> np.ndarray:
         if self.kind == "reducescatter":
@@ -794,4 +820,9 @@ class DigestRingCollective(RingCollective):
 
 def _nonzero(view: bytes | memoryview) -> bool:
     """True when any byte of ``view`` is not zero."""
+    if len(view) <= len(_ZEROS):
+        return not _ZEROS.startswith(view)  # a prefix of zeros: compared in place, no copy
     return bytes(view) != bytes(len(view))
+
+
+_ZEROS = bytes(1 << 16)
