@@ -369,7 +369,7 @@ def _spec_mtu(path: Path) -> int:
         return 1500
 
 
-def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCost:
+def live_cost(base: HostCost, results: Path, scheme: str = "baseline", cpus: int | None = None) -> HostCost:
     """``base``'s CPU terms with the waits of a real-time run and its switches' CPU per frame.
 
     ``results``: a Mininet run's folder. The workers' mean wait for a CPU per wake-up is the sum
@@ -381,6 +381,8 @@ def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCo
     :func:`wait_share` to the run's late timer wake-ups: the workers' ``timer_late_wakeups`` over
     ``timer_wakeups`` (their timers fire up to ``base.timer_resolution_s`` after the time asked),
     the switches' ``io_lag`` (:data:`SWITCH_TIMER_SPREAD_S`); 1 where the run recorded none.
+    ``cpus``: the CPUs the run's processes shared (:attr:`HostCost.cpus`, :class:`emu.vtime.hostcost.CpuPool`;
+    :func:`machine_cpus` for a run on this machine); None: ``base.cpus`` (0: each process its own).
     Raises :class:`CalibrationError` (one line naming the folder) when the run recorded neither.
     """
     wait, slices = 0.0, 0
@@ -431,7 +433,15 @@ def live_cost(base: HostCost, results: Path, scheme: str = "baseline") -> HostCo
         sw_share, sw_sigma = (wait_shape(sw_mean, sw_late / sw_wakeups, sw_lag_max, sw_wakeups,
                                          SWITCH_TIMER_SPREAD_S) if sw_wakeups else (1.0, 0.0))
         cost = cost.with_switch(sw_cpu / frames * 1e-9, sw_mean, sw_share, sw_sigma)
-    return cost
+    return cost if cpus is None else cost.with_cpus(cpus)
+
+
+def machine_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask; ``os.cpu_count()`` where there is none)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def loop_timer_resolution() -> float:

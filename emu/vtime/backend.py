@@ -22,7 +22,7 @@ from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError
 from emu.controller import NetworkError
 from emu.p4build import p4_build
 from emu.vtime.events import NS_PER_S, s_to_ns
-from emu.vtime.hostcost import CostedOnOffSource, CostedSimRank, CostedSimSwitch
+from emu.vtime.hostcost import CostedOnOffSource, CostedSimRank, CostedSimSwitch, CpuPool
 from emu.vtime.hosts import OnOffSource, SimHost, SimRank, make_verifier
 from emu.vtime.network import SimNetwork
 from hostapps.rank import DONE, FAILED
@@ -45,6 +45,7 @@ class SimBackend(Backend):
     def __init__(self, topology: Any, **kwargs: Any) -> None:
         super().__init__(topology, **kwargs)
         self.hosts: dict[str, SimHost] = {}
+        self.cpu_pool: CpuPool | None = None
         #: per workload: events processed, wall seconds, simulated seconds
         self.last_stats: dict[str, Any] = {}
 
@@ -62,7 +63,10 @@ class SimBackend(Backend):
         self.hosts = {}
         try:
             cost = self.host_cost()
-            switch_class = CostedSimSwitch.factory(cost, self.seed) if cost is not None and cost.switches else None
+            # the CPUs the run's ranks and switches share (emu.vtime.hostcost.CpuPool), one set per network
+            self.cpu_pool = CpuPool(int(cost.cpus)) if cost is not None and cost.cpus else None
+            switch_class = (CostedSimSwitch.factory(cost, self.seed, self.cpu_pool)
+                            if cost is not None and cost.switches else None)
             self.network = SimNetwork(self.topology, seed=self.seed, mtu=mtu, program=p4_build(self.p4).source,
                                       switch_class=switch_class, mininet_links=cost is not None)
             self.network.p4 = self.p4
@@ -131,7 +135,8 @@ class SimBackend(Backend):
                 if cost is None:
                     rank = SimRank(spec, host, verifier, on_end, barrier=barrier)
                 else:  # the hosts' processing time (emu.vtime.hostcost)
-                    rank = CostedSimRank(spec, host, verifier, on_end, cost, self.seed, barrier=barrier)
+                    rank = CostedSimRank(spec, host, verifier, on_end, cost, self.seed, barrier=barrier,
+                                         pool=self.cpu_pool)
                 host.ranks[spec.job_id] = rank
                 ranks.append(rank)
         except SpecError as exc:
@@ -200,9 +205,16 @@ class SimBackend(Backend):
         log.info("%s: %d events, %d pipeline passes in %.1f s wall for %.6f s simulated", workload.scheme,
                  self.last_stats["events"], self.last_stats["pipeline_packets"], wall, self.last_stats["sim_s"])
         if cost is not None:
-            log.info("%s: host cost: %d worker runs, %d after sleeping, %.3f s waited for a CPU, %.3f s busy",
+            log.info("%s: host cost: %d worker runs, %d after sleeping, %.3f s waited for a CPU (%.3f s of it "
+                     "for the run's own processes), %.3f s busy",
                      workload.scheme, sum(r.runs for r in ranks), sum(r.woken for r in ranks),
-                     sum(r.waited_ns for r in ranks) / NS_PER_S, sum(r.busy_ns for r in ranks) / NS_PER_S)
+                     sum(r.waited_ns for r in ranks) / NS_PER_S, sum(r.queued_ns for r in ranks) / NS_PER_S,
+                     sum(r.busy_ns for r in ranks) / NS_PER_S)
+            pool = self.cpu_pool
+            if pool is not None:
+                log.info("%s: %d CPUs shared: wait in their queue per wake-up %s", workload.scheme, pool.cpus,
+                         ", ".join(f"{k} {pool.queued_ns.get(k, 0) / n * 1e-3:.0f} us ({n} wake-ups)"
+                                   for k, n in sorted(pool.queued.items())))
         results = []
         for spec_dict, rank in zip(workload.specs, ranks, strict=True):
             name = f"job{rank.spec.job_id}-rank{rank.spec.rank}"

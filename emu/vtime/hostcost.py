@@ -45,6 +45,13 @@ With the switch terms set, :class:`CostedSimSwitch` makes each switch one CPU in
   1 ms resolution but fire early as often as late: uvloop rounds a delay to the nearest ms,
   and :mod:`emu.embedded.portio` takes a timer up to 1 ms early as due, so no rounding here.)
 
+With ``cpus`` set (a whole number > 0; 0, the default: each process a CPU of its own) the ranks
+and switches share that many CPUs (:class:`CpuPool`), as a real-time run's processes share the
+machine's: a process that wakes first waits its draw (the machine's other work, its mean topped
+up so that with the pool's queue it is the measured mean) and then for one of the pool's CPUs
+(first come, first served: the run's own processes waking together at a step's end wait for
+each other). Background sources do not take a CPU of the pool (their send costs nothing here).
+
 The traffic manager keeps serialising on its own schedule (:mod:`emu.embedded.tm`: a
 packet starts service when the port is free, back-dated like a real-time switch's), so a
 late switch delays frames, it does not slow the link. With the model on, the links are
@@ -53,7 +60,8 @@ pair (no serialisation, no delay) and a switch egress serialises a frame's own b
 real-time switch does (no Ethernet preamble, FCS or gap).
 
 ``len`` is the UDP payload (the CTH datagram) in bytes. All times are seconds; the two shares
-(:data:`SHARE_FIELDS`) are fractions in (0, 1], the two shapes (:data:`SHAPE_FIELDS`) numbers >= 0. The values
+(:data:`SHARE_FIELDS`) are fractions in (0, 1], the two shapes (:data:`SHAPE_FIELDS`) numbers >= 0,
+``cpus`` a whole number >= 0. The values
 come from ``symphony-emu calibrate-host`` (:mod:`emu.hostcal`), which runs the real worker
 on this machine and fits the model to the CPU time of each event loop callback; the file it
 writes is read by :func:`load`. :meth:`HostCost.dilated` gives the cost of a real-time run
@@ -86,7 +94,7 @@ from hostapps.transport import Outgoing
 #: The model's coefficients (seconds, seconds per byte), in file order.
 FIELDS = ("wake_s", "rx_packet_s", "rx_byte_s", "tx_packet_s", "tx_byte_s", "run_wait_s", "timer_resolution_s",
           "switch_packet_s", "switch_run_wait_s", "run_wait_share", "switch_run_wait_share", "run_wait_sigma",
-          "switch_run_wait_sigma")
+          "switch_run_wait_sigma", "cpus")
 #: The terms ``symphony-emu calibrate-host`` has always written: a calibration file (:func:`load`)
 #: without one is refused (it would model that cost as 0). The switch terms, shares and shapes came
 #: later and default to the model before them (shipped topologies/host-cost.json has none).
@@ -101,6 +109,8 @@ SHARE_FIELDS = ("run_wait_share", "switch_run_wait_share")
 #: Dimensionless terms (not scaled by :meth:`HostCost.dilated`): the shares and the shapes of the
 #: waits (log-space standard deviation of a lognormal wait; 0: exponential).
 SHAPE_FIELDS = (*SHARE_FIELDS, "run_wait_sigma", "switch_run_wait_sigma")
+#: Terms :meth:`HostCost.dilated` keeps: the shapes and the count of CPUs the run's processes share.
+UNSCALED_FIELDS = (*SHAPE_FIELDS, "cpus")
 
 
 class HostCostError(ValueError):
@@ -124,6 +134,7 @@ class HostCost:
     switch_run_wait_share: float = 1.0
     run_wait_sigma: float = 0.0
     switch_run_wait_sigma: float = 0.0
+    cpus: int = 0
 
     def __post_init__(self) -> None:
         for name in FIELDS:
@@ -132,13 +143,16 @@ class HostCost:
                 raise HostCostError(f"host cost {name} = {_shown(v)}: give a finite number >= 0 (seconds)")
             if name in SHARE_FIELDS and not 0 < v <= 1:
                 raise HostCostError(f"host cost {name} = {_shown(v)}: give a share in (0, 1]")
+        if self.cpus != int(self.cpus):
+            raise HostCostError(f"host cost cpus = {_shown(self.cpus)}: give a whole number of CPUs (0: each "
+                                f"process its own)")
 
     def dilated(self, d: float) -> HostCost:
         """The cost in the scenario time of a real-time run dilated by ``d`` (every time term / d;
         the shares and shapes stay)."""
         if not (math.isfinite(d) and d >= 1):
             raise HostCostError(f"host cost dilation {d!r}: give D >= 1")
-        return HostCost(**{k: getattr(self, k) if k in SHAPE_FIELDS else getattr(self, k) / d for k in FIELDS})
+        return HostCost(**{k: getattr(self, k) if k in UNSCALED_FIELDS else getattr(self, k) / d for k in FIELDS})
 
     def with_wait(self, run_wait_s: float, share: float = 1.0, sigma: float = 0.0) -> HostCost:
         """The same CPU costs with another mean wait for a CPU per wake-up (s), share of
@@ -150,6 +164,10 @@ class HostCost:
         share of wake-ups that wait and shape of their wait."""
         return dataclasses.replace(self, switch_packet_s=packet_s, switch_run_wait_s=run_wait_s,
                                    switch_run_wait_share=share, switch_run_wait_sigma=sigma)
+
+    def with_cpus(self, cpus: int) -> HostCost:
+        """The same terms with the run's processes sharing ``cpus`` CPUs (0: each its own)."""
+        return dataclasses.replace(self, cpus=cpus)
 
     def scaled_cpu(self, factor: float) -> HostCost:
         """The same waits with every worker CPU term (:data:`CPU_FIELDS`) times ``factor``."""
@@ -232,11 +250,64 @@ def draw_wait(rng: random.Random, mean_ns: float, share: float, sigma: float) ->
     return round(rng.lognormvariate(math.log(mean) - sigma * sigma / 2, sigma))
 
 
+class CpuPool:
+    """The CPUs a run's costed workers and switches share (:attr:`HostCost.cpus`), as in real time
+    every worker and switch process of a run is on the machine's few CPUs.
+
+    A process that becomes runnable asks for a CPU (:meth:`acquire`); when every one is taken it
+    waits in a first-come first-served queue until a run ends (:meth:`release` hands the CPU to
+    the first one waiting). A run keeps its CPU until it ends (no preemption: the runs are
+    tenths of a millisecond, shorter than the kernel's slice). So processes that wake together
+    (the ranks and switches at a step's end) make each other wait, in the order they woke.
+    ``queued[kind]`` and ``queued_ns[kind]`` count, per kind of process (``"rank"``,
+    ``"switch"``), the wake-ups and the time (ns) they waited here; a process's wait for the
+    machine's other work is topped up to the measured mean from them (:meth:`_OneCpu._runnable`).
+    """
+
+    def __init__(self, cpus: int) -> None:
+        if cpus < 1:
+            raise HostCostError(f"host cost cpus = {cpus}: a shared pool needs at least 1 CPU")
+        self.cpus = cpus
+        self.idle = cpus
+        self._queue: deque[_OneCpu] = deque()
+        self.queued: dict[str, int] = {}
+        self.queued_ns: dict[str, int] = {}
+
+    def acquire(self, proc: _OneCpu) -> bool:
+        """A CPU for ``proc`` now (True), or ``proc`` queued until :meth:`release` grants it one."""
+        if self.idle:
+            self.idle -= 1
+            return True
+        self._queue.append(proc)
+        return False
+
+    def release(self) -> None:
+        """A run ended: its CPU goes to the first process waiting (which runs now), else it is idle."""
+        if self._queue:
+            self._queue.popleft()._granted()
+        else:
+            self.idle += 1
+
+
 class _OneCpu:
     """The one CPU a costed rank or switch runs on (shared by :class:`CostedSimRank` and
     :class:`CostedSimSwitch`). The class using it sets ``loop``, ``wake_at``, ``_busy_until``
     and ``_run_at`` (ns), ``_wait_ns`` (mean wait for a CPU, ns), ``_wait_share``, ``_wait_sigma``, ``_rng``, the counters
-    ``woken`` and ``waited_ns``, and defines ``_run(t)``, one run due at ``t``."""
+    ``woken`` and ``waited_ns``, ``_pool`` (a :class:`CpuPool` or None), ``_kind`` and defines
+    ``_run(t)``, one run due at ``t``; with a pool ``_run`` calls :meth:`_ran` with its end.
+
+    Without a pool each process has a CPU of its own and a wake-up waits one draw of
+    :func:`draw_wait` for the machine's load. With a pool the wait is two parts: the draw (the
+    machine's other work), then the pool's queue (the run's own processes). The draw's mean is
+    the measured mean less what the pool's queue gave this kind of process on average so far,
+    so that the two add up to the measured mean per wake-up (``cpu_wait_s / cpu_slices`` of the
+    real run counts both); it is taken off the share of wake-ups that wait (the conditional wait,
+    what the other processes' slices cost, keeps its measured length)."""
+
+    _pool: CpuPool | None = None
+    _holding = False  # has a CPU of the pool (from its grant to the end of its last run)
+    _ready_at = 0
+    queued_ns = 0
 
     def _wake(self, t: int) -> None:
         if t != self.wake_at:
@@ -247,8 +318,28 @@ class _OneCpu:
 
     def _runnable(self) -> None:
         """Schedule a run: at the end of the current one, or after a wait for a CPU when asleep
-        (:func:`draw_wait` of mean ``_wait_ns``, ``_wait_share`` and ``_wait_sigma``)."""
+        (:func:`draw_wait` of mean ``_wait_ns``, ``_wait_share`` and ``_wait_sigma``; with a pool,
+        topped up, then the pool's queue)."""
         now = self.loop.now
+        pool = self._pool
+        if pool is not None:
+            if self._holding:  # still on its CPU: the next run follows this one
+                t = self._busy_until if self._busy_until > now else now
+                self._run_at = t
+                self.loop.at(t, self._run, t)
+                return
+            self.woken += 1
+            kind = self._kind
+            n = pool.queued[kind] = pool.queued.get(kind, 0) + 1
+            w = 0
+            if self._wait_ns > 0:
+                ext = self._wait_ns - pool.queued_ns.get(kind, 0) / n
+                if ext > 0:
+                    w = draw_wait(self._rng, ext, self._wait_share * ext / self._wait_ns, self._wait_sigma)
+                    self.waited_ns += w
+            self._run_at = -1  # waiting for a CPU
+            self.loop.at(now + w, self._ready, None)
+            return
         if now <= self._busy_until:
             t = self._busy_until
         else:
@@ -260,6 +351,36 @@ class _OneCpu:
                 t += w
         self._run_at = t
         self.loop.at(t, self._run, t)
+
+    def _ready(self, _: Any) -> None:
+        """The machine's other work let this process go: a CPU of the pool, now or when one is free."""
+        self._ready_at = self.loop.now
+        if self._pool.acquire(self):  # type: ignore[union-attr]
+            self._granted()
+
+    def _granted(self) -> None:
+        """The pool gave this process a CPU now: its run."""
+        now = self.loop.now
+        q = now - self._ready_at
+        if q:
+            self.queued_ns += q
+            self.waited_ns += q
+            pool = self._pool
+            pool.queued_ns[self._kind] = pool.queued_ns.get(self._kind, 0) + q  # type: ignore[union-attr]
+        self._holding = True
+        self._run_at = now
+        self._run(now)
+
+    def _ran(self, end: int) -> None:
+        """A run (with a pool) ends at ``end``: then its CPU goes back unless it runs again at once."""
+        if self._run_at is None:
+            self.loop.at(end, self._release, end)
+
+    def _release(self, _: Any) -> None:
+        if self._run_at is not None:
+            return  # it runs again right away (something arrived or fell due meanwhile): keeps its CPU
+        self._holding = False
+        self._pool.release()  # type: ignore[union-attr]
 
 
 class CostedSimRank(_OneCpu, SimRank):
@@ -278,8 +399,10 @@ class CostedSimRank(_OneCpu, SimRank):
     """
 
     def __init__(self, spec: WorkerSpec, host: SimHost, verifier: Any, on_end: Callable[[SimRank], None],
-                 cost: HostCost, seed: int, record_digest: bool = True, barrier: Any = None) -> None:
+                 cost: HostCost, seed: int, record_digest: bool = True, barrier: Any = None,
+                 pool: CpuPool | None = None) -> None:
         self.cost = cost
+        self._pool, self._kind = pool, "rank"
         self._rxq: deque[tuple[int, memoryview, int]] = deque()
         self._busy_until = 0  # ns: the worker's CPU is busy until then
         self._run_at: int | None = None  # ns of the run that is due
@@ -336,6 +459,8 @@ class CostedSimRank(_OneCpu, SimRank):
         if q:  # more arrived meanwhile: the next batch right away
             self._run_at = end
             self.loop.at(end, self._run, end)
+        if self._pool is not None:
+            self._ran(end)
         if self.core.state >= DONE:
             if not self.ended:
                 self._close()
@@ -372,9 +497,11 @@ class CostedSimSwitch(_OneCpu, SimSwitch):
     switch's name).
     """
 
-    def __init__(self, name: str, core: Any, loop: Any, cost: HostCost, seed: int) -> None:
+    def __init__(self, name: str, core: Any, loop: Any, cost: HostCost, seed: int,
+                 pool: CpuPool | None = None) -> None:
         super().__init__(name, core, loop)
         self.cost = cost
+        self._pool, self._kind = pool, "switch"
         self._rxq: deque[tuple[int, bytes]] = deque()
         self._busy_until = 0
         self._run_at: int | None = None
@@ -386,9 +513,10 @@ class CostedSimSwitch(_OneCpu, SimSwitch):
         self.runs = self.woken = self.waited_ns = 0
 
     @classmethod
-    def factory(cls, cost: HostCost, seed: int) -> Callable[[str, Any, Any], CostedSimSwitch]:
-        """``switch_class`` for :class:`emu.vtime.network.SimNetwork`."""
-        return lambda name, core, loop: cls(name, core, loop, cost, seed)
+    def factory(cls, cost: HostCost, seed: int, pool: CpuPool | None = None) -> Callable[[str, Any, Any], CostedSimSwitch]:
+        """``switch_class`` for :class:`emu.vtime.network.SimNetwork` (``pool``: the CPUs the
+        switches share with the ranks, None: each its own)."""
+        return lambda name, core, loop: cls(name, core, loop, cost, seed, pool)
 
     def port_input(self, port: int) -> Callable[[bytes], None]:
         """A frame arriving on ``port`` waits in the socket until the switch reads it."""
@@ -414,6 +542,8 @@ class CostedSimSwitch(_OneCpu, SimSwitch):
         end = math.ceil(clock)
         self.runs += 1
         self._busy_until = end
+        if self._pool is not None:
+            self._ran(end)
         out = self._poll(end)
         if out:
             at, peers = self.loop.at, self.peers

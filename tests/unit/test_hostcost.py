@@ -94,6 +94,24 @@ def test_host_bound_sender_sets_the_cct(tmp_path: Path) -> None:
     assert bound <= got_rx <= 1.06 * bound, (got_rx, bound)
 
 
+def test_shared_cpus_serialise_the_ranks_work(tmp_path: Path) -> None:
+    """3 ms of CPU per datagram sent: with a CPU each the 4 ranks send in parallel (one
+    iteration = a rank's datagrams x 3 ms); on 2 shared CPUs (emu.vtime.hostcost.CpuPool) they
+    take turns, twice that at least, on 1 four times; with 4 as with a CPU each."""
+    one = DATAGRAMS_PER_ITERATION * 3e-3
+    cost = HostCost(tx_packet_s=3e-3)
+    own = _cct(tmp_path, cost, "own")["cct_s"]["mean"]
+    assert one <= own <= 1.02 * one, (own, one)
+    for cpus in (1, 2):
+        got = _cct(tmp_path, cost.with_cpus(cpus), f"cpus{cpus}")["cct_s"]["mean"]
+        # (the last step's trailing ACKs may go after the iteration's end: 0.97)
+        assert 0.97 * 4 / cpus * one <= got <= 1.1 * 4 / cpus * one, (cpus, got, one)
+    assert _cct(tmp_path, cost.with_cpus(4), "cpus4")["cct_s"]["mean"] == pytest.approx(own, rel=0.02)
+    with pytest.raises(HostCostError, match="whole number"):
+        HostCost(cpus=1.5)
+    assert HostCost(cpus=2, run_wait_s=1e-3).dilated(4).cpus == 2  # a count, not a time
+
+
 def test_wait_for_a_cpu_is_seeded_and_slows_the_ring(tmp_path: Path) -> None:
     cpu = HostCost(wake_s=5e-5, rx_packet_s=1e-5, tx_packet_s=1e-5)
     a = _cct(tmp_path, cpu, "cpu")["cct_s"]["mean"]
