@@ -29,7 +29,7 @@ Tolerances (docs/virtual-time.md, "Cross-check"):
   ratio of the real run's iterations over the model's pooled over seeds (:data:`MODEL_SEEDS`; 2 for default)
   (emu.metrics.compare_ccts, its 95% BCa interval in the message), at any load up to
   :data:`CHECKED_WAIT` (the workers' share of wall time waiting for a CPU, ``w``: 0.30 for
-  single, 0.35 for default): the model takes the run's own waits, so no load allowance. Above
+  single, 0.25 for default): the model takes the run's own waits, so no load allowance. Above
   it the check is skipped and says so (single's real-time CCT then moved by 10-20% run to run
   at like measured waits; docs/virtual-time.md has the runs, loads and ratios); so is it when
   a real-time rank began more than a step after the common start (the model starts every rank
@@ -77,13 +77,18 @@ MODEL_SEEDS = (1, 2, 3)
 #: like measured waits on the machine before (real / model 0.86-1.03, six runs at w = 0.28-0.37).
 #: default: 0.96-1.05 at w = 0.09-0.29 (7 runs: 0.96 at 0.09, 0.99 at 0.13, 0.996 at 0.14, 1.05 at
 #: 0.15, 1.03 at 0.16 in the suite, 1.03 at 0.20, 1.03 at 0.29) and 0.97-1.04 up to w = 0.32 on the
-#: machine before (10 runs).
-CHECKED_WAIT = {"single": 0.30, "default": 0.35}
+#: machine before (10 runs). On 2026-12-03 (12 runs each of 8 iterations by hand, 3 model seeds each,
+#: docs/virtual-time.md "The run's own processes"): single 0.93-1.06 at w = 0.15-0.28 (12 of 12 within
+#: 10%); default 0.93-1.07 in the 7 runs at w = 0.18-0.25 but 1.02-1.19 in the 5 above (1.19 at 0.27,
+#: 1.10 at 0.26, 1.09 at 0.253: the real runs had 22-32 retransmission timeouts where their models had
+#: 2-15 per run), so default's check holds up to 0.25.
+CHECKED_WAIT = {"single": 0.30, "default": 0.25}
 #: The lowest real / model the check accepts (real time faster than the model). Issue 20 asks
 #: 1 / HOST_MODEL_WITHIN, which `single` keeps. `default` does not yet: with the model of 11e18ee
 #: it measured 0.96-1.05 in 7 runs at w = 0.09-0.29 (above) and 0.90 [0.85, 0.96] once at w = 0.19
-#: (test run, 2026-12-02 19:03), before it 0.87-0.94 at w = 0.07-0.14 (5 runs). So its bound
-#: stays 0.85 and the 10% is not met there (docs/virtual-time.md "Host cost").
+#: (test run, 2026-12-02 19:03), before it 0.87-0.94 at w = 0.07-0.14 (5 runs); on 2026-12-03 0.934
+#: [0.892, 0.983] at w = 0.21 (one of 12 runs, above). So its bound stays 0.85: 0.90 is not met with a
+#: margin, and the 10% is not met there (docs/virtual-time.md "Host cost").
 LOWEST_RATIO = {"single": 1 / HOST_MODEL_WITHIN, "default": 0.85}
 XCHECK = Path(__file__).resolve().parent / "xcheck.yaml"
 
@@ -123,7 +128,7 @@ def _check_host_model(topology: Path, tmp_path: Path, mn: runner.RunResult, seed
     iterations pooled over the seeds) within :data:`HOST_MODEL_WITHIN` either way."""
     wait, limit = 1 - _got_cpu(mn.summary, "baseline"), CHECKED_WAIT[topology.stem]
     if wait > limit:
-        pytest.skip(f"{topology.name}: the real-time workers waited for a CPU {wait:.0%} of the time, more than "
+        pytest.skip(f"{topology.name}: the real-time workers waited for a CPU {wait:.1%} of the time, more than "
                     f"the {limit:.0%} up to which the host model holds within 10% (docs/virtual-time.md)")
     late = _late_start(mn.summary, "baseline")
     if late:
