@@ -239,7 +239,9 @@ class SimRank:
         self._written = 0  # iterations whose records are in the file
         self._mode = "a" if spec.first_iteration else "w"  # later blocks append
         # the core's entry points, bound once (per-packet path)
-        self._feed, self._poll, self._next_timer = self.core.on_datagram, self.core.poll, self.core.next_timer
+        # (getattr: the bound methods, as a subclass looks them up, not the compiled core's C methods)
+        self._feed, self._poll, self._next_timer = (getattr(self.core, name) for name in ("on_datagram", "poll",
+                                                                                        "next_timer"))
         first = s_to_ns(self.core.start_at)
         self.wake_at: int | None = first
         self.loop.at(first, self._wake, first)
@@ -284,7 +286,8 @@ class SimRank:
 
     def _service(self, now: float) -> None:
         """Poll the core at ``now`` (s, the loop's time), send what it returns, arm its timer."""
-        out = self._poll(now)
+        core = self.core
+        out = core.poll(now)
         if out:
             send = self.host.send
             ip_of, port, port_of, cports = self.ip_of, self.port, self.port_of, self.channel_ports
@@ -292,22 +295,22 @@ class SimRank:
                 dst = o.dst_rank
                 send(ip_of[dst], port if cports is None else cports[o.datagram[3]], port_of[dst], o.datagram,
                      o.ecn)  # the CTH's channel byte picks the source port
-        if self.core.state >= DONE:
+        if core.state >= DONE:
             if not self.ended:
                 self._close()
                 self.on_end(self)
             return
-        if self.core.iterations_done != self._written:
+        if core.iterations_done != self._written:
             self._write()
-        t = self._next_timer()
+        t = core.next_timer()
         if t is None:
             return
         ns = math.ceil(t * 1e9)  # s_to_ns(t), inlined (per-packet path)
         if ns * 1e-9 < t:
             ns += 1
-        now = self.loop.now
-        if ns <= now:
-            ns = now + 1
+        nowns = self.loop.now
+        if ns <= nowns:
+            ns = nowns + 1
         self._arm(ns)
 
     def _arm(self, ns: int) -> None:
