@@ -384,7 +384,8 @@ class RankWorker:
             self._record_compute(0, self.start_at)
             self.phase_at = self.start_at + self.schedule.ready_after_s(0)
         # on_datagram only feeds the transport: bind it straight through (one call less per packet)
-        self.on_datagram = self.transport.on_datagram
+        # (getattr: the bound method; a compiled worker's typed transport would give its C method instead)
+        self.on_datagram = getattr(self.transport, "on_datagram")  # noqa: B009
 
     # -- entry points ----------------------------------------------------------------
     def on_datagram(self, src_rank: int, datagram: bytes | memoryview, ecn: int, now: float) -> None:
@@ -514,9 +515,9 @@ class RankWorker:
         self._transmit(requests, now)
 
     def _transmit(self, requests: list[SendRequest], now: float) -> None:
-        send = self.transport.send
+        tr = self.transport
         for req in requests:
-            send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last, channel=req.channel)
+            tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last, channel=req.channel)
 
     # -- the lifecycle -------------------------------------------------------------------
     def _run_collective(self, now: float) -> None:
