@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                 pipe.egress = _timed(pipe.egress, pipe_t)
                 if sw.core._egress_at is not None:  # the core's positional egress call (Pipeline.egress_at)
                     sw.core._egress_at = _timed(sw.core._egress_at, pipe_t)
+                if getattr(sw.core, "_cpipe", None) is not None:  # calls Pipeline's own methods: not these
+                    sw.core._cpipe = None
             for host in self.hosts.values():
                 host.receive = _timed(host.receive, host_t)
                 self.network.set_host_receiver(host.name, host.receive)

@@ -1516,9 +1516,14 @@ class CodeGen:
         return None
 
     def dispatch(self, table: Table, decl: ir.Table, actions: list[ir.Action], ctx, ent: str, loc) -> None:
+        """The actions of entry ``ent``: its action id read once (a C integer in the compiled build:
+        ids are below 2**15, the indirect markers tables.MEMBER/GROUP negative), one branch per action."""
         first = True
+        aid_var = self.fresh("a")
+        self.var_ranges[aid_var] = (-(1 << 15), (1 << 15) - 1)
+        self.emit(f"{aid_var} = {ent}[0]")
         for aid, act in enumerate(actions):
-            self.emit(f"{'if' if first else 'elif'} {ent}[0] == {aid}:")
+            self.emit(f"{'if' if first else 'elif'} {aid_var} == {aid}:")
             first = False
             self.ind += 1
             bound = {}

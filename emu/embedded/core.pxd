@@ -3,6 +3,7 @@
 # existed as Python attributes stay public.
 
 cimport cython
+from emu.embedded.runtime cimport IngressResult, Pipeline
 from emu.embedded.tm cimport EgressStage, TrafficManager
 
 cdef class SwitchCore(EgressStage):
@@ -22,12 +23,14 @@ cdef class SwitchCore(EgressStage):
     cdef public list _pending
     cdef public object internal_error
     cdef public object _egress_at
+    cdef public Pipeline _cpipe
 
     @cython.locals(n=Py_ssize_t)
     cpdef receive(self, long long port, object frame, long long now_us)
-    @cython.locals(tm=TrafficManager, n=Py_ssize_t, tpu=cython.longlong, out_port=cython.longlong)
+    @cython.locals(tm=TrafficManager, n=Py_ssize_t, tpu=cython.longlong, out_port=cython.longlong, cp=Pipeline,
+                   ist=IngressResult)
     cpdef _ingress(self, object frame, long long port, long long now_us, object copy)
-    @cython.locals(tpu=cython.longlong, now_tick=cython.longlong)
+    @cython.locals(tpu=cython.longlong, now_tick=cython.longlong, cp=Pipeline)
     cpdef object _run_egress(self, long long port, object st, long long enq_qdepth, long long deq_qdepth,
                              long long deq_timedelta_us, long long enq_timestamp_us, long long now_us)
     @cython.locals(tm=TrafficManager)

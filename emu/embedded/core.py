@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from emu.embedded.errors import PacketError
 from emu.embedded.link import QueueConfig
+from emu.embedded.runtime import IngressResult, Pipeline
 from emu.embedded.tm import EgressStage, TrafficManager
 
 logger = logging.getLogger(__name__)
@@ -133,6 +134,11 @@ class SwitchCore(EgressStage):
         self.internal_error: Exception | None = None
         # Pipeline.egress_at: positional arguments, one call per packet
         self._egress_at = pipeline.egress_at
+        #: the pipeline when it is a runtime.Pipeline, else None (a test double): the core then calls
+        #: Pipeline.ingress and Pipeline.egress_at on it directly (C calls when compiled), not what its
+        #: instance ``__dict__`` may put in their place; set it to None to call ``pipeline.ingress``
+        #: and ``_egress_at`` as attributes (benchmarks/sim_speed.py's timers replace them)
+        self._cpipe: Pipeline | None = pipeline if isinstance(pipeline, Pipeline) else None
 
     def _internal(self, exc: Exception, now_us: int, where: str) -> None:
         """An exception out of the pipeline that is not a :class:`PacketError`: a bug in the
@@ -189,9 +195,13 @@ class SwitchCore(EgressStage):
         key = self._parser_key
         perr = self._pstats.get(key, 0) if key else 0
         tpu = self.ticks_per_us
+        cp = self._cpipe
         try:
             if copy is None:
-                st = pipe.ingress(frame, port, now_us if tpu == 1 else now_us // tpu)
+                if cp is not None:
+                    st = Pipeline.ingress(cp, frame, port, now_us if tpu == 1 else now_us // tpu)
+                else:
+                    st = pipe.ingress(frame, port, now_us if tpu == 1 else now_us // tpu)
             else:
                 st = pipe.ingress_copy(frame, port, now_us if tpu == 1 else now_us // tpu, *copy)
         except PacketError as e:
@@ -208,17 +218,22 @@ class SwitchCore(EgressStage):
             else:
                 self._drops["pipeline"] += 1
             return
-        try:
-            out_port = st.egress_spec
-        except AttributeError:
-            self._drops["malformed"] += 1
-            self._log("malformed", now_us, "port %d: ingress result without egress_spec", port,
-                      exc_info=True)
-            return
-        try:
-            fan = st.mcast_grp or st.ops is not None
-        except AttributeError:  # a pipeline without multicast or copies (tests' fakes)
-            fan = False
+        if type(st) is IngressResult:  # runtime.Pipeline's (C member reads when compiled)
+            ist = st
+            out_port = ist.egress_spec
+            fan = ist.mcast_grp or ist.ops is not None
+        else:
+            try:
+                out_port = st.egress_spec
+            except AttributeError:
+                self._drops["malformed"] += 1
+                self._log("malformed", now_us, "port %d: ingress result without egress_spec", port,
+                          exc_info=True)
+                return
+            try:
+                fan = st.mcast_grp or st.ops is not None
+            except AttributeError:  # a pipeline without multicast or copies (tests' fakes)
+                fan = False
         if fan:
             self._fanout(st, port, now_us)
             return
@@ -285,8 +300,13 @@ class SwitchCore(EgressStage):
             now_tick, now_us = now_us, now_us // tpu
         else:
             now_tick = now_us
+        cp = self._cpipe
         try:
-            out = self._egress_at(st, port, enq_qdepth, deq_qdepth, deq_timedelta_us, enq_timestamp_us, now_us)
+            if cp is not None and type(st) is IngressResult:
+                out = Pipeline.egress_at(cp, st, port, enq_qdepth, deq_qdepth, deq_timedelta_us, enq_timestamp_us,
+                                         now_us)
+            else:
+                out = self._egress_at(st, port, enq_qdepth, deq_qdepth, deq_timedelta_us, enq_timestamp_us, now_us)
         except PacketError as e:
             self._drops["malformed"] += 1
             self._log("malformed", now_tick, "port %d: egress dropped the packet: %s", port, e)

@@ -194,7 +194,7 @@ class Pipeline:
         frames (they get a parser_error and follow the program's logic).
         """
         self._parsed += 1
-        if frame.__class__ is not bytes:
+        if type(frame) is not bytes:
             frame = bytes(frame)
         r = self._ingress_fn(frame, ingress_port, now_us)
         if r is None:
@@ -286,7 +286,7 @@ class Pipeline:
             out = self._egress_fn(st.state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us,
                                   enq_timestamp_us, now_us)
         self.last_recirculated = False
-        if out.__class__ is tuple:
+        if type(out) is tuple:
             out = self._egress_copies(st, out)
             if out is None and self.last_recirculated:
                 return None  # not a drop: the packet went back to ingress
