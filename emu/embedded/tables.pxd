@@ -14,10 +14,13 @@ cdef class Table:
     cdef public list _lpm, _scan
     cdef public tuple _group_by
     cdef public bint _stale
+    cdef public Py_ssize_t _seg_i
+    cdef public dict _segments
 
     @cython.locals(d=dict)
     cpdef tuple lookup_lpm(self, object key)
     @cython.locals(d=dict)
     cpdef tuple lookup(self, object key)
-    @cython.locals(rows=list, group=tuple, bounds=list, i=Py_ssize_t)
+    @cython.locals(rows=list, group=tuple, bounds=list, i=Py_ssize_t, si=Py_ssize_t, gb=tuple, seg=tuple,
+                   starts=list, winners=list, lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t)
     cpdef tuple lookup_scan(self, object key)

@@ -9,6 +9,7 @@ encoded by :mod:`emu.encoding`, the same module every target uses. Errors raise
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,28 @@ class ActionSpec:
     scope: str = ""
 
 
+def _segments(rows: list[tuple[tuple, tuple, tuple]], i: int) -> tuple[list[int], list[tuple | None]]:
+    """The range field ``i`` of ``rows`` (scan rows ``(vals, masks, entry)`` in priority order, each
+    ``vals[i]`` a ``(lo, hi)`` range, inclusive) cut into segments: ``(starts, winners)``, ``starts``
+    ascending, every value from ``starts[j]`` up to ``starts[j + 1] - 1`` (the last: upwards) held by
+    the same rows, ``winners[j]`` the entry of the first of them in ``rows`` (None: no row). A value
+    below ``starts[0]`` is in no row. A sweep over the starts with a heap of the rows begun so far
+    (by their order, the ended ones dropped when on top): O((S + R) log R)."""
+    starts = sorted({v for vals, _m, _e in rows for v in (vals[i][0], vals[i][1] + 1)})
+    by_lo = sorted(range(len(rows)), key=lambda n: rows[n][0][i][0])
+    active: list[int] = []
+    winners: list[tuple | None] = []
+    nxt = 0
+    for b in starts:
+        while nxt < len(by_lo) and rows[by_lo[nxt]][0][i][0] <= b:
+            heapq.heappush(active, by_lo[nxt])
+            nxt += 1
+        while active and rows[active[0]][0][i][1] < b:
+            heapq.heappop(active)
+        winners.append(rows[active[0]][2] if active else None)
+    return starts, winners
+
+
 class Table:
     """A match-action table and its entries (P4_16 spec 14.2; bmv2 match semantics).
 
@@ -97,6 +120,16 @@ class Table:
         self._group_by: tuple[int, ...] = tuple(i for i, k in enumerate(kinds) if k == "exact") \
             if self.mode == "scan" else ()
         self._groups: dict[tuple, tuple[list[tuple[int, int, int]], list[tuple[tuple, tuple, tuple]]]] = {}
+        #: a scan table whose fields are exact but one range field (the key's field ``_seg_i``; -1:
+        #: another table): each group as the segments of that field's values, ``(starts, winners)``:
+        #: ``winners[j]`` (an entry or None) is the first row in priority order whose range holds
+        #: every value from ``starts[j]`` to the next start (see _rebuild_scan); keyed by the exact
+        #: field's value when there is one exact field, else by the tuple of their values
+        self._seg_i = -1
+        range_fields = [i for i, k in enumerate(kinds) if k == "range"]
+        if self.mode == "scan" and len(range_fields) == 1 and all(k in ("exact", "range") for k in kinds):
+            self._seg_i = range_fields[0]
+        self._segments: dict[Any, tuple[list[int], list[tuple | None]]] = {}
         # scan rows are rebuilt at the next lookup after a change (programming N entries costs O(N))
         self._stale = False
 
@@ -127,6 +160,25 @@ class Table:
         if self._stale:
             self._rebuild_scan()
         k = key if isinstance(key, tuple) else (key,)
+        si = self._seg_i
+        if si >= 0:  # exact fields and one range field: the segment that holds the key's value
+            gb = self._group_by
+            seg = self._segments.get(k[gb[0]] if len(gb) == 1 else tuple([k[i] for i in gb]))
+            if seg is None:
+                return self.default
+            starts, winners = seg
+            v = k[si]
+            if v < starts[0]:  # below every range (the common case: an ECN ramp's empty queue)
+                return self.default
+            lo, hi = 1, len(starts)  # bisect_right(starts, v) - 1, inline (no call)
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if v < starts[mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            e = winners[lo - 1]
+            return self.default if e is None else e
         rows = self._scan
         if self._group_by:
             # rows of the entries whose exact key fields equal the key's, in priority order
@@ -303,6 +355,11 @@ class Table:
         for bounds, grows in self._groups.values():
             for i in ranges:
                 bounds.append((i, min(r[0][i][0] for r in grows), max(r[0][i][1] for r in grows)))
+        self._segments.clear()
+        if self._seg_i >= 0:
+            one = len(self._group_by) == 1
+            for gkey, (_bounds, grows) in self._groups.items():
+                self._segments[gkey[0] if one else gkey] = _segments(grows, self._seg_i)
 
     def indirect_add(self, match, *, member: int | None = None, group: int | None = None,
                      priority: int | None = None) -> None:
