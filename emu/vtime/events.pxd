@@ -4,6 +4,8 @@
 # (exact for ints below 2**53 ns, 104 days) and sequence numbers as 64-bit ints.
 
 cimport cython
+from cpython.list cimport PyList_GET_ITEM, PyList_SET_ITEM
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdlib cimport free, realloc
 
 cdef bint _TYPED
@@ -20,6 +22,19 @@ cdef inline _Key* _grow(_Key* keys, Py_ssize_t n) except NULL:
     if k == NULL:
         raise MemoryError()
     return k
+
+# the heaps' list moves (compiled only): their indices are the heap's own (0 <= i < len), so no
+# bounds or sign checks
+cdef inline object _item(list heap, Py_ssize_t i):
+    """``heap[i]``."""
+    return <object> PyList_GET_ITEM(heap, i)
+
+cdef inline void _put(list heap, Py_ssize_t i, object v):
+    """``heap[i] = v``."""
+    cdef PyObject* old = PyList_GET_ITEM(heap, i)
+    Py_INCREF(v)
+    PyList_SET_ITEM(heap, i, v)
+    Py_XDECREF(old)
 
 @cython.final
 cdef class Heap:

@@ -211,7 +211,7 @@ class Heap:
                 rt = keys[right].t
                 if rt < ct or (rt == ct and keys[right].seq < keys[child].seq):
                     child = right
-            heap[pos] = heap[child]
+            _put(heap, pos, _item(heap, child))  # noqa: F821  (heap[pos] = heap[child]; events.pxd)
             keys[pos] = keys[child]
             pos = child
             child = 2 * pos + 1
@@ -228,12 +228,12 @@ class Heap:
             up = (pos - 1) >> 1
             pt = keys[up].t
             if t < pt or (t == pt and seq < keys[up].seq):
-                heap[pos] = heap[up]
+                _put(heap, pos, _item(heap, up))  # noqa: F821  (heap[pos] = heap[up]; events.pxd)
                 keys[pos] = keys[up]
                 pos = up
                 continue
             break
-        heap[pos] = entry
+        _put(heap, pos, entry)  # noqa: F821  (heap[pos] = entry; events.pxd)
         keys[pos].t = t
         keys[pos].seq = seq
 
