@@ -5,6 +5,9 @@ cimport cython
 # public (read and written from Python as before); C types only where the values provably fit:
 # counters and tick counts in 64 bits, times in doubles (Python floats are C doubles).
 
+@cython.locals(c=cython.longlong)
+cpdef long long ceil_tick(double t) noexcept
+
 @cython.final
 cdef class FifoLink:
     cdef public object config

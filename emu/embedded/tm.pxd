@@ -3,7 +3,7 @@
 # existed as Python attributes stay public; times are doubles (Python floats), counters 64-bit.
 
 cimport cython
-from emu.embedded.link cimport FifoLink
+from emu.embedded.link cimport FifoLink, ceil_tick
 from emu.vtime.events cimport Heap, heap_pop, heap_push
 
 cdef class EgressStage:

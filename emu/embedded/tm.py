@@ -41,13 +41,19 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from emu.embedded.link import FifoLink, QueueConfig
+from emu.embedded.link import FifoLink, QueueConfig, ceil_tick
 from emu.vtime.events import Heap, heap_pop, heap_push
 
 logger = logging.getLogger(__name__)
 
 _INF = math.inf
-_ceil = math.ceil
+
+def _units_by(q: Any, start: float) -> int:
+    """The units of the packets in queue ``q`` (entries ``(item, enq_us, ahead, units)``) enqueued
+    at or before ``start``. A function of its own: a generator inside :meth:`TrafficManager._service_ports`
+    would make its every local a closure variable, allocated per call when compiled."""
+    return sum(e[3] for e in q if e[1] <= start)
+
 
 #: Egress callback: ``(port, item, enq_qdepth, deq_qdepth, deq_timedelta_us,
 #: enq_timestamp_us, start_us) -> frame bytes or None (dropped in egress)``.
@@ -237,7 +243,6 @@ class TrafficManager:
         stage = self._stage
         unit = self.qdepth_unit
         deps = self._departures
-        ceil = math.ceil
         served = 0
         try:
             for port in due:
@@ -250,10 +255,10 @@ class TrafficManager:
                     # packets still waiting that had arrived by the (virtual) start time
                     deq_qdepth = len(q) if unit is None else p.units
                     if deq_qdepth and q[-1][1] > start:
-                        deq_qdepth = sum(e[3] for e in q if e[1] <= start)
+                        deq_qdepth = _units_by(q, start)
                     p.serviced += 1
                     p.free_at = start  # port free until a frame is produced
-                    start_us = ceil(start)
+                    start_us = ceil_tick(start)
                     if service is None:
                         frame = item
                     elif stage is not None:
@@ -307,7 +312,7 @@ class TrafficManager:
             t = self._next_service
         if t == _INF:
             return None
-        return 0 if t == -_INF else _ceil(t)
+        return 0 if t == -_INF else ceil_tick(t)
 
     # -- statistics ----------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 
 cimport cython
 from emu.embedded.core cimport SwitchCore
-from emu.embedded.link cimport FifoLink
+from emu.embedded.link cimport FifoLink, ceil_tick
 from emu.vtime.events cimport EventLoop
 
 @cython.final

@@ -27,13 +27,12 @@ the kernel and its scheduling noise, PFC, link errors.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from emu.controller import NetworkError, ProgrammedNetwork
-from emu.embedded.link import FifoLink, QueueConfig
+from emu.embedded.link import FifoLink, QueueConfig, ceil_tick
 from emu.p4build import DEFAULT_BUILD
 from emu.topology_plan import NetworkPlan
 from emu.topology_schema import Topology
@@ -81,7 +80,7 @@ class HostLink:
         depart = self.link.transmit(len(frame), loop.now)
         if depart is not None:
             # EventLoop.push: the arrival is never before now
-            loop.push(math.ceil(depart), self.deliver, frame)
+            loop.push(ceil_tick(depart), self.deliver, frame)
 
 
 class SimSwitch:
