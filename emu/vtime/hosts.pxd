@@ -20,7 +20,8 @@ cdef class SimRank:
     cdef public bint ended
     cdef public long long _written
 
-    @cython.locals(o=Outgoing, ns=cython.longlong, nowns=cython.longlong, core=RankWorker)
+    @cython.locals(o=Outgoing, ns=cython.longlong, nowns=cython.longlong, core=RankWorker, tf=cython.double,
+                   x=cython.double)
     cpdef _service(self, double now)
     @cython.locals(loop=EventLoop, parked=dict)
     cpdef _arm(self, long long ns)
