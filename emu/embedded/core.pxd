@@ -12,8 +12,8 @@ cdef class SwitchCore(EgressStage):
     cdef public long long max_frame_bytes
     cdef public TrafficManager tm
     cdef public object _ports
-    cdef public dict _rx
-    cdef public dict _tx
+    cdef public list _rx
+    cdef public list _tx
     cdef public dict _drops
     cdef public dict io_lag
     cdef public object io_lag_max_us
@@ -33,5 +33,5 @@ cdef class SwitchCore(EgressStage):
     @cython.locals(tpu=cython.longlong, now_tick=cython.longlong, cp=Pipeline)
     cpdef object _run_egress(self, long long port, object st, long long enq_qdepth, long long deq_qdepth,
                              long long deq_timedelta_us, long long enq_timestamp_us, long long now_us)
-    @cython.locals(tm=TrafficManager)
+    @cython.locals(tm=TrafficManager, tx=list, port=Py_ssize_t)
     cpdef list poll(self, long long now_us)

@@ -116,8 +116,10 @@ class SwitchCore(EgressStage):
                                  wire_overhead_bytes=wire_overhead_bytes,
                                  qdepth_unit=pipeline.qdepth_unit)
         self._ports = frozenset(port_list)
-        self._rx = dict.fromkeys(port_list, 0)
-        self._tx = dict.fromkeys(port_list, 0)
+        # frames received and sent per port, indexed by port number (0..510; stats() gives the
+        # switch's ports): a list indexed in C when compiled, not a dict's hash and store per frame
+        self._rx = [0] * 511
+        self._tx = [0] * 511
         self._drops = dict.fromkeys(DROP_REASONS, 0)
         #: Real-time port I/O lateness (emu.embedded.portio): timer wake-ups, those later
         #: than 2 ms behind the traffic manager's next departure, and the worst (us). A late
@@ -373,9 +375,10 @@ class SwitchCore(EgressStage):
         from the pipeline: a bug, logged at error level), oversize (frame longer than ``max_frame_bytes``),
         bad_port (unknown ingress or egress port), tx_error (send failed, port I/O)."""
         tm = self.tm
+        port_list = sorted(self._ports)
         return {
-            "rx": dict(self._rx),
-            "tx": dict(self._tx),
+            "rx": {p: self._rx[p] for p in port_list},
+            "tx": {p: self._tx[p] for p in port_list},
             "drops": dict(self._drops),
             "max_qdepth": tm.max_qdepth(),
             "tail_drops": tm.tail_drops(),

@@ -6,6 +6,8 @@ cimport cython
 from emu.embedded.link cimport FifoLink, ceil_tick
 from emu.vtime.events cimport Heap, heap_pop, heap_push
 
+cdef double _INF  # math.inf: compared as a C double
+
 cdef class EgressStage:
     cpdef object _run_egress(self, long long port, object item, long long enq_qdepth, long long deq_qdepth,
                              long long deq_timedelta_us, long long enq_timestamp_us, long long now_us)
