@@ -29,7 +29,7 @@ cdef inline object _item(list heap, Py_ssize_t i):
     """``heap[i]``."""
     return <object> PyList_GET_ITEM(heap, i)
 
-cdef inline void _put(list heap, Py_ssize_t i, object v):
+cdef inline void _put(list heap, Py_ssize_t i, object v) noexcept:
     """``heap[i] = v``."""
     cdef PyObject* old = PyList_GET_ITEM(heap, i)
     Py_INCREF(v)
@@ -46,14 +46,15 @@ cdef class Heap:
     @cython.locals(heap=list, keys=_KeyPtr, i=Py_ssize_t)
     cpdef heapify(self)
     cpdef clear(self)
-    @cython.locals(heap=list, n=Py_ssize_t, t=cython.double, seq=cython.longlong)
     cpdef void push(self, tuple entry) except *
+    @cython.locals(heap=list, n=Py_ssize_t)
+    cpdef void push_key(self, tuple entry, double t, long long seq) except *
     @cython.locals(heap=list, keys=_KeyPtr, last=tuple, top=tuple, end=Py_ssize_t, pos=Py_ssize_t,
                    child=Py_ssize_t, right=Py_ssize_t, lt=cython.double, lseq=cython.longlong,
                    ct=cython.double, rt=cython.double)
     cpdef tuple pop(self)
     @cython.locals(heap=list, keys=_KeyPtr, up=Py_ssize_t, pt=cython.double)
-    cdef inline void _settle(self, Py_ssize_t pos, tuple entry, double t, long long seq) except *
+    cdef inline void _settle(self, Py_ssize_t pos, tuple entry, double t, long long seq) noexcept
 
 cdef class EventLoop:
     cdef public long long now

@@ -58,17 +58,17 @@ class EventLoop:
         if t < self.now:
             t = self.now
         self.seq += 1
-        self._heap.push((t, self.seq, fn, arg))
+        self._heap.push_key((t, self.seq, fn, arg), t, self.seq)
 
     def push(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """:meth:`at` for a ``t`` the caller knows is not before now (the switches, the host links)."""
         self.seq += 1
-        self._heap.push((t, self.seq, fn, arg))
+        self._heap.push_key((t, self.seq, fn, arg), t, self.seq)
 
     def push_seq(self, t: int, seq: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Put back an event that :meth:`remove` took off, under its own ``seq`` (unique: no event
         pending has it); the caller adds 1 to :attr:`seq` for the push it stands for."""
-        self._heap.push((t, seq, fn, arg))
+        self._heap.push_key((t, seq, fn, arg), t, seq)
 
     def halt(self) -> None:
         """Make :meth:`run` return after the event being processed."""
@@ -175,6 +175,12 @@ class Heap:
 
     def push(self, entry: tuple) -> None:
         """``heapq.heappush(self.items, entry)``; compiled, with the entry's key in ``_keys``."""
+        self.push_key(entry, entry[0], entry[1])
+
+    def push_key(self, entry: tuple, t: float, seq: int) -> None:
+        """:meth:`push` of ``entry`` whose ``t`` and ``seq`` (``entry[0]``, ``entry[1]``) the caller
+        also passes: compiled, as C values (the event loop's and the traffic managers' pushes), not
+        read back out of the tuple (an int's conversion to a double is a call)."""
         if not _TYPED:
             heapq.heappush(self.items, entry)
             return
@@ -183,8 +189,6 @@ class Heap:
         if n >= self._cap:
             self._keys = _grow(self._keys, 2 * n + 256)  # noqa: F821  (events.pxd, compiled only)
             self._cap = 2 * n + 256
-        t = entry[0]
-        seq = entry[1]
         heap.append(entry)
         self._settle(n, entry, t, seq)
 
@@ -265,35 +269,37 @@ def heap_pop(heap: list) -> tuple:
     end = len(heap)
     pos = 0
     child = 1
+    # (compiled only: the list moves are events.pxd's _item/_put, on the heap's own indices)
     while child < end:
         right = child + 1
         if right < end:
-            a = heap[child]
-            b = heap[right]
+            a = _item(heap, child)  # noqa: F821  (heap[child]; events.pxd)
+            b = _item(heap, right)  # noqa: F821
             at = a[0]
             bt = b[0]
             if bt < at or (bt == at and b[1] < a[1]):  # not heap[child] < heap[right], keys unique
                 child = right
-        heap[pos] = heap[child]
+        _put(heap, pos, _item(heap, child))  # noqa: F821  (heap[pos] = heap[child])
         pos = child
         child = 2 * pos + 1
-    heap[pos] = last
+    _put(heap, pos, last)  # noqa: F821  (heap[pos] = last)
     _sift_down(heap, 0, pos)
     return top
 
 
 def _sift_down(heap: list, start: int, pos: int) -> None:
-    """heapq's _siftdown: move ``heap[pos]`` up towards ``start`` while it is smaller than its parent."""
-    entry = heap[pos]
+    """heapq's _siftdown: move ``heap[pos]`` up towards ``start`` while it is smaller than its parent
+    (compiled only: the list moves are events.pxd's _item/_put, on the heap's own indices)."""
+    entry = _item(heap, pos)  # noqa: F821  (heap[pos]; events.pxd)
     t = entry[0]
     seq = entry[1]
     while pos > start:
         up = (pos - 1) >> 1
-        parent = heap[up]
+        parent = _item(heap, up)  # noqa: F821
         pt = parent[0]
         if t < pt or (t == pt and seq < parent[1]):
-            heap[pos] = parent
+            _put(heap, pos, parent)  # noqa: F821  (heap[pos] = parent)
             pos = up
             continue
         break
-    heap[pos] = entry
+    _put(heap, pos, entry)  # noqa: F821  (heap[pos] = entry)
