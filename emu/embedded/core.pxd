@@ -12,6 +12,7 @@ cdef class SwitchCore(EgressStage):
     cdef public long long max_frame_bytes
     cdef public TrafficManager tm
     cdef public object _ports
+    cdef public bytes _portmask
     cdef public list _rx
     cdef public list _tx
     cdef public dict _drops

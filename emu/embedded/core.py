@@ -116,6 +116,9 @@ class SwitchCore(EgressStage):
                                  wire_overhead_bytes=wire_overhead_bytes,
                                  qdepth_unit=pipeline.qdepth_unit)
         self._ports = frozenset(port_list)
+        # 1 at each port number of the switch (0..510): a byte read in C when compiled, where the
+        # frozenset's membership test hashes a boxed int (twice per frame)
+        self._portmask = bytes(1 if p in self._ports else 0 for p in range(511))
         # frames received and sent per port, indexed by port number (0..510; stats() gives the
         # switch's ports): a list indexed in C when compiled, not a dict's hash and store per frame
         self._rx = [0] * 511
@@ -172,7 +175,7 @@ class SwitchCore(EgressStage):
         tm = self.tm
         if now_us >= tm._next_service:  # tm.service_until(now_us) without the call when it has nothing to do
             tm.service_until(now_us)
-        if port not in self._ports:
+        if not (0 <= port < 511 and self._portmask[port]):  # port not in self._ports
             self._drops["bad_port"] += 1
             self._log("bad_port", now_us, "frame received on unknown port %r", port)
             return
@@ -239,7 +242,7 @@ class SwitchCore(EgressStage):
         if fan:
             self._fanout(st, port, now_us)
             return
-        if out_port not in self._ports:
+        if not (0 <= out_port < 511 and self._portmask[out_port]):  # out_port not in self._ports
             self._drops["bad_port"] += 1
             self._log("bad_port", now_us, "port %d: egress_spec %d is not a switch port, dropped",
                       port, out_port)

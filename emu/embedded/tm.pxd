@@ -15,6 +15,7 @@ cdef class EgressStage:
 @cython.final
 cdef class TrafficManager:
     cdef public dict _ports
+    cdef public list _links
     cdef public long long ticks_per_us
     cdef public long long wire_overhead_bytes
     cdef public object qdepth_unit
@@ -27,17 +28,17 @@ cdef class TrafficManager:
     cdef public list _ready
     cdef public object _ready_at
 
-    @cython.locals(p=FifoLink, depth=Py_ssize_t, stage=EgressStage)
+    @cython.locals(p=FifoLink, depth=Py_ssize_t, stage=EgressStage, links=list)
     cpdef object enqueue(self, long long port, object item, long long now_us)
-    @cython.locals(p=FifoLink, start=double, stage=EgressStage)
+    @cython.locals(p=FifoLink, start=double, stage=EgressStage, links=list, dep=double)
     cpdef object enqueue_service(self, long long port, object item, long long now_us)
     @cython.locals(waiting=list)
     cpdef service_until(self, long long now_us)
     @cython.locals(p=FifoLink, stage=EgressStage, start=double, deq_qdepth=cython.longlong, enq_us=cython.longlong, start_us=cython.longlong,
                    enq_qdepth=cython.longlong, units=cython.longlong, waiting=list, due=list, free=double,
-                   served=Py_ssize_t, deps=Heap)
+                   served=Py_ssize_t, deps=Heap, links=list, dep=double, port=cython.longlong)
     cdef _service_ports(self, long long now_us)
-    @cython.locals(p=FifoLink, deps=Heap, waiting=list, out=list)
+    @cython.locals(p=FifoLink, deps=Heap, waiting=list, out=list, links=list, port=cython.longlong)
     cpdef list due(self, long long now_us)
     @cython.locals(t=double, deps=Heap)
     cpdef object next_deadline_us(self)

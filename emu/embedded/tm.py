@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -47,6 +48,9 @@ from emu.vtime.events import Heap, heap_pop, heap_push
 logger = logging.getLogger(__name__)
 
 _INF = math.inf
+# the queues' deque methods, looked up once (a method call looks the name up on the type each time)
+_append = deque.append
+_popleft = deque.popleft
 
 def _units_by(q: Any, start: float) -> int:
     """The units of the packets in queue ``q`` (entries ``(item, enq_us, ahead, units)``) enqueued
@@ -93,6 +97,13 @@ class TrafficManager:
         ports = [int(p) for p in ports]
         self._ports: dict[int, FifoLink] = {p: FifoLink(cfg, ticks_per_us=ticks_per_us,
                                                        wire_overhead_bytes=wire_overhead_bytes) for p in ports}
+        #: the same links indexed by port number (None where there is no port; a list read in C when
+        #: compiled, not a dict's hash and lookup per packet); a port beyond it (negative) is looked up
+        #: in ``_ports``
+        self._links: list[FifoLink | None] = [None] * (max((p for p in ports if p >= 0), default=-1) + 1)
+        for n, link in self._ports.items():
+            if n >= 0:
+                self._links[n] = link
         self.ticks_per_us = ticks_per_us
         #: bytes each frame costs on the wire beyond its own (0: the frame only, as on a veth)
         self.wire_overhead_bytes = wire_overhead_bytes
@@ -141,7 +152,10 @@ class TrafficManager:
         On an idle port with unlimited rate and no delay the packet is serviced at once
         (egress runs inside this call) and its frame is due at ``now_us``.
         """
-        p = self._ports[port]
+        links = self._links
+        p = links[port] if 0 <= port < len(links) else None
+        if p is None:
+            p = self._ports[port]  # a negative port, or KeyError
         q = p.queue
         depth = len(q)
         if p.direct and not depth and not p.pending and p.free_at <= now_us:
@@ -168,7 +182,7 @@ class TrafficManager:
         else:
             units, ahead = self.qdepth_unit(item), p.units
         p.units += units
-        q.append((item, now_us, ahead, units))
+        _append(q, (item, now_us, ahead, units))
         p.enqueued += 1
         if depth + 1 > p.max_qdepth:
             p.max_qdepth = depth + 1
@@ -186,7 +200,10 @@ class TrafficManager:
         free yet, so the packet starts service at once, alone, exactly as
         :meth:`service_until` would start it (``enq_qdepth`` and ``deq_qdepth`` 0, no wait).
         """
-        p = self._ports[port]
+        links = self._links
+        p = links[port] if 0 <= port < len(links) else None
+        if p is None:
+            p = self._ports[port]  # a negative port, or KeyError
         if p.direct or p.queue or p.free_at > now_us or self._next_service <= now_us:
             ahead = self.enqueue(port, item, now_us)
             if ahead is not None and now_us >= self._next_service:
@@ -208,7 +225,8 @@ class TrafficManager:
         if frame is not None:
             self._seq += 1
             p.pending += 1
-            self._departures.push((p.serialise(start, len(frame)), self._seq, port, frame))
+            dep = p.serialise(start, len(frame))
+            self._departures.push_key((dep, self._seq, port, frame), dep, self._seq)
         return 0
 
     def service_until(self, now_us: int) -> None:
@@ -239,6 +257,7 @@ class TrafficManager:
         if len(due) > 1:
             due.sort()
         ports = self._ports
+        links = self._links
         service = self._service
         stage = self._stage
         unit = self.qdepth_unit
@@ -246,10 +265,10 @@ class TrafficManager:
         served = 0
         try:
             for port in due:
-                p = ports[port]
+                p = links[port] if 0 <= port < len(links) else ports[port]
                 q = p.queue
                 while q and p.free_at <= now_us:
-                    item, enq_us, enq_qdepth, units = q.popleft()
+                    item, enq_us, enq_qdepth, units = _popleft(q)
                     p.units -= units
                     start = p.free_at if p.free_at > enq_us else float(enq_us)
                     # packets still waiting that had arrived by the (virtual) start time
@@ -270,7 +289,8 @@ class TrafficManager:
                         continue
                     self._seq += 1
                     p.pending += 1
-                    deps.push((p.serialise(start, len(frame)), self._seq, port, frame))
+                    dep = p.serialise(start, len(frame))
+                    deps.push_key((dep, self._seq, port, frame), dep, self._seq)
                 served += 1
                 if q:
                     heap_push(waiting, (p.free_at, port))
@@ -294,9 +314,10 @@ class TrafficManager:
         waiting = deps.items
         if waiting and deps.first() <= now_us:
             ports = self._ports
+            links = self._links
             while waiting and deps.first() <= now_us:
                 _, _, port, frame = deps.pop()
-                p = ports[port]
+                p = links[port] if 0 <= port < len(links) else ports[port]
                 p.pending -= 1
                 out.append((port, frame))
         return out
