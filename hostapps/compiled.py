@@ -485,8 +485,10 @@ def _deparser_lines(deparsers: dict[str, str], declare: bool) -> list[str]:
         size = sum(_ITEM_BYTES[c] for c in codes)
         types = {"_pkt": "bytes", "_t": "Py_ssize_t", **dict.fromkeys(args, "longlong"), "_n": "Py_ssize_t",
                  "_o": "bytes", "_q": "p_uchar"}
-        out_of_range = " or ".join(f"{a} < 0 or {a} > {hex((1 << 8 * _ITEM_BYTES[c]) - 1)}"
-                                   for a, c in zip(args, codes, strict=True))
+        # a value outside 0 .. 2**(8 * bytes) - 1 has bits left above its item's (a negative one
+        # too: >> keeps the sign): one C shift each, where a literal above a C int's range (Cython
+        # makes 0xffffffff a Python object) would box the argument for a Python comparison
+        out_of_range = " or ".join(f"({a} >> {8 * _ITEM_BYTES[c]}) != 0" for a, c in zip(args, codes, strict=True))
         lines += ["@cython.cfunc", _locals_line(types),
                   f"def {name}(_pkt, _t, {', '.join(args)}):",
                   f"    if not cython.compiled or _t < 0 or {out_of_range}:",
@@ -506,6 +508,73 @@ def _deparser_lines(deparsers: dict[str, str], declare: bool) -> list[str]:
         lines += [f"    memcpy(_q + {size}, cython.cast(cython.p_uchar, PyBytes_AS_STRING(_pkt)) + _t, _n)",
                   "    return _o", "", ""]
     return lines
+
+
+#: Largest literal Cython types as a C integer (beyond a C ``int`` it makes the literal a Python object:
+#: it may not fit a C ``long`` everywhere), so ``x & 0xffffffff`` of a typed ``x`` would box ``x`` and run
+#: Python's ``&`` (:func:`_c_constants`)
+_C_INT_LITERAL_MAX = (1 << 31) - 1
+#: Prefix of the module-level C constants of :func:`_c_constants` (then the value in decimal)
+C_CONST_PREFIX = "_CK"
+
+
+def _all_c(e: ast.AST, cvars: set[str]) -> bool:
+    """Whether every part of expression ``e`` is C in the compiled build: vars of ``cvars`` (typed
+    ``long long`` or ``bint``), int literals within a ``long long``'s range kept by
+    :func:`typed_locals` (or bools), and the operators :func:`typed_locals` lets Cython compute in C
+    (``_C_BINOPS``, unary ``- + ~ not``, comparisons but ``is``/``in``, ``and``/``or``, ``x if c else y``)."""
+    if isinstance(e, ast.Name):
+        return e.id in cvars
+    if isinstance(e, ast.Constant):
+        return type(e.value) is bool or (type(e.value) is int and _C_MIN <= e.value <= _C_MAX)
+    if isinstance(e, ast.BinOp):
+        return isinstance(e.op, _C_BINOPS) and _all_c(e.left, cvars) and _all_c(e.right, cvars)
+    if isinstance(e, ast.UnaryOp):
+        return _all_c(e.operand, cvars)
+    if isinstance(e, ast.Compare):
+        return not any(isinstance(o, ast.Is | ast.IsNot | ast.In | ast.NotIn) for o in e.ops) and all(
+            _all_c(x, cvars) for x in (e.left, *e.comparators))
+    if isinstance(e, ast.BoolOp):
+        return all(_all_c(x, cvars) for x in e.values)
+    if isinstance(e, ast.IfExp):
+        return all(_all_c(x, cvars) for x in (e.test, e.body, e.orelse))
+    return False
+
+
+def _c_constants(source: str, typed: dict[str, dict[str, str]]) -> tuple[str, list[int]]:
+    """``source`` with every int literal above a C ``int`` (:data:`_C_INT_LITERAL_MAX`, up to 2**62)
+    that is an operand of an all-C operation or comparison (:func:`_all_c`, with the C vars of
+    ``typed``, :func:`typed_locals`) replaced by the name of a module-level C ``long long`` constant
+    of that value (:data:`C_CONST_PREFIX` + value), and those values. The same value in the same
+    operation: Cython then computes it in C instead of boxing the other operand for Python's operator
+    with a Python int literal (``_flow_index & 0xffffffff``: a box, Python's ``&``, an unbox). Literals
+    in Python expressions stay (there a C constant would be boxed at each use)."""
+    tree = ast.parse(source)
+    spans: list[tuple[int, int, int, int]] = []
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        cvars = {v for v, t in typed.get(fn.name, {}).items() if t in ("longlong", "bint")}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.BinOp):
+                operands = [node.left, node.right]
+            elif isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+            else:
+                continue
+            if not _all_c(node, cvars):
+                continue
+            for c in operands:
+                if (isinstance(c, ast.Constant) and type(c.value) is int and _C_INT_LITERAL_MAX < c.value <= _C_MAX
+                        and c.end_lineno == c.lineno):
+                    spans.append((c.lineno, c.col_offset, c.end_col_offset or c.col_offset, c.value))
+    if not spans:
+        return source, []
+    lines = source.splitlines(keepends=True)
+    for lineno, start, end, value in sorted(set(spans), reverse=True):
+        ln = lines[lineno - 1]
+        lines[lineno - 1] = ln[:start] + f"{C_CONST_PREFIX}{value}" + ln[end:]
+    return "".join(lines), sorted({v for *_x, v in spans})
 
 
 def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = True) -> str:
@@ -536,8 +605,13 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
         if declare:
             typed["_egress"] = {**egress, "_st": STATE_CLASS}
     decl = {fn: _locals_line(d) for fn, d in typed.items() if d}
+    consts: list[int] = []
+    if declare:
+        source, consts = _c_constants(source, typed)
+        head = [*(f"{C_CONST_PREFIX}{v} = cython.declare(cython.longlong, {v})" for v in consts),
+                *([""] if consts else []), *head]
     lines = ["# generated by hostapps.compiled.pipeline_module_source: a P4 pipeline's generated code",
-             *(["import cython"] if decl else []), "", *head, "def make(_ns):"]
+             *(["import cython"] if decl or consts else []), "", *head, "def make(_ns):"]
     lines += [f"    {n} = _ns[{n!r}]" for n in names]
     for ln in source.splitlines():
         if ln.startswith("def ") and ln[4:].split("(", 1)[0] in decl:

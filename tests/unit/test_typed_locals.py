@@ -3,6 +3,8 @@ declare as C types (the same values as Python's integers, or the var stays a Pyt
 
 from __future__ import annotations
 
+import re
+
 from emu.embedded.codegen import STATE, STATE_CLASS, STATE_NEW, VAR_RANGES
 from emu.embedded.frontend import load_program
 from emu.embedded.runtime import Pipeline
@@ -56,6 +58,33 @@ def test_modulo_by_what_may_be_zero_and_unknown_shifts_are_never_c() -> None:
     assert got["_w"] == "longlong" and got["_q"] == "longlong" and "_m" not in got
 
 
+def _norm(line: str) -> str:
+    """``line`` with its int literals above a C int and its named C constants (compiled._c_constants)
+    both written as the decimal value."""
+    line = re.sub(rf"\b{compiled.C_CONST_PREFIX}(\d+)\b", r"\1", line)
+    return re.sub(r"\b0x[0-9a-fA-F]+\b",
+                  lambda m: str(int(m.group(), 16)) if int(m.group(), 16) > compiled._C_INT_LITERAL_MAX else m.group(),
+                  line)
+
+
+def test_big_literals_of_c_expressions_become_c_constants() -> None:
+    """Cython makes a literal above a C int a Python object, so ``x & 0xffffffff`` of a typed ``x``
+    would box it; in an expression of C vars only, the literal becomes a module-level C constant of
+    the same value; in a Python expression (``_y`` is not typed) and below 2**31 it stays."""
+    src = ("def _egress(_st, _y):\n    _a = 0\n    _b = 0\n    _a = ((_b << 4) & 0xffffffff)\n"
+           "    _c = _y & 0xffffffff\n    _ok = _a < 2147483648 and _b != 0xff\n    return (_a, _c, _ok)\n")
+    out, consts = compiled._c_constants(src, {"_egress": {"_a": "longlong", "_b": "longlong"}})
+    assert consts == [2147483648, 4294967295]
+    assert "_a = ((_b << 4) & _CK4294967295)" in out and "_c = _y & 0xffffffff" in out
+    assert "_ok = _a < _CK2147483648 and _b != 0xff" in out
+    assert compiled._c_constants(src, {}) == (src, [])  # nothing typed: nothing changes
+    ns: dict = {"_CK2147483648": 2147483648, "_CK4294967295": 4294967295}
+    exec(out, ns)  # noqa: S102
+    want: dict = {}
+    exec(src, want)  # noqa: S102
+    assert ns["_egress"](None, 0x1_2345_6789) == want["_egress"](None, 0x1_2345_6789)
+
+
 def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() -> None:
     pipe = Pipeline(load_program("p4/symphony.p4"))
     ns = pipe.generated_functions[0].__globals__
@@ -73,14 +102,16 @@ def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() 
     # the exec'd source is unchanged but for the state (codegen.STATE): every other line of it is in
     # the module, indented; the typed source differs in the lines that make or read the state and
     # in the fast deparser's line (its function instead of pack(...) + _pkt[_t:]) only
-    body = [ln[4:] for ln in src.splitlines() if ln.startswith("    ") and "@cython.locals" not in ln]
+    # (big literals of C expressions are named C constants in it: compiled._c_constants; _norm undoes that)
+    body = [_norm(ln[4:]) for ln in src.splitlines() if ln.startswith("    ") and "@cython.locals" not in ln]
     state = ns[STATE]
     fields = ", ".join(state["fields"])
     changed = [ln for ln in pipe.source.splitlines() if ln not in state["source"].splitlines()]
     fast = [ln for ln in changed if "_pack_" in ln and ln.lstrip().startswith("_deparsed = ")]
     assert len(fast) == 1 and fast[0].endswith(" + _pkt[_t:]")
-    assert all(ln in body for ln in pipe.source.splitlines() if ln and f"{fields}," not in ln and ln not in fast)
-    assert all(ln in body for ln in state["source"].splitlines() if ln)
+    assert all(_norm(ln) in body for ln in pipe.source.splitlines() if ln and f"{fields}," not in ln and ln not in fast)
+    assert all(_norm(ln) in body for ln in state["source"].splitlines() if ln)
+    assert f"{compiled.C_CONST_PREFIX}4294967295 = cython.declare(cython.longlong, 4294967295)" in src
     assert all(f"({fields},)" in ln or f"{fields}, = _st" in ln for ln in changed if ln not in fast)
     (fn,) = state["deparsers"]
     typed_fast = [ln for ln in state["source"].splitlines() if ln not in pipe.source.splitlines() and fn in ln]
