@@ -152,5 +152,12 @@ def test_a_pipeline_build_is_used_only_for_its_very_source(tmp_path: Path, monke
     assert compiled.pipeline_functions(src, ing, eg)[2] == "not built"
     so.with_name(so.name + compiled.DIGEST_SUFFIX).write_text("0" * 64 + "\n")  # another source's digest
     assert compiled.pipeline_functions(src, ing, eg)[2] == "not built"
+    # a build cimports Table (emu.embedded.tables): it is not loaded while tables runs as source
+    asked: list = []
+    monkeypatch.setattr(compiled, "usable", lambda py, *_a: asked.append(py) or False)
+    assert compiled.pipeline_functions(src, ing, eg)[2] == "not built"
+    assert asked == [compiled._module_py(compiled.TABLES_MODULE)]
+    monkeypatch.undo()
+    monkeypatch.setattr(compiled, "PIPELINE_DIR", tmp_path)
     monkeypatch.setenv(compiled.PURE_ENV, "1")
     assert compiled.pipeline_functions(src, ing, eg) == (ing, eg, "source")

@@ -58,9 +58,12 @@ def test_modulo_by_what_may_be_zero_and_unknown_shifts_are_never_c() -> None:
     assert got["_w"] == "longlong" and got["_q"] == "longlong" and "_m" not in got
 
 
-def _norm(line: str) -> str:
+def _norm(line: str, calls: dict[str, str] | None = None) -> str:
     """``line`` with its int literals above a C int and its named C constants (compiled._c_constants)
-    both written as the decimal value."""
+    both written as the decimal value, and the typed calls of ``calls`` (compiled._typed_bindings)
+    as the bound callables' calls they stand for."""
+    for name, text in (calls or {}).items():
+        line = line.replace(text, name + "(")
     line = re.sub(rf"\b{compiled.C_CONST_PREFIX}(\d+)\b", r"\1", line)
     return re.sub(r"\b0x[0-9a-fA-F]+\b",
                   lambda m: str(int(m.group(), 16)) if int(m.group(), 16) > compiled._C_INT_LITERAL_MAX else m.group(),
@@ -91,10 +94,11 @@ def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() 
     ttl = next(v for v in ns[VAR_RANGES] if v.startswith("_hdr_ipv4_ttl_"))  # hdr.ipv4.ttl's var
     assert ns[VAR_RANGES][ttl] == B8
     src = compiled.pipeline_module_source(pipe.source, ns)
-    # ingress, egress, the typed state's constructor (codegen.STATE) and its deparser (one: ethernet
-    # and ipv4 re-packed, the rest from the extracted bytes); ttl a C member of the state
+    # ingress, egress, the typed state's constructor (codegen.STATE), its deparser (one: ethernet
+    # and ipv4 re-packed, the rest from the extracted bytes) and make's typed tables; ttl a C member
+    # of the state
     assert len(ns[STATE]["deparsers"]) == 1
-    assert src.count("@cython.locals(") == 4 and f"{ttl}=cython.longlong" in src
+    assert src.count("@cython.locals(") == 5 and f"{ttl}=cython.longlong" in src
     assert f"    {ttl} = cython.declare(cython.longlong)" in src
     # the name is the source's without the declarations (a build is found before they are worked out)
     bare = compiled.pipeline_module_source(pipe.source, ns, declare=False)
@@ -103,7 +107,8 @@ def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() 
     # the module, indented; the typed source differs in the lines that make or read the state and
     # in the fast deparser's line (its function instead of pack(...) + _pkt[_t:]) only
     # (big literals of C expressions are named C constants in it: compiled._c_constants; _norm undoes that)
-    body = [_norm(ln[4:]) for ln in src.splitlines() if ln.startswith("    ") and "@cython.locals" not in ln]
+    types, calls = compiled._typed_bindings(ns)
+    body = [_norm(ln[4:], calls) for ln in src.splitlines() if ln.startswith("    ") and "@cython.locals" not in ln]
     state = ns[STATE]
     fields = ", ".join(state["fields"])
     changed = [ln for ln in pipe.source.splitlines() if ln not in state["source"].splitlines()]
@@ -112,6 +117,14 @@ def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() 
     assert all(_norm(ln) in body for ln in pipe.source.splitlines() if ln and f"{fields}," not in ln and ln not in fast)
     assert all(_norm(ln) in body for ln in state["source"].splitlines() if ln)
     assert f"{compiled.C_CONST_PREFIX}4294967295 = cython.declare(cython.longlong, 4294967295)" in src
+    # the tables typed (Table, their exact dicts): the lookups are C calls of Table's methods on them
+    lpm = next(n for n in calls if "ipv4_lpm_lookup_lpm" in n)
+    table = next(n for n, t in types.items() if t == "Table" and "ipv4_lpm" in n)
+    assert calls[lpm] == f"_CTable.lookup_lpm({table}, " and ns[lpm] == getattr(ns[table], "lookup_lpm")
+    assert f"_CTable.lookup_lpm({table}, " in src and f"{lpm}(" not in src.split("def make")[1].split("\n", 1)[1]
+    assert all(calls[n] == f"{x}.get(" and ns[n].__self__ is ns[x] for n in calls if n.startswith("_D_")
+               for x in [calls[n][:-5]])
+    assert all(t in ("Table", "dict") for t in types.values()) and f"{table}=_CTable" in src.split("def make(")[0].splitlines()[-1]
     assert all(f"({fields},)" in ln or f"{fields}, = _st" in ln for ln in changed if ln not in fast)
     (fn,) = state["deparsers"]
     typed_fast = [ln for ln in state["source"].splitlines() if ln not in pipe.source.splitlines() and fn in ln]
