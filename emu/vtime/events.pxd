@@ -65,7 +65,8 @@ cdef class EventLoop:
     cdef public Py_ssize_t remove_above
 
     cpdef at(self, long long t, object fn, object arg=*)
-    cpdef push(self, long long t, object fn, object arg=*)
+    @cython.locals(tt=cython.longlong)
+    cpdef push(self, object t, object fn, object arg=*)
     cpdef push_seq(self, long long t, long long seq, object fn, object arg=*)
     @cython.locals(heap=Heap, items=list, n=cython.longlong, t=cython.longlong, lim=cython.longlong,
                    bounded=cython.bint)

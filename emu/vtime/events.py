@@ -61,9 +61,12 @@ class EventLoop:
         self._heap.push_key((t, self.seq, fn, arg), t, self.seq)
 
     def push(self, t: int, fn: Callable[[Any], None], arg: Any = None) -> None:
-        """:meth:`at` for a ``t`` the caller knows is not before now (the switches, the host links)."""
+        """:meth:`at` for a ``t`` the caller knows is not before now (the switches, the host links).
+        The entry holds the caller's ``t`` object itself (compiled: no new int per push; a switch
+        passes the deadline it also keeps and gets back)."""
+        tt = t  # (compiled: a C integer, converted to the heap's double in C; an int's own conversion is a call)
         self.seq += 1
-        self._heap.push_key((t, self.seq, fn, arg), t, self.seq)
+        self._heap.push_key((t, self.seq, fn, arg), tt, self.seq)
 
     def push_seq(self, t: int, seq: int, fn: Callable[[Any], None], arg: Any = None) -> None:
         """Put back an event that :meth:`remove` took off, under its own ``seq`` (unique: no event

@@ -27,7 +27,7 @@ cdef class SimSwitch:
     cdef public object _deadline
     cdef public object _wake_fn
 
-    @cython.locals(now=cython.longlong, core=SwitchCore, out=list, loop=EventLoop)
+    @cython.locals(now=cython.longlong, core=SwitchCore, out=list, loop=EventLoop, tc=cython.longlong)
     cpdef _wake(self, object t)
-    @cython.locals(now=cython.longlong, core=SwitchCore, loop=EventLoop)
+    @cython.locals(now=cython.longlong, core=SwitchCore, loop=EventLoop, tc=cython.longlong)
     cpdef _arrive(self, long long port, object frame)

@@ -120,9 +120,12 @@ class SimSwitch:
         core.receive(port, frame, now)
         # _arm inlined: a deadline is never before now (the core serviced up to now)
         t = core.tm.next_deadline_us()
-        if t is not None and (self.wake_at is None or t < self.wake_at):
-            self.wake_at = t
-            loop.push(t if t > now else now, self._wake_fn, t)
+        if t is not None:
+            tc = t  # (compiled: a C integer to compare with now)
+            w = self.wake_at
+            if w is None or t < w:
+                self.wake_at = t
+                loop.push(t if tc > now else now, self._wake_fn, t)
 
     def _arm(self) -> None:
         t = self._deadline()
@@ -143,9 +146,12 @@ class SimSwitch:
             for port, frame in out:
                 peers[port](frame)
         t = core.tm.next_deadline_us()
-        if t is not None and (self.wake_at is None or t < self.wake_at):
-            self.wake_at = t
-            loop.push(t if t > now else now, self._wake_fn, t)
+        if t is not None:
+            tc = t  # (compiled: a C integer to compare with now)
+            w = self.wake_at
+            if w is None or t < w:
+                self.wake_at = t
+                loop.push(t if tc > now else now, self._wake_fn, t)
 
 
 class SimNetwork(ProgrammedNetwork):
