@@ -428,7 +428,7 @@ def _typed(source: str, ranges: frozenset, bounds: frozenset = frozenset()) -> t
 
 def _ctype(t: str) -> str:
     """The Cython pure-mode name of a :func:`typed_locals` type."""
-    return t if t in ("bytes", "object", STATE_CLASS) else "cython." + t
+    return t if t in ("bytes", "object", STATE_CLASS, CODE_CLASS) else "cython." + t
 
 
 def _locals_line(d: dict[str, str]) -> str:
@@ -632,6 +632,99 @@ def _typed_calls(source: str, calls: dict[str, str]) -> str:
     return "".join(lines)
 
 
+#: The module of the compiled pipeline's C entry points (``PipelineCode``, whose ``.pxd`` layout the
+#: generated ``_Code`` is built against)
+RUNTIME_MODULE = "emu.embedded.runtime"
+#: Name of the C entry points' class in a compiled pipeline, of its factory, and the attribute of the
+#: compiled ingress function that carries its instance (``runtime.Pipeline`` reads it)
+CODE_CLASS, CODE_NEW, CODE_ATTR = "_Code", "make_code", "_p4code"
+#: ``{generated function: (C entry method, the C type of its first parameter, the number of parameters
+#: after it that it takes as C integers)}``: runtime.pxd's ``PipelineCode`` signatures
+_ENTRIES = {"_ingress": ("ingress_c", "bytes", 2), "_egress": ("egress_c", "object", 6)}
+
+
+def _masked_only(fn: ast.FunctionDef, names: set[str]) -> bool:
+    """Whether every read of ``names`` in ``fn`` is ``name & K`` with ``K`` a literal >= 0: then a C
+    ``long long`` of the argument's value gives the same result as Python's int (the mask's bits)."""
+    ok: set[int] = set()
+    for node in ast.walk(fn):
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd) and isinstance(node.left, ast.Name)
+                and node.left.id in names and isinstance(node.right, ast.Constant)
+                and type(node.right.value) is int and node.right.value >= 0):
+            ok.add(id(node.left))
+    return all(id(n) in ok for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in names
+               and isinstance(n.ctx, ast.Load))
+
+
+def _entry_lines(source: str, typed: dict[str, dict[str, str]], names: list[str],
+                 types: dict[str, str]) -> tuple[list[str], list[int]]:
+    """The compiled pipeline's C entry points (module level): a cdef class :data:`CODE_CLASS`, a
+    ``runtime.PipelineCode`` whose ``ingress_c``/``egress_c`` are the bodies of ``_ingress``/``_egress``
+    of ``source`` (the generated functions, unchanged but for the names of the namespace, read as
+    the instance's typed attributes, ``self.name``, and its big literals, :func:`_c_constants`), with
+    their integer parameters as C ``long long`` and their optional ones at their defaults, and
+    :data:`CODE_NEW` ``(_ns)`` that binds the attributes; and the values of the C constants its bodies
+    name. Empty when a function is missing or reads an integer parameter otherwise than masked
+    (:func:`_masked_only`: the C value would not be Python's)."""
+    tree = ast.parse(source)
+    fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    if set(_ENTRIES) - set(fns):
+        return [], []
+    src_lines = source.splitlines()
+    used: set[str] = set()
+    methods: list[str] = []
+    consts: set[int] = set()
+    for fname, (meth, first_type, nint) in _ENTRIES.items():
+        fn = fns[fname]
+        args = [a.arg for a in fn.args.args]
+        if len(args) < 1 + nint or len(args) - len(fn.args.defaults) > 1 + nint or fn.args.vararg \
+                or fn.args.kwonlyargs or fn.args.kwarg or fn.decorator_list:
+            return [], []
+        cargs = args[1:1 + nint]
+        if not _masked_only(fn, set(cargs)):
+            return [], []
+        nsn = set(names)
+        spans = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and node.id in nsn:
+                if not isinstance(node.ctx, ast.Load) or node.end_lineno != node.lineno:
+                    return [], []
+                spans.append((node.lineno, node.col_offset, node.end_col_offset or node.col_offset, node.id))
+                used.add(node.id)
+        body_first = fn.body[0].lineno
+        if isinstance(fn.body[0], ast.Expr) and isinstance(getattr(fn.body[0], "value", None), ast.Constant):
+            body_first = fn.body[1].lineno if len(fn.body) > 1 else fn.end_lineno + 1  # skip a docstring
+        lines = src_lines[:]
+        for lineno, start, end, name in sorted(spans, reverse=True):
+            ln = lines[lineno - 1]
+            lines[lineno - 1] = ln[:start] + "self." + name + ln[end:]
+        body = "\n".join(lines[body_first - 1:fn.end_lineno])
+        fn_typed = dict(typed.get(fname, {}))
+        for a in cargs:
+            fn_typed[a] = "longlong"
+        body, more = _c_constants("def _f():\n" + body, {"_f": fn_typed})
+        consts.update(more)
+        body = body.split("\n", 1)[1]
+        defaults = dict(zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults, strict=True))
+        # the first parameter has the base's type (bytes, object) and is stored into the function's
+        # own first local (typed as in the function: the state class, bytes)
+        locs = {**fn_typed, "_a0": first_type}
+        methods += ["    @cython.ccall", "    " + _locals_line(locs),
+                    f"    def {meth}(self, _a0, {', '.join(cargs)}):", f"        {args[0]} = _a0"]
+        methods += [f"        {a} = {ast.unparse(d)}" for a, d in defaults.items() if a not in args[:1 + nint]]
+        methods += ["    " + ln if ln else "" for ln in body.splitlines()]
+        methods.append("")
+    attrs = sorted(used)
+    ctype = {"Table": "_CTable", "dict": "dict"}
+    out = [f"@cython.cclass", f"class {CODE_CLASS}(_CCode):",
+           '    """The C entry points of this module\'s pipeline (runtime.PipelineCode)."""']
+    out += [f"    {n} = cython.declare({ctype.get(types.get(n, ''), 'object')})" for n in attrs]
+    out += ["", *methods, "", _locals_line({"_c": CODE_CLASS}), f"def {CODE_NEW}(_ns):", f"    _c = {CODE_CLASS}()"]
+    out += [f"    _c.{n} = _ns[{n!r}]" for n in attrs]
+    out += ["    return _c", "", ""]
+    return out, sorted(consts)
+
+
 def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = True) -> str:
     """The module a compiled pipeline is built from: ``make(_ns)`` binds every name of ``ns``
     (the generated code's globals, ``__builtins__`` and the two functions left out) as a local,
@@ -679,6 +772,18 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
                     f"    from {TABLES_MODULE} import Table as _CTable", "", *head]
             make_decl = ["@cython.locals(" + ", ".join(
                 f"{n}={'_CTable' if t == 'Table' else t}" for n, t in sorted(types.items())) + ")"]
+        entry, more = _entry_lines(source, typed, names, types)
+        if entry:
+            # the C layout of PipelineCode, whose methods _Code overrides: another runtime.pxd is another source
+            pxd = _module_py(RUNTIME_MODULE).with_suffix(".pxd")
+            layout = hashlib.sha256(pxd.read_bytes()).hexdigest() if pxd.exists() else "none"
+            head += [f"# PipelineCode's C layout: {RUNTIME_MODULE} .pxd sha256 {layout}",
+                     "if cython.compiled:",
+                     f"    from cython.cimports.{RUNTIME_MODULE} import PipelineCode as _CCode",
+                     "else:",
+                     f"    from {RUNTIME_MODULE} import PipelineCode as _CCode", "",
+                     *(f"{C_CONST_PREFIX}{v} = cython.declare(cython.longlong, {v})" for v in more if v not in consts),
+                     "", *entry]
     lines = ["# generated by hostapps.compiled.pipeline_module_source: a P4 pipeline's generated code",
              *(["import cython"] if decl or consts or make_decl else []), "", *head, *make_decl, "def make(_ns):"]
     lines += [f"    {n} = _ns[{n!r}]" for n in names]
@@ -724,8 +829,8 @@ def pipeline_functions(source: str, ingress: Any, egress: Any) -> tuple[Any, Any
         return ingress, egress, "not built"
     if os.environ.get(PURE_ENV) == "1":
         return ingress, egress, "source"
-    if not usable(_module_py(TABLES_MODULE)):  # it cimports Table: only with tables compiled, as built
-        return ingress, egress, "not built"
+    if not (usable(_module_py(TABLES_MODULE)) and usable(_module_py(RUNTIME_MODULE))):
+        return ingress, egress, "not built"  # it cimports Table and PipelineCode: only with those compiled, as built
     module_source = pipeline_module_source(source, ns)  # with the C declarations (typed_locals, cached)
     digest = hashlib.sha256(module_source.encode()).hexdigest()
     mod = _pipeline_modules.get(digest)
@@ -743,6 +848,9 @@ def pipeline_functions(source: str, ingress: Any, egress: Any) -> tuple[Any, Any
             return ingress, egress, "not built"
         _pipeline_modules[digest] = mod
     ing, eg = mod.make(ns)
+    new = getattr(mod, CODE_NEW, None)
+    if new is not None:  # the C entry points (runtime.Pipeline calls them when the function carries them)
+        setattr(ing, CODE_ATTR, new(ns))
     return ing, eg, "compiled"
 
 

@@ -38,7 +38,7 @@ from .t2na import compile_t2na, qdepth_cells
 from .tables import ActionProfile, Table, ValueSet, closest, to_int
 from .v1model import compile_v1model
 
-__all__ = ["ARCHITECTURES", "ControlError", "IngressResult", "Pipeline", "csum16"]
+__all__ = ["ARCHITECTURES", "ControlError", "IngressResult", "Pipeline", "PipelineCode", "csum16"]
 
 #: main package type name -> compiler of that architecture (v1model.compile_v1model,
 #: t2na.compile_t2na)
@@ -115,6 +115,23 @@ def _unicast_result(egress_spec: int, mcast_grp: int, packet_length: int, state:
     return st
 
 
+class PipelineCode:
+    """The entry points of a compiled pipeline with C arguments (compiled, ``runtime.pxd``: cpdef
+    methods that the generated module's ``_Code`` overrides, called without boxing their integers:
+    ``hostapps.compiled.pipeline_module_source``). ``ingress_c`` is the generated ``_ingress(frame,
+    ingress_port, now_us)`` and ``egress_c`` ``_egress(state, egress_port, enq_qdepth, deq_qdepth,
+    deq_timedelta_us, enq_timestamp_us, now_us)`` (no rid or instance type: a normal packet), the
+    same code with the same results. A :class:`Pipeline` calls them when its compiled ingress function
+    carries one (its ``_p4code``), else the functions."""
+
+    def ingress_c(self, frame: bytes, ingress_port: int, now_us: int) -> tuple | None:
+        raise NotImplementedError
+
+    def egress_c(self, state: Any, egress_port: int, enq_qdepth: int, deq_qdepth: int, deq_timedelta_us: int,
+                 enq_timestamp_us: int, now_us: int) -> Any:
+        raise NotImplementedError
+
+
 class Pipeline:
     """A P4 program compiled to Python (see module docstring).
 
@@ -151,6 +168,8 @@ class Pipeline:
         #: when built from this very source) or the exec'd source; ``code_status`` says which
         self._ingress_fn, self._egress_fn, self.code_status = _compiled.pipeline_functions(
             compiled.source, compiled.ingress_fn, compiled.egress_fn)
+        #: the compiled functions' C entry points (PipelineCode), when their module has them, else None
+        self._code = getattr(self._ingress_fn, "_p4code", None)
         #: the exec'd generated functions (``_ingress``, ``_egress``; their globals are the namespace)
         self.generated_functions = (compiled.ingress_fn, compiled.egress_fn)
         self.tables: dict[str, Table] = compiled.objects.tables
@@ -196,7 +215,11 @@ class Pipeline:
         self._parsed += 1
         if type(frame) is not bytes:
             frame = bytes(frame)
-        r = self._ingress_fn(frame, ingress_port, now_us)
+        code = self._code
+        if code is not None:
+            r = code.ingress_c(frame, ingress_port, now_us)
+        else:
+            r = self._ingress_fn(frame, ingress_port, now_us)
         if r is None:
             self._ingress_drops += 1
             return None
@@ -282,6 +305,10 @@ class Pipeline:
         if st.itype or st.rid:  # a replica or a clone (v1model's _egress takes rid and instance_type)
             out = self._egress_fn(st.state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us,
                                   enq_timestamp_us, now_us, st.rid, st.itype)
+        elif self._code is not None:
+            code = self._code
+            out = code.egress_c(st.state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us, enq_timestamp_us,
+                                now_us)
         else:
             out = self._egress_fn(st.state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us,
                                   enq_timestamp_us, now_us)

@@ -95,10 +95,11 @@ def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() 
     assert ns[VAR_RANGES][ttl] == B8
     src = compiled.pipeline_module_source(pipe.source, ns)
     # ingress, egress, the typed state's constructor (codegen.STATE), its deparser (one: ethernet
-    # and ipv4 re-packed, the rest from the extracted bytes) and make's typed tables; ttl a C member
-    # of the state
+    # and ipv4 re-packed, the rest from the extracted bytes), make's typed tables and the C entry
+    # points (ingress_c, egress_c, make_code); ttl a C member of the state
     assert len(ns[STATE]["deparsers"]) == 1
-    assert src.count("@cython.locals(") == 5 and f"{ttl}=cython.longlong" in src
+    assert src.count("@cython.locals(") == 8 and f"{ttl}=cython.longlong" in src
+    assert "    def ingress_c(self, _a0, _port, _now):" in src and "_eport=cython.longlong" in src
     assert f"    {ttl} = cython.declare(cython.longlong)" in src
     # the name is the source's without the declarations (a build is found before they are worked out)
     bare = compiled.pipeline_module_source(pipe.source, ns, declare=False)
@@ -144,22 +145,42 @@ def test_the_typed_state_gives_the_tuple_s_results() -> None:
     made: dict = {}
     exec(compiled.pipeline_module_source(pipes[1].source, ns), made)  # noqa: S102  (what the build compiles)
     ing, eg = made["make"](ns)
+    code = made[compiled.CODE_NEW](ns)  # the C entry points (runtime.PipelineCode), as Python here
     frame = bytes.fromhex("00000000000200000000000108004501005c000100004011658d0a0000010a0001020035")
     frame += bytes(range(256))[:0x5c - 20 - 6]
     for n in (len(frame), 14, 30):  # a whole frame, a lone Ethernet header, a cut IPv4 header
         a = pipes[0].generated_functions[0](frame[:n], 1, 0)
         b = ing(frame[:n], 1, 0)
-        assert (a is None) == (b is None) == (n != len(frame))  # the whole frame is forwarded (port 3)
+        e = code.ingress_c(frame[:n], 1, 0)
+        assert (a is None) == (b is None) == (e is None) == (n != len(frame))  # the whole frame is forwarded (port 3)
         if a is None:
             continue
         assert a[:3] == b[:3] and isinstance(a[3], tuple) and type(b[3]).__name__ == STATE_CLASS
         assert [getattr(b[3], v) for v in ns[STATE]["fields"]] == list(a[3])
+        assert e[:3] == a[:3] and [getattr(e[3], v) for v in ns[STATE]["fields"]] == list(a[3])
         c = pipes[2]._ingress_fn(frame[:n], 1, 0) if pipes[2].code_status == "compiled" else None
+        cc = pipes[2]._code.ingress_c(frame[:n], 1, 0) if pipes[2]._code is not None else None
         for q in (0, 5000):
             want = pipes[0].generated_functions[1](a[3], 3, q, q, 0, 0, 10)
-            assert want == eg(b[3], 3, q, q, 0, 0, 10)
+            assert want == eg(b[3], 3, q, q, 0, 0, 10) == code.egress_c(e[3], 3, q, q, 0, 0, 10)
             if c is not None:
                 assert want == pipes[2]._egress_fn(c[3], 3, q, q, 0, 0, 10)
+            if cc is not None:
+                assert want == pipes[2]._code.egress_c(cc[3], 3, q, q, 0, 0, 10)
+
+
+def test_c_entry_points_only_where_the_integer_parameters_are_masked() -> None:
+    """The C entry points take the integer parameters as C long long: only when every read of them
+    is ``param & K`` (K >= 0: the same bits as Python's int); else the module has none."""
+    ing = "def _ingress(_pkt, _port, _now, _itype=0):\n    _p = 0\n    _p = _port & 0x1ff\n    return (_p, _K)\n\n"
+    eg = ("def _egress(_st, _eport, _a, _b, _c, _d, _now, _rid=0, _itype=0):\n"
+          "    _x = _eport & 0x1ff\n    return (_x, _now & 0xffffffffffff)\n")
+    lines, consts = compiled._entry_lines(ing + eg, {"_ingress": {"_p": "longlong"}}, ["_K"], {})
+    assert lines and consts == [0xffffffffffff]
+    assert "        _itype = 0" in lines and "        _rid = 0" in lines
+    assert "        return (_p, self._K)" in lines and f"        return (_x, _now & {compiled.C_CONST_PREFIX}281474976710655)" in lines
+    assert compiled._entry_lines(ing + eg.replace("_now & 0xffffffffffff", "_now << 20"), {}, ["_K"], {}) == ([], [])
+    assert compiled._entry_lines(ing, {}, ["_K"], {}) == ([], [])  # no _egress: none
 
 
 def test_a_bounded_var_is_c_whatever_is_stored_and_the_packet_is_bytes() -> None:
