@@ -13,6 +13,7 @@ simulated seconds.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from pathlib import Path
@@ -174,12 +175,18 @@ class SimBackend(Backend):
             done = min(r.iterations_done for r in ranks) if ranks else 0
             progress(ProgressEvent("running", workload.scheme, done, total, sim_s=loop.now / NS_PER_S - workload.start_at))
 
+        # Everything the run needs exists now (switches, tables, registers, ranks) and lives until its end: the
+        # cyclic collector's full collections would traverse it all, for nothing (at 128 ranks the 66 switches'
+        # registers alone are 17 million list slots: 110 ms per collection, 4 per 16 MiB iteration, each also
+        # evicting the caches). gc.freeze() keeps it out of the collections until the workload ends.
+        gc.freeze()
         try:
             loop.run(until=deadline, stop=finished, check_every=2048, on_check=report)
             if not finished():
                 loop.run(until=deadline, stop=finished, check_every=1)
         finally:
             running[0] = False
+            gc.unfreeze()
         wall = time.monotonic() - t_wall
         failed = [r for r in ended if r.state == FAILED]
         if failed:
