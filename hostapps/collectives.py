@@ -86,11 +86,13 @@ class DeliveryLike(Protocol):
 @dataclass(frozen=True, slots=True, init=False)
 class SendRequest:
     """One message for the transport:
-    ``Transport.send(dst_rank, step, payload, now, offset=, last=, channel=)``.
+    ``Transport.send(dst_rank, step, payload, now, offset=, last=, channel=, pad=)``.
 
-    ``payload`` is a float32 little-endian slice of the step's chunk starting at byte
-    ``offset`` of the chunk; ``last`` marks the step's final slice; ``channel`` the ring
-    (NCCL-style channel) of the collective that sends it.
+    ``payload`` followed by ``pad`` zero bytes is a float32 little-endian slice of the step's
+    chunk starting at byte ``offset`` of the chunk (``pad`` is 0 for exact data; a digest
+    payload is its 16-byte record and the slice's other bytes as ``pad``, so that the zeros
+    are not made per slice: :meth:`hostapps.transport.Transport.send`); ``last`` marks the
+    step's final slice; ``channel`` the ring (NCCL-style channel) of the collective that sends it.
     """
 
     dst_rank: int
@@ -99,8 +101,10 @@ class SendRequest:
     payload: bytes
     last: bool
     channel: int = 0
+    pad: int = 0
 
-    def __init__(self, dst_rank: int, step: int, offset: int, payload: bytes, last: bool, channel: int = 0) -> None:
+    def __init__(self, dst_rank: int, step: int, offset: int, payload: bytes, last: bool, channel: int = 0,
+                 pad: int = 0) -> None:
         # written out: the dataclass's generated __init__ is exec'd Python, this one is compiled
         # with the module (one object per message)
         _setfield = object.__setattr__
@@ -110,6 +114,7 @@ class SendRequest:
         _setfield(self, "payload", payload)
         _setfield(self, "last", last)
         _setfield(self, "channel", channel)
+        _setfield(self, "pad", pad)
 
 
 class CollectiveError(RuntimeError):
@@ -449,6 +454,7 @@ class RingCollective:
         rs.buf[lo:lo + len(payload)] = payload
 
     def _slice_payload(self, chunk: int, j: int) -> bytes:
+        """The bytes slice ``j`` of ``chunk`` starts with; zeros follow up to its length (the message's pad)."""
         a, _ = self._chunks[chunk]
         sa, sb = self._slices[chunk][j]
         return self._buf[a + sa : a + sb].tobytes()
@@ -472,10 +478,11 @@ class RingCollective:
 
     def _send_slice(self, i: int, j: int, now: float) -> None:
         chunk = self._plan[i][0]
-        sa, _ = self._slices[chunk][j]
+        sa, sb = self._slices[chunk][j]
         payload = self._slice_payload(chunk, j)
         last = j == len(self._slices[chunk]) - 1
-        self._outbox.append(SendRequest(self.right, self.step_base + i, sa * _ITEM, payload, last, self.channel))
+        self._outbox.append(SendRequest(self.right, self.step_base + i, sa * _ITEM, payload, last, self.channel,
+                                        (sb - sa) * _ITEM - len(payload)))
         self._sent[i][j] = True
         if self._starts[i] is None:
             self._starts[i] = now
@@ -797,9 +804,10 @@ class DigestRingCollective(RingCollective):
                        self.rank, self.left)
 
     def _slice_payload(self, chunk: int, j: int) -> bytes:
-        sa, sb = self._slices[chunk][j]
+        """The slice's record (16 bytes); the zeros after it are the message's pad (the transport's
+        packets of zeros are views of one constant, not a slice-long buffer per slice and step)."""
         q, k = self._recq, (chunk * self._width + j) * 2  # record (chunk, j) of _rec, as Python ints
-        return _RECORD.pack(q[k], q[k + 1]) + bytes((sb - sa) * _ITEM - DIGEST_RECORD_BYTES)
+        return _RECORD.pack(q[k], q[k + 1])
 
     def _apply_slice(self, rs: _RecvStep, chunk: int, j: int, reduce: bool) -> None:
         s, c = _RECORD.unpack_from(rs.buf, j * DIGEST_RECORD_BYTES)

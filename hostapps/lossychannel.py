@@ -314,7 +314,8 @@ class LossyChannel:
             for d in deliveries:
                 app.on_delivery(d, now)
             for req in app.poll(now):
-                tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last)
+                tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last,
+                        pad=getattr(req, "pad", 0))
         for out in tr.poll(now):
             self._inject(node, out)
         nxt = tr.next_timer()

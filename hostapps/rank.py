@@ -517,7 +517,8 @@ class RankWorker:
     def _transmit(self, requests: list[SendRequest], now: float) -> None:
         tr = self.transport
         for req in requests:
-            tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last, channel=req.channel)
+            tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last, channel=req.channel,
+                    pad=req.pad)
 
     # -- the lifecycle -------------------------------------------------------------------
     def _run_collective(self, now: float) -> None:

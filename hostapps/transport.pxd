@@ -47,6 +47,8 @@ cdef inline double _paced_next(double next_send, double now, long long wire, dou
 @cython.locals(half=cython.longlong)
 cdef inline long long _unwrap(long long wire, long long ref, long long mod)
 
+cdef object _zeros(long long n)
+
 cdef class Transport:
     cdef public long long job_id, rank, channels
     cdef public object config, rate_control, rate_params
@@ -62,9 +64,10 @@ cdef class Transport:
     cdef public long long _window, _burst, _overhead, _ack_every, _recv_buffer
     cdef public double _slack, _line, _ack_delay, _cnp_interval, _nack_interval, _min_rto, _max_rto
 
-    @cython.locals(flow=_SendFlow, n=cython.longlong, mss=cython.longlong, i=cython.longlong)
+    @cython.locals(flow=_SendFlow, n=cython.longlong, mss=cython.longlong, i=cython.longlong, size=cython.longlong,
+                   total=cython.longlong, lo=cython.longlong, hi=cython.longlong)
     cpdef send(self, long long dst_rank, long long step, object data, double now, long long offset=*,
-               bint last=*, long long channel=*)
+               bint last=*, long long channel=*, long long pad=*)
     @cython.locals(flow=_SendFlow)
     cpdef _SendFlow _flow_to(self, long long key)
     @cython.locals(flow=_SendFlow, key=cython.longlong, ptype=cython.longlong, flags=cython.longlong,

@@ -90,6 +90,17 @@ _DATA, _ACK, _NACK, _CNP = int(CthType.DATA), int(CthType.ACK), int(CthType.NACK
 _LAST, _ECE, _RETX = int(CthFlags.LAST), int(CthFlags.ECE), int(CthFlags.RETX)
 
 
+#: Zero bytes that packets of a message's zero padding (:meth:`Transport.send` ``pad``) are views of:
+#: one constant, read by every such packet (a digest payload's slices are a record and zeros).
+_ZEROS = bytes(1 << 16)
+_ZERO_VIEW = memoryview(_ZEROS)
+
+
+def _zeros(n: int) -> bytes | memoryview:
+    """``n`` zero bytes: a read-only view of :data:`_ZEROS` (a new ``bytes`` beyond its 64 KiB)."""
+    return _ZERO_VIEW[:n] if n <= len(_ZEROS) else bytes(n)
+
+
 #: The counters of :meth:`Transport.stats`, in its order.
 COUNTERS = (
     "packets_sent", "bytes_sent", "retransmissions", "timeouts",
@@ -379,15 +390,18 @@ class Transport:
 
     def send(
         self, dst_rank: int, step: int, data: bytes | bytearray | memoryview, now: float,
-        *, offset: int = 0, last: bool = True, channel: int = 0,
+        *, offset: int = 0, last: bool = True, channel: int = 0, pad: int = 0,
     ) -> None:
-        """Queue one message for ``dst_rank`` on ``channel``.
+        """Queue one message for ``dst_rank`` on ``channel``: ``data`` followed by ``pad`` zero bytes.
 
         The message is cut into DATA packets of at most ``config.mss`` payload bytes;
         packet i carries CTH offset ``offset + i * mss`` and the final one the LAST flag
-        when ``last``. An empty message still sends one (empty) packet. Raises
-        ValueError for a bad rank, a negative step or a message ending beyond
-        ``MAX_CHUNK_BYTES`` (the 24-bit CTH offset: a chunk is below 16 MiB).
+        when ``last``. An empty message still sends one (empty) packet. The padding is not
+        materialised: a packet of zeros only is a view of one constant (:data:`_ZEROS`), a
+        packet across the end of ``data`` a copy of its part and zeros; the packets' bytes are
+        those of ``bytes(data) + bytes(pad)``. Raises ValueError for a bad rank, a negative step
+        or pad, or a message ending beyond ``MAX_CHUNK_BYTES`` (the 24-bit CTH offset: a chunk
+        is below 16 MiB).
         """
         if not 0 <= dst_rank <= MAX_WIRE_RANK or dst_rank == self.rank:
             raise ValueError(f"dst_rank {dst_rank} must be 0..{MAX_WIRE_RANK} and not own rank {self.rank}")
@@ -395,19 +409,32 @@ class Transport:
             raise ValueError(f"step {step} must be >= 0")
         if not 0 <= channel < self.channels:
             raise ValueError(f"channel {channel} must be 0..{self.channels - 1}")
+        if pad < 0:
+            raise ValueError(f"pad {pad} must be >= 0")
         view = memoryview(data).cast("B")
         owned = type(data) is bytes  # immutable: its packets may be views of it (no copy per packet)
-        if offset < 0 or offset + len(view) > MAX_CHUNK_BYTES:
-            raise ValueError(f"offset {offset} + {len(view)} bytes does not fit the 24-bit CTH offset "
+        size = len(view)
+        total = size + pad
+        if offset < 0 or offset + total > MAX_CHUNK_BYTES:
+            raise ValueError(f"offset {offset} + {total} bytes does not fit the 24-bit CTH offset "
                              f"(a chunk must be below 16 MiB)")
         flow = self._flow_to(dst_rank | (channel << 16))
         mss = self.config.mss
-        n = max(1, -(-len(view) // mss))
+        n = max(1, -(-total // mss))
         for i in range(n):
-            chunk = view[i * mss:(i + 1) * mss]
-            if not owned:
-                chunk = bytes(chunk)
-            pkt = _TxPacket(flow.next_psn, step, offset + i * mss, chunk, last and i == n - 1)
+            lo = i * mss
+            hi = lo + mss
+            if hi > total:
+                hi = total
+            if hi <= size:
+                chunk = view[lo:hi]
+                if not owned:
+                    chunk = bytes(chunk)
+            elif lo >= size:
+                chunk = _zeros(hi - lo)
+            else:
+                chunk = bytes(view[lo:]) + _zeros(hi - size)
+            pkt = _TxPacket(flow.next_psn, step, offset + lo, chunk, last and i == n - 1)
             flow.next_psn += 1
             flow.pending.append(pkt)
 

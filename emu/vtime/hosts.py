@@ -493,7 +493,8 @@ class AppEndpoint:
         for d in tr.deliveries():
             app.on_delivery(d, now)
         for req in app.poll(now):
-            tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last)
+            tr.send(req.dst_rank, req.step, req.payload, now, offset=req.offset, last=req.last,
+                    pad=getattr(req, "pad", 0))
         for o in tr.poll(now):
             ip, port = self.addrs[o.dst_rank]
             self.host.send(ip, self.port, port, o.datagram, o.ecn)

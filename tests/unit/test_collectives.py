@@ -32,8 +32,8 @@ class FakeDelivery:
 
 
 def packetize(src: int, req: SendRequest, mss: int) -> list[FakeDelivery]:
-    """Cut a send request into deliveries of at most ``mss`` bytes, as a transport would."""
-    p = req.payload
+    """Cut a send request (its payload and ``pad`` zeros) into deliveries of at most ``mss`` bytes, as a transport would."""
+    p = bytes(req.payload) + bytes(req.pad)
     pieces = [p[i : i + mss] for i in range(0, len(p), mss)] or [b""]
     out, off = [], req.offset
     for k, piece in enumerate(pieces):

@@ -49,7 +49,7 @@ def test_digest_messages_are_the_exact_collectives_and_its_state_is_small() -> N
 
             def poll(now: float, orig=orig, c=c) -> list:  # noqa: ANN001
                 out = orig(now)
-                log.extend((c.rank, q.dst_rank, q.step, q.offset, len(q.payload), q.last) for q in out)
+                log.extend((c.rank, q.dst_rank, q.step, q.offset, len(q.payload) + q.pad, q.last) for q in out)
                 return out
 
             c.poll = poll

@@ -457,3 +457,19 @@ def test_lag_is_recorded() -> None:
     flow = t._send[1]
     assert flow.rto_at is not None
     assert t.next_timer() >= flow.rto_at + 0.004 or t.next_timer() < flow.rto_at
+
+
+@pytest.mark.parametrize("data", [b"", b"r", bytes(range(16)), bytes(range(56)), bytes(range(57)), bytearray(b"ab")])
+@pytest.mark.parametrize("pad", [0, 1, 39, 40, 41, 56, 200])
+def test_send_pad_gives_the_packets_of_data_and_zeros(data: bytes, pad: int) -> None:
+    """``send(..., pad=k)`` cuts the same packets as ``send(data + bytes(k))`` (a digest payload's record and zeros)."""
+    cfg = TransportConfig(mtu=100, burst_packets=100)  # mss 56
+    a, b = Transport(JOB, 0, cfg, "none"), Transport(JOB, 0, cfg, "none")
+    a.send(1, 9, bytes(data) + bytes(pad), 0.0, offset=112, last=True)
+    b.send(1, 9, data, 0.0, offset=112, last=True, pad=pad)
+    assert [o.datagram for o in a.poll(0.0)] == [bytes(o.datagram) for o in b.poll(0.0)]
+    assert a.pending_bytes() == b.pending_bytes()
+    with pytest.raises(ValueError, match="pad"):
+        b.send(1, 9, data, 0.0, pad=-1)
+    with pytest.raises(ValueError, match="offset"):
+        b.send(1, 1, b"xy", 0.0, offset=(1 << 24) - 4, pad=3)
