@@ -299,8 +299,8 @@ def _is_bool(e: ast.AST, bools: set[str]) -> bool:
     return False
 
 
-def typed_locals(source: str, ranges: dict[str, Any], bounds: dict[str, tuple[int, int]] | None = None
-                 ) -> dict[str, dict[str, str]]:
+def typed_locals(source: str, ranges: dict[str, Any], bounds: dict[str, tuple[int, int]] | None = None,
+                 wrap: list[tuple[str, str]] | None = None) -> dict[str, dict[str, str]]:
     """Locals of the generated functions in ``source`` that the compiled build may declare as C
     types, with the same values as the Python code: ``{function: {var: "longlong" | "bint"}}``.
 
@@ -322,6 +322,12 @@ def typed_locals(source: str, ranges: dict[str, Any], bounds: dict[str, tuple[in
     for bit. An assignment from a Python object (a struct field, a table's action data, a
     register) is converted with Cython's overflow check; that its value lies in the var's range is
     codegen's invariant (every store to a var of its storage is of the var's type).
+
+    With ``wrap`` (a list), an operation of C operands whose C result could leave that interval
+    (the ECMP hash's ``src << 32``) does not make its vars Python objects: it is appended to ``wrap``
+    as ``(its source, the same operation with its left operand a Python object, (cython.cast(object,
+    ...) op ...))``, which the compiled module computes with Python's operator instead (:func:`_wrapped`);
+    its vars stay C everywhere else (the checksum over the same addresses).
     """
     tree = ast.parse(source)
     out: dict[str, dict[str, str]] = {}
@@ -382,10 +388,19 @@ def typed_locals(source: str, ranges: dict[str, Any], bounds: dict[str, tuple[in
         while True:
             bad: set[str] = set()
             cvars = ints | bools
+            wide = []
             for node in ast.walk(fn):  # a C operation out of range or not Python's: its vars stay Python's
                 if (isinstance(node, ast.BinOp) and _ev_c(node, ints, bools, ranges) is None
                         and _ev_c(node.left, ints, bools, ranges) is not None
                         and _ev_c(node.right, ints, bools, ranges) is not None):
+                    seg = ast.get_source_segment(source, node) if wrap is not None else None
+                    if seg:  # (or the operation is Python's: wrapped below)
+                        py = ast.BinOp(left=ast.Call(func=ast.Attribute(value=ast.Name(id="cython", ctx=ast.Load()),
+                                                                        attr="cast", ctx=ast.Load()),
+                                                     args=[ast.Name(id="object", ctx=ast.Load()), node.left],
+                                                     keywords=[]), op=node.op, right=node.right)
+                        wide.append((seg, f"({ast.unparse(py)})"))
+                        continue
                     bad.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in cvars)
             for v in ints:
                 for kind, e in stores[v]:
@@ -408,6 +423,8 @@ def typed_locals(source: str, ranges: dict[str, Any], bounds: dict[str, tuple[in
                 break
             ints -= bad
             bools -= bad
+        if wrap is not None:
+            wrap += wide
         out[fn.name] = {**{v: "longlong" for v in sorted(ints)}, **{v: "bint" for v in sorted(bools)}}
         pkt = stores.get(PACKET_VAR, [])
         if (PACKET_VAR in params and not pkt) or (PACKET_VAR not in params and pkt
@@ -424,6 +441,27 @@ def _typed(source: str, ranges: frozenset, bounds: frozenset = frozenset()) -> t
     except (SyntaxError, ValueError, TypeError, RecursionError):  # never a reason to fail a pipeline
         return ()
     return tuple((fn, tuple(d.items())) for fn, d in typed.items())
+
+
+@functools.lru_cache(maxsize=64)
+def _typed_wrapped(source: str, ranges: frozenset, bounds: frozenset = frozenset()
+                   ) -> tuple[tuple[tuple[str, tuple], ...], tuple[tuple[str, str], ...]]:
+    """:func:`typed_locals` with ``wrap`` (its operations out of a C range computed in Python), cached:
+    ``(((function, ((var, type), ...)), ...), ((source, wrapped source), ...))``."""
+    wrap: list[tuple[str, str]] = []
+    try:
+        typed = typed_locals(source, dict(ranges), dict(bounds), wrap)
+    except (SyntaxError, ValueError, TypeError, RecursionError):  # never a reason to fail a pipeline
+        return (), ()
+    return tuple((fn, tuple(d.items())) for fn, d in typed.items()), tuple(dict.fromkeys(wrap))
+
+
+def _wrapped(source: str, wrap: tuple[tuple[str, str], ...]) -> str:
+    """``source`` with each operation of ``wrap`` (:func:`typed_locals`) written as its wrapped form
+    (its left operand a Python object, so Cython computes it with Python's operator: the same value)."""
+    for seg, new in sorted(wrap, key=lambda sw: -len(sw[0])):
+        source = source.replace(seg, new)
+    return source
 
 
 def _ctype(t: str) -> str:
@@ -741,8 +779,9 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
     names = sorted(n for n in ns if n.isidentifier() and n not in ("__builtins__", "_ingress", "_egress", "_ns"))
     ranges = ns.get(VAR_RANGES) or {}
     bounds = ns.get(VAR_BOUNDS) or {}
-    typed = {fn: dict(d) for fn, d in _typed(source, frozenset((k, v) for k, v in ranges.items() if v is not None),
-                                             frozenset(bounds.items()))} if declare else {}
+    typed_w, wrap = _typed_wrapped(source, frozenset((k, v) for k, v in ranges.items() if v is not None),
+                                   frozenset(bounds.items())) if declare else ((), ())
+    typed = {fn: dict(d) for fn, d in typed_w}
     state = ns.get(STATE)
     head: list[str] = []
     if state:
@@ -756,6 +795,7 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
     consts: list[int] = []
     make_decl: list[str] = []
     if declare:
+        source = _wrapped(source, wrap)
         source, consts = _c_constants(source, typed)
         head = [*(f"{C_CONST_PREFIX}{v} = cython.declare(cython.longlong, {v})" for v in consts),
                 *([""] if consts else []), *head]

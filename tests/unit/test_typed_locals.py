@@ -58,10 +58,13 @@ def test_modulo_by_what_may_be_zero_and_unknown_shifts_are_never_c() -> None:
     assert got["_w"] == "longlong" and got["_q"] == "longlong" and "_m" not in got
 
 
-def _norm(line: str, calls: dict[str, str] | None = None) -> str:
+def _norm(line: str, calls: dict[str, str] | None = None, wrap: tuple = ()) -> str:
     """``line`` with its int literals above a C int and its named C constants (compiled._c_constants)
-    both written as the decimal value, and the typed calls of ``calls`` (compiled._typed_bindings)
-    as the bound callables' calls they stand for."""
+    both written as the decimal value, the typed calls of ``calls`` (compiled._typed_bindings) as the
+    bound callables' calls they stand for, and the operations computed in Python (``wrap``,
+    compiled.typed_locals) as they were."""
+    for seg, new in wrap:
+        line = line.replace(new, seg)
     for name, text in (calls or {}).items():
         line = line.replace(text, name + "(")
     line = re.sub(rf"\b{compiled.C_CONST_PREFIX}(\d+)\b", r"\1", line)
@@ -109,7 +112,14 @@ def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() 
     # in the fast deparser's line (its function instead of pack(...) + _pkt[_t:]) only
     # (big literals of C expressions are named C constants in it: compiled._c_constants; _norm undoes that)
     types, calls = compiled._typed_bindings(ns)
-    body = [_norm(ln[4:], calls) for ln in src.splitlines() if ln.startswith("    ") and "@cython.locals" not in ln]
+    ranges = frozenset((k, v) for k, v in ns[VAR_RANGES].items() if v is not None)
+    _typed, wrap = compiled._typed_wrapped(pipe.source, ranges, frozenset(ns[compiled.VAR_BOUNDS].items()))
+    # the ECMP hash's key (src << 32 | dst ...) leaves a C long long: computed in Python there, the
+    # addresses stay C (the checksums over them)
+    src_addr = next(v for v in ns[VAR_RANGES] if v.startswith("_hdr_ipv4_srcAddr_"))
+    assert wrap == ((f"({src_addr}) << 32", f"(cython.cast(object, {src_addr}) << 32)"),)
+    assert dict(dict(_typed)["_ingress"])[src_addr] == "longlong" and wrap[0][1] in src
+    body = [_norm(ln[4:], calls, wrap) for ln in src.splitlines() if ln.startswith("    ") and "@cython.locals" not in ln]
     state = ns[STATE]
     fields = ", ".join(state["fields"])
     changed = [ln for ln in pipe.source.splitlines() if ln not in state["source"].splitlines()]
@@ -167,6 +177,22 @@ def test_the_typed_state_gives_the_tuple_s_results() -> None:
                 assert want == pipes[2]._egress_fn(c[3], 3, q, q, 0, 0, 10)
             if cc is not None:
                 assert want == pipes[2]._code.egress_c(cc[3], 3, q, q, 0, 0, 10)
+
+
+def test_an_operation_beyond_c_is_computed_in_python_and_its_vars_stay_c() -> None:
+    """With ``wrap``, ``_a << 40`` of a bit<32> ``_a`` (beyond 2**62) does not make ``_a`` a Python
+    object (its checksum-like sum stays C): the operation is listed, its left operand cast to object."""
+    src = ("def _ingress(_pkt):\n    _a = 0\n    _b = 0\n    _a, _b, = _S(_pkt)\n"
+           "    _h = _hash(((_a) << 40) | _b)\n    _c = _a + _b\n    return (_h, _c)\n")
+    assert "_a" not in compiled.typed_locals(src, {"_a": B32, "_b": B8})["_ingress"]  # without wrap: Python
+    wrap: list = []
+    got = compiled.typed_locals(src, {"_a": B32, "_b": B8}, None, wrap)["_ingress"]
+    assert got["_a"] == "longlong" and got["_b"] == "longlong" and got["_c"] == "longlong"
+    assert wrap == [("(_a) << 40", "(cython.cast(object, _a) << 40)")]
+    ns = {"_S": lambda p: (p, 3), "_hash": lambda x: x}
+    exec(compiled._wrapped(src, tuple(wrap)), ns2 := {"cython": __import__("cython"), **ns})  # noqa: S102
+    exec(src, ns)  # noqa: S102
+    assert ns2["_ingress"](0xFFFF_FFFF) == ns["_ingress"](0xFFFF_FFFF) == ((0xFFFF_FFFF << 40) | 3, 0xFFFF_FFFF + 3)
 
 
 def test_c_entry_points_only_where_the_integer_parameters_are_masked() -> None:
