@@ -35,7 +35,7 @@ cdef class Pipeline:
     cdef public list pending
     cdef public bint last_recirculated
 
-    @cython.locals(r=tuple, code=PipelineCode)
+    @cython.locals(r=tuple, code=PipelineCode, out=object)
     cpdef object ingress(self, object frame, long long ingress_port, long long now_us)
     @cython.locals(code=PipelineCode)
     cpdef object egress_at(self, IngressResult st, long long egress_port, long long enq_qdepth, long long deq_qdepth,

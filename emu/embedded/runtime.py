@@ -119,10 +119,12 @@ class PipelineCode:
     """The entry points of a compiled pipeline with C arguments (compiled, ``runtime.pxd``: cpdef
     methods that the generated module's ``_Code`` overrides, called without boxing their integers:
     ``hostapps.compiled.pipeline_module_source``). ``ingress_c`` is the generated ``_ingress(frame,
-    ingress_port, now_us)`` and ``egress_c`` ``_egress(state, egress_port, enq_qdepth, deq_qdepth,
-    deq_timedelta_us, enq_timestamp_us, now_us)`` (no rid or instance type: a normal packet), the
-    same code with the same results. A :class:`Pipeline` calls them when its compiled ingress function
-    carries one (its ``_p4code``), else the functions."""
+    ingress_port, now_us)`` (but that its unicast result, ``(egress_spec, mcast_grp, length, state)``,
+    comes as the :class:`IngressResult` :meth:`Pipeline.ingress` makes of it) and ``egress_c``
+    ``_egress(state, egress_port, enq_qdepth, deq_qdepth, deq_timedelta_us, enq_timestamp_us, now_us)``
+    (no rid or instance type: a normal packet), the same code with the same results. A
+    :class:`Pipeline` calls them when its compiled ingress function carries one (its ``_p4code``),
+    else the functions."""
 
     def ingress_c(self, frame: bytes, ingress_port: int, now_us: int) -> tuple | None:
         raise NotImplementedError
@@ -217,7 +219,10 @@ class Pipeline:
             frame = bytes(frame)
         code = self._code
         if code is not None:
-            r = code.ingress_c(frame, ingress_port, now_us)
+            out = code.ingress_c(frame, ingress_port, now_us)
+            if type(out) is IngressResult:  # a unicast result (_unicast_result, made there)
+                return out
+            r = out
         else:
             r = self._ingress_fn(frame, ingress_port, now_us)
         if r is None:
