@@ -9,6 +9,8 @@ cdef class FrameBuilder:
     cdef public bytes src_ip
     cdef public dict _dst
 
+    cpdef tuple dest(self, object dst_ip)
+    cpdef bytes build(self, object dst_ip, object sport, object dport, object datagram, long long ecn)
     @cython.locals(n=cython.longlong, total=cython.longlong, tos=cython.longlong, s=cython.longlong,
                    words=cython.longlong, eth=bytes, dip=bytes)
-    cpdef bytes build(self, object dst_ip, object sport, object dport, object datagram, long long ecn)
+    cpdef bytes build_to(self, tuple dest, object sport, object dport, object datagram, long long ecn)

@@ -62,9 +62,18 @@ class FrameBuilder:
             words = base + int.from_bytes(dip[:2], "big") + int.from_bytes(dip[2:], "big")
             self._dst[ip] = (mac_bytes(mac) + smac + _ETHERTYPE_IPV4, dip, words)
 
+    def dest(self, dst_ip: str) -> tuple[bytes, bytes, int]:
+        """What :meth:`build_to` needs of destination ``dst_ip``: (Ethernet header, IPv4 address, the IPv4
+        checksum's constant word sum). Raises KeyError for an unknown destination."""
+        return self._dst[dst_ip]
+
     def build(self, dst_ip: str, sport: int, dport: int, datagram: bytes, ecn: int) -> bytes:
         """The frame carrying UDP ``datagram`` to ``dst_ip`` with ECN codepoint ``ecn`` (0..3)."""
-        eth, dip, words = self._dst[dst_ip]
+        return self.build_to(self._dst[dst_ip], sport, dport, datagram, ecn)
+
+    def build_to(self, dest: tuple[bytes, bytes, int], sport: int, dport: int, datagram: bytes, ecn: int) -> bytes:
+        """:meth:`build` to the destination :meth:`dest` gave (a sender that keeps it per peer: no lookup per frame)."""
+        eth, dip, words = dest
         n = len(datagram)
         total = IPV4_LEN + UDP_LEN + n
         tos = ecn & 3

@@ -17,11 +17,12 @@ cdef class SimRank:
     cdef public EventLoop loop
     cdef public RankWorker core
     cdef public dict ip_of, rank_of, port_of, _parked
+    cdef public list _to
     cdef public bint ended
     cdef public long long _written
 
     @cython.locals(o=Outgoing, ns=cython.longlong, nowns=cython.longlong, core=RankWorker, tf=cython.double,
-                   x=cython.double)
+                   x=cython.double, to=list)
     cpdef _service(self, double now)
     @cython.locals(loop=EventLoop, parked=dict)
     cpdef _arm(self, long long ns)

@@ -229,6 +229,10 @@ class SimRank:
         self.rank_of = {frames.ip_bytes(a.ip): a.rank for a in spec.ranks}
         self.port = spec.ranks[spec.rank].port
         self.port_of = {a.rank: a.port for a in spec.ranks}
+        #: per destination rank (spec.ranks is in rank order): (its frame header parts from the host's
+        #: FrameBuilder.dest, None for an address the host does not know, its UDP port): one list index per
+        #: datagram sent instead of three dict lookups (ip_of, port_of, the builder's), each a cold miss at 128 ranks
+        self._to = [(_dest(host.builder, a.ip), a.port) for a in spec.ranks]
         #: channel c sends from source port port + c (hostapps.spec.channel_port); None: one channel
         self.channel_ports = ([channel_port(self.port, c) for c in range(spec.channels)]
                               if spec.channels > 1 else None)
@@ -288,12 +292,15 @@ class SimRank:
         core = self.core
         out = core.poll(now)
         if out:
-            send = self.host.send
-            ip_of, port, port_of, cports = self.ip_of, self.port, self.port_of, self.channel_ports
+            host = self.host
+            send_to = host.send_to
+            to, port, cports = self._to, self.port, self.channel_ports
             for o in out:
-                dst = o.dst_rank
-                send(ip_of[dst], port if cports is None else cports[o.datagram[3]], port_of[dst], o.datagram,
-                     o.ecn)  # the CTH's channel byte picks the source port
+                dest, dport = to[o.dst_rank]
+                if dest is None:
+                    dest = host.builder.dest(self.ip_of[o.dst_rank])  # KeyError: an address the host does not know
+                send_to(dest, port if cports is None else cports[o.datagram[3]], dport, o.datagram,
+                        o.ecn)  # the CTH's channel byte picks the source port
         if core.state >= DONE:
             if not self.ended:
                 self._close()
@@ -366,6 +373,14 @@ class SimRank:
             self._close()
 
 
+def _dest(builder: frames.FrameBuilder, ip: str) -> tuple | None:
+    """``builder.dest(ip)``, None for an address it does not know (a send there raises KeyError then)."""
+    try:
+        return builder.dest(ip)
+    except KeyError:
+        return None
+
+
 def _superseded(entry: tuple) -> bool:
     """Whether the loop's event ``entry`` is a :class:`SimRank` wake-up that does nothing now
     (another wake-up, earlier, superseded it, or the rank ended)."""
@@ -410,6 +425,11 @@ class SimHost:
         """Frame ``datagram`` and put it on the access link now."""
         assert self.link is not None
         self.link.send(self.builder.build(dst_ip, sport, dport, datagram, ecn))
+
+    def send_to(self, dest: tuple, sport: int, dport: int, datagram: bytes, ecn: int) -> None:
+        """:meth:`send` to the destination ``self.builder.dest(dst_ip)`` gave."""
+        assert self.link is not None
+        self.link.send(self.builder.build_to(dest, sport, dport, datagram, ecn))
 
     def receive(self, frame: bytes) -> None:
         """A frame reached this host (IPv4/UDP as :func:`emu.vtime.frames.parse` reads it).
