@@ -601,6 +601,13 @@ def _machine(load: Mapping[str, Any] | None) -> str:
     return "[yellow]busy: " + ", ".join(figures) + "[/]"
 
 
+def scheme_names(summary: Mapping[str, Any]) -> list[str]:
+    """The schemes of a summary.json, in report order: its blocks that hold a scheme's results
+    (``iterations`` and ``verified``), not the run's other top-level keys (``comparison``,
+    ``paths``, ``placebo_calibration``, ``blocks``, ...)."""
+    return _ordered(k for k, v in summary.items() if isinstance(v, Mapping) and "iterations" in v and "verified" in v)
+
+
 def _jobs_of(s: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """Per-job blocks of a scheme summary; an older summary without ``jobs`` is one row."""
     jobs = s.get("jobs")
@@ -668,7 +675,7 @@ def report_table(summary: Mapping[str, Any]) -> RenderableType:
     _column(counters, "verified", "center")
     _column(counters, "machine", "left", wrap=True)  # quiet, or busy with the late wake-ups and CPU wait
     comparison = summary.get("comparison") or {}
-    schemes = _ordered(k for k, v in summary.items() if isinstance(v, dict) and k not in ("comparison", "paths"))
+    schemes = scheme_names(summary)
     for scheme in schemes:
         s = summary[scheme]
         marks = s.get("marks", {})

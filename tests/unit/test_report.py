@@ -377,3 +377,24 @@ def test_the_table_is_readable_at_100_columns(run: tuple[Path, dict], tmp_path: 
     row = next(line for line in text.splitlines() if line.startswith("│ symphony"))  # the timing table's
     assert re.search(r"│ 0\.89 (\[\d\.\d\d,\d\.\d\d\] )?\? +│$", row.rstrip()), row  # ratio and mark on one line
     assert "? too few iterations" in header and "too few iterations to tell" in header  # legend, closing line
+
+
+def test_the_table_has_a_row_per_scheme_and_none_for_the_placebo_calibration() -> None:
+    """Issue (new-user check, 2026-12-04): `--scheme all` showed a `placebo_calibration` row,
+    '-' everywhere and verified 'no', because every dict of summary.json was taken for a scheme."""
+    block = {"iterations": 1, "verified": True, "marks": {}, "drops": 0,
+             "jobs": {"0": {"collective": "allreduce", "ranks": 4, "iterations": 1, "cct_s": {"mean": 0.1},
+                            "step_lead": {}}}}
+    summary = {"baseline": block, "symphony": block, "placebo": block,
+               "placebo_calibration": {"0": {"probability": 0.01, "symphony_marks": 10, "placebo_marks": 9,
+                                             "volume_ratio": 0.9}},
+               "paths": {"routing": "deterministic", "flows": {}, "links": {}, "max_flows_per_link": 1},
+               "blocks": [{"scheme": "baseline", "iterations": {"0": 1}, "warmup": {"0": 0}}]}
+    from emu.report import report_table, scheme_names
+
+    assert scheme_names(summary) == ["baseline", "symphony", "placebo"]
+    console = Console(width=140, record=True, color_system=None)
+    console.print(report_table(summary))
+    text = console.export_text()
+    assert "placebo_calibration" not in text, text
+    assert sum(1 for line in text.splitlines() if line.startswith("│ placebo ")) == 2, text  # timing and counters
