@@ -1037,13 +1037,33 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         if "placebo" in runs else None
     if auto:
         extra = {**(extra or {}), "dilation": d, "dilation_auto": tried}
-    summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
-                               title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode, extra=extra,
-                               order=(order, blocks), plots=plots)
     from emu import report
 
-    exp.update_run_file(summary=report.SUMMARY_FILE,
-                        overload={s: summary[s].get("overload") for s in runs if isinstance(summary.get(s), dict)})
+    # "finished" (the network torn down normally) is in run.json now; a signal or an error while the
+    # summary, CSVs and plots are written says so there too, so that `report` does not read a run
+    # whose outputs are missing or stale (and a Ctrl-C here gives rc 130, as during the schemes).
+    fail: dict[str, Any] = {"status": "interrupted"}
+    try:
+        with signals_as_interrupt():
+            summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
+                                       title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode,
+                                       extra=extra, order=(order, blocks), plots=plots)
+            exp.update_run_file(summary=report.SUMMARY_FILE,
+                                overload={s: summary[s].get("overload") for s in runs
+                                          if isinstance(summary.get(s), dict)})
+        fail = {}
+    except SignalInterrupt as exc:  # SIGTERM or SIGHUP
+        fail["signal"] = signal.Signals(exc.signum).name
+        raise
+    except KeyboardInterrupt:  # Ctrl-C
+        raise
+    except BaseException as exc:  # a bug in the metrics or plots: say so in run.json
+        fail = {"status": "failed", "failure": f"writing the results: {exc or type(exc).__name__}"}
+        raise
+    finally:
+        if fail:
+            with interrupts_deferred():
+                exp.update_run_file(ended=datetime.now().isoformat(timespec="seconds"), **fail)
     verified = all(summary.get(s, {}).get("verified", False) for s in runs)
     ok = verified and all(r.ok for r in runs.values())
     failure = None if ok else f"not every result was verified; see the logs in {out_dir}"

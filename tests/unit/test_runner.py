@@ -267,3 +267,30 @@ def test_progress_counts_only_this_blocks_iterations(tmp_path: Path) -> None:
             fh.write(json.dumps({"kind": "iteration", "iteration": k, "verified": True}) + "\n")
     tracker.update()
     assert tracker.done() == 2
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, ValueError])
+def test_a_run_stopped_while_its_results_are_written_says_so(no_network: list[str], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              error: type[BaseException]) -> None:
+    """Issue (new-user check, 2026-12-04): a Ctrl-C after the network was torn down but before
+    summary.json was written left run.json at "finished", and `report` then asked for a finished run."""
+    def scheme(self: runner.Experiment, scheme: str, **kw: object) -> dict:
+        return {}
+
+    def summarize(*a: object, **kw: object) -> None:
+        assert _run_json(tmp_path)["status"] == "finished"  # the schemes ended: the network is down
+        raise error("stopped")
+
+    monkeypatch.setattr(runner.Experiment, "run_schemes", scheme)
+    monkeypatch.setattr(runner, "summarize", summarize)
+    with pytest.raises(error):
+        runner.run(SINGLE, schemes=("baseline",), out=tmp_path, size=8192)
+    info = _run_json(tmp_path)
+    if error is KeyboardInterrupt:
+        assert info["status"] == "interrupted" and "ended" in info
+        with pytest.raises(ReportError) as err:
+            render_report(tmp_path)
+        assert str(err.value) == f"{tmp_path}: run was interrupted before its summary was written; run it again"
+    else:
+        assert info["status"] == "failed" and info["failure"] == "writing the results: stopped"
