@@ -27,7 +27,9 @@ cdef class SimSwitch:
     cdef public object _deadline
     cdef public object _wake_fn
 
-    @cython.locals(now=cython.longlong, core=SwitchCore, out=list, loop=EventLoop, tc=cython.longlong)
+    @cython.locals(now=cython.longlong, core=SwitchCore, out=list, loop=EventLoop)
     cpdef _wake(self, object t)
-    @cython.locals(now=cython.longlong, core=SwitchCore, loop=EventLoop, tc=cython.longlong)
+    @cython.locals(now=cython.longlong, core=SwitchCore, loop=EventLoop)
     cpdef _arrive(self, long long port, object frame)
+    @cython.locals(tc=cython.longlong)
+    cdef inline _rearm(self, EventLoop loop, SwitchCore core, long long now)

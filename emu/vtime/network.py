@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emu.controller import NetworkError, ProgrammedNetwork
 from emu.embedded.link import FifoLink, QueueConfig, ceil_tick
@@ -38,6 +38,9 @@ from emu.topology_plan import NetworkPlan
 from emu.topology_schema import Topology
 from emu.vtime.events import EventLoop
 from emu.vtime.frames import FRAME_EXTRA_BYTES, WIRE_OVERHEAD_BYTES
+
+if TYPE_CHECKING:
+    from emu.embedded.core import SwitchCore
 
 log = logging.getLogger(__name__)
 
@@ -118,14 +121,7 @@ class SimSwitch:
         now = loop.now
         core = self.core
         core.receive(port, frame, now)
-        # _arm inlined: a deadline is never before now (the core serviced up to now)
-        t = core.tm.next_deadline_us()
-        if t is not None:
-            tc = t  # (compiled: a C integer to compare with now)
-            w = self.wake_at
-            if w is None or t < w:
-                self.wake_at = t
-                loop.push(t if tc > now else now, self._wake_fn, t)
+        self._rearm(loop, core, now)
 
     def _arm(self) -> None:
         t = self._deadline()
@@ -145,6 +141,12 @@ class SimSwitch:
             peers = self.peers
             for port, frame in out:
                 peers[port](frame)
+        self._rearm(loop, core, now)
+
+    def _rearm(self, loop: EventLoop, core: SwitchCore, now: int) -> None:
+        """After the core received or sent at ``now`` (ns): a wake-up at its next deadline, unless
+        one as early is armed (:meth:`_arm` for the per-packet paths, a C call when compiled; the
+        deadline may be before now, the core serviced up to now: the wake-up is then at now)."""
         t = core.tm.next_deadline_us()
         if t is not None:
             tc = t  # (compiled: a C integer to compare with now)
