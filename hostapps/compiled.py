@@ -765,13 +765,20 @@ def _entry_lines(source: str, typed: dict[str, dict[str, str]], names: list[str]
         methods.append("")
     attrs = sorted(used)
     ctype = {"Table": "_CTable", "dict": "dict"}
-    out = [f"@cython.cclass", f"class {CODE_CLASS}(_CCode):",
+    out = ["@cython.cclass", f"class {CODE_CLASS}(_CCode):",
            '    """The C entry points of this module\'s pipeline (runtime.PipelineCode)."""']
     out += [f"    {n} = cython.declare({ctype.get(types.get(n, ''), 'object')})" for n in attrs]
     out += ["", *methods, "", _locals_line({"_c": CODE_CLASS}), f"def {CODE_NEW}(_ns):", f"    _c = {CODE_CLASS}()"]
     out += [f"    _c.{n} = _ns[{n!r}]" for n in attrs]
     out += ["    return _c", "", ""]
     return out, sorted(consts)
+
+
+def _pxd_digest(module: str) -> str:
+    """The sha256 of ``module``'s ``.pxd`` (hex; "none" without one): a compiled pipeline that cimports
+    from it names it in its source, so that another C layout is another module."""
+    pxd = _module_py(module).with_suffix(".pxd")
+    return hashlib.sha256(pxd.read_bytes()).hexdigest() if pxd.exists() else "none"
 
 
 def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = True) -> str:
@@ -814,9 +821,7 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
         source = _typed_calls(source, calls)
         if types:
             # the C layout of Table this module is built against: another tables.pxd is another source
-            pxd = _module_py(TABLES_MODULE).with_suffix(".pxd")
-            layout = hashlib.sha256(pxd.read_bytes()).hexdigest() if pxd.exists() else "none"
-            head = [f"# Table's C layout: {TABLES_MODULE} .pxd sha256 {layout}",
+            head = [f"# Table's C layout: {TABLES_MODULE} .pxd sha256 {_pxd_digest(TABLES_MODULE)}",
                     "if cython.compiled:",
                     f"    from cython.cimports.{TABLES_MODULE} import Table as _CTable",
                     "else:",
@@ -826,9 +831,7 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
         entry, more = _entry_lines(source, typed, names, types)
         if entry:
             # the C layout of PipelineCode, whose methods _Code overrides: another runtime.pxd is another source
-            pxd = _module_py(RUNTIME_MODULE).with_suffix(".pxd")
-            layout = hashlib.sha256(pxd.read_bytes()).hexdigest() if pxd.exists() else "none"
-            head += [f"# PipelineCode's C layout: {RUNTIME_MODULE} .pxd sha256 {layout}",
+            head += [f"# PipelineCode's C layout: {RUNTIME_MODULE} .pxd sha256 {_pxd_digest(RUNTIME_MODULE)}",
                      "if cython.compiled:",
                      f"    from cython.cimports.{RUNTIME_MODULE} import PipelineCode as _CCode",
                      f"    from cython.cimports.{RUNTIME_MODULE} import _unicast_result as _CUnicast",

@@ -131,7 +131,7 @@ def test_the_shipped_program_declares_its_packet_state_in_the_compiled_module() 
     # the tables typed (Table, their exact dicts): the lookups are C calls of Table's methods on them
     lpm = next(n for n in calls if "ipv4_lpm_lookup_lpm" in n)
     table = next(n for n, t in types.items() if t == "Table" and "ipv4_lpm" in n)
-    assert calls[lpm] == f"_CTable.lookup_lpm({table}, " and ns[lpm] == getattr(ns[table], "lookup_lpm")
+    assert calls[lpm] == f"_CTable.lookup_lpm({table}, " and ns[lpm] == ns[table].lookup_lpm
     assert f"_CTable.lookup_lpm({table}, " in src and f"{lpm}(" not in src.split("def make")[1].split("\n", 1)[1]
     assert all(calls[n] == f"{x}.get(" and ns[n].__self__ is ns[x] for n in calls if n.startswith("_D_")
                for x in [calls[n][:-5]])
