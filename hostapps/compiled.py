@@ -793,20 +793,53 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
     level by :func:`_state_lines`; its fast deparsers' functions by :func:`_deparser_lines`), declared
     with the types worked out on ``source``.
     ``declare=False``: without them and without the deparsers' C code (what
-    :func:`pipeline_module_name` names the module by)."""
-    names = sorted(n for n in ns if n.isidentifier() and n not in ("__builtins__", "_ingress", "_egress", "_ns"))
-    ranges = ns.get(VAR_RANGES) or {}
-    bounds = ns.get(VAR_BOUNDS) or {}
-    typed_w, wrap = _typed_wrapped(source, frozenset((k, v) for k, v in ranges.items() if v is not None),
-                                   frozenset(bounds.items())) if declare else ((), ())
+    :func:`pipeline_module_name` names the module by).
+
+    It is :func:`_module_source` of what it reads of ``ns`` (:func:`_source_inputs`), computed once
+    per distinct inputs: every switch of a network runs the same program, whose generated code and
+    namespace names are the same, so a network's switches share one computation."""
+    return _module_source(source, declare, *_source_inputs(ns, declare))
+
+
+def _source_inputs(ns: dict[str, Any], declare: bool) -> tuple:
+    """Everything :func:`_module_source` reads of a pipeline's namespace ``ns``, as hashable values
+    (its cache key, with the source and ``declare``): the names ``make`` binds (sorted); the value
+    ranges (:data:`VAR_RANGES`, those not None) and bounds (:data:`VAR_BOUNDS`), as frozensets (they
+    are read as dicts); the typed state (:data:`STATE`: its fields, source and deparsers, in their
+    order) or None; and with ``declare``, :func:`_typed_bindings` of ``ns`` (as items, in their
+    order) and the digests of the ``.pxd`` files whose C layouts the source names (:func:`_pxd_digest`,
+    read now: an edited ``.pxd`` is another key). So two namespaces with equal inputs give the same
+    module source, which is exactly what :func:`_module_source` would compute again."""
+    names = tuple(sorted(n for n in ns if n.isidentifier() and n not in ("__builtins__", "_ingress", "_egress", "_ns")))
+    ranges = frozenset((k, v) for k, v in (ns.get(VAR_RANGES) or {}).items() if v is not None)
+    bounds = frozenset((ns.get(VAR_BOUNDS) or {}).items())
+    st = ns.get(STATE)
+    state = (tuple(st["fields"]), st["source"], tuple((st.get("deparsers") or {}).items())) if st else None
+    if not declare:
+        return names, ranges, bounds, state, (), (), "", ""
+    types, calls = _typed_bindings(ns)
+    return (names, ranges, bounds, state, tuple(types.items()), tuple(calls.items()),
+            _pxd_digest(TABLES_MODULE), _pxd_digest(RUNTIME_MODULE))
+
+
+@functools.lru_cache(maxsize=16)
+def _module_source(source: str, declare: bool, names: tuple[str, ...], ranges: frozenset, bounds: frozenset,
+                   state: tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]] | None,
+                   types_items: tuple[tuple[str, str], ...], calls_items: tuple[tuple[str, str], ...],
+                   tables_pxd: str, runtime_pxd: str) -> str:
+    """:func:`pipeline_module_source` of its inputs (:func:`_source_inputs`), a pure function of its
+    arguments (cached): ``types_items``/``calls_items`` are :func:`_typed_bindings`' two dicts as
+    items, ``tables_pxd``/``runtime_pxd`` the ``.pxd`` digests the source names ("" without
+    ``declare``, which names none)."""
+    typed_w, wrap = _typed_wrapped(source, ranges, bounds) if declare else ((), ())
     typed = {fn: dict(d) for fn, d in typed_w}
-    state = ns.get(STATE)
     head: list[str] = []
     if state:
+        fields, state_source, deparsers = state
         egress = typed.get("_egress", {})
-        head = _state_lines(state["fields"], egress if declare else None)
-        head += _deparser_lines(state.get("deparsers") or {}, declare)
-        source = state["source"]
+        head = _state_lines(fields, egress if declare else None)
+        head += _deparser_lines(dict(deparsers), declare)
+        source = state_source
         if declare:
             typed["_egress"] = {**egress, "_st": STATE_CLASS}
     decl = {fn: _locals_line(d) for fn, d in typed.items() if d}
@@ -817,21 +850,21 @@ def pipeline_module_source(source: str, ns: dict[str, Any], *, declare: bool = T
         source, consts = _c_constants(source, typed)
         head = [*(f"{C_CONST_PREFIX}{v} = cython.declare(cython.longlong, {v})" for v in consts),
                 *([""] if consts else []), *head]
-        types, calls = _typed_bindings(ns)
+        types, calls = dict(types_items), dict(calls_items)
         source = _typed_calls(source, calls)
         if types:
             # the C layout of Table this module is built against: another tables.pxd is another source
-            head = [f"# Table's C layout: {TABLES_MODULE} .pxd sha256 {_pxd_digest(TABLES_MODULE)}",
+            head = [f"# Table's C layout: {TABLES_MODULE} .pxd sha256 {tables_pxd}",
                     "if cython.compiled:",
                     f"    from cython.cimports.{TABLES_MODULE} import Table as _CTable",
                     "else:",
                     f"    from {TABLES_MODULE} import Table as _CTable", "", *head]
             make_decl = ["@cython.locals(" + ", ".join(
                 f"{n}={'_CTable' if t == 'Table' else t}" for n, t in sorted(types.items())) + ")"]
-        entry, more = _entry_lines(source, typed, names, types)
+        entry, more = _entry_lines(source, typed, list(names), types)
         if entry:
             # the C layout of PipelineCode, whose methods _Code overrides: another runtime.pxd is another source
-            head += [f"# PipelineCode's C layout: {RUNTIME_MODULE} .pxd sha256 {_pxd_digest(RUNTIME_MODULE)}",
+            head += [f"# PipelineCode's C layout: {RUNTIME_MODULE} .pxd sha256 {runtime_pxd}",
                      "if cython.compiled:",
                      f"    from cython.cimports.{RUNTIME_MODULE} import PipelineCode as _CCode",
                      f"    from cython.cimports.{RUNTIME_MODULE} import _unicast_result as _CUnicast",

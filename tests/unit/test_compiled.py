@@ -161,3 +161,31 @@ def test_a_pipeline_build_is_used_only_for_its_very_source(tmp_path: Path, monke
     monkeypatch.setattr(compiled, "PIPELINE_DIR", tmp_path)
     monkeypatch.setenv(compiled.PURE_ENV, "1")
     assert compiled.pipeline_functions(src, ing, eg) == (ing, eg, "source")
+
+
+def test_a_network_s_pipelines_share_one_module_source_and_its_key_is_what_it_reads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from emu.embedded.codegen import VAR_RANGES
+    from emu.embedded.frontend import load_program
+    from emu.embedded.runtime import Pipeline
+    from emu.embedded.tables import Table
+
+    prog = load_program(str(REPO / "p4" / "symphony.p4"))
+    a, b = Pipeline(prog, seed=1), Pipeline(prog, seed=2)  # two switches of one network
+    ns_a, ns_b = (p.generated_functions[0].__globals__ for p in (a, b))
+    table = next(n for n, v in ns_a.items() if type(v) is Table)
+    assert ns_a[table] is not ns_b[table] and a.source == b.source
+    compiled._module_source.cache_clear()
+    src_a = compiled.pipeline_module_source(a.source, ns_a)
+    assert compiled.pipeline_module_source(b.source, ns_b) == src_a
+    assert compiled._module_source.cache_info()[:2] == (1, 1)  # (hits, misses): computed once
+    # every input it reads is in the key: another binding, range or .pxd layout is another source
+    other = dict(ns_a, **{table: object()})  # not a Table: not typed, its lookups not C calls
+    assert compiled.pipeline_module_source(a.source, other) != src_a
+    var = next(v for v, r in ns_a[VAR_RANGES].items() if r is not None)
+    assert compiled.pipeline_module_source(a.source, dict(ns_a, **{VAR_RANGES: {**ns_a[VAR_RANGES], var: None}})) != src_a
+    monkeypatch.setattr(compiled, "_pxd_digest", lambda module: "0" * 64)
+    assert compiled.pipeline_module_source(a.source, ns_a) != src_a
+    monkeypatch.undo()
+    compiled._module_source.cache_clear()
+    assert compiled.pipeline_module_source(a.source, ns_a) == src_a  # computed anew: the same
