@@ -552,6 +552,34 @@ def dcqcn_timers_fire(topo: Topology, fail: Fail) -> None:
                 )
 
 
+def step_timeout_covers_paths(topo: Topology, fail: Fail) -> None:
+    """Each job's ``step_timeout_s`` is longer than the one-way propagation delay of every ring
+    flow's path (the sum of its links' ``delay_ms``): the first data of a step cannot arrive
+    sooner, so a shorter timeout fails every run at its first step.
+
+    When the delays of all links together are below every job's timeout, no path can reach it
+    and the routes are not computed (the shipped topologies; routing 1,024 ranks takes seconds).
+    """
+    if not topo.jobs:
+        return
+    total_s = sum(link.delay_ms for link in topo.links) / 1000.0
+    if total_s < min(job.step_timeout_s for job in topo.jobs):
+        return
+    routes = compute_routes(topo)
+    for j, job in enumerate(topo.jobs):
+        for flow in routes.ring_flows(job.id):
+            delay_s = sum(topo.links[i].delay_ms for i in flow.links) / 1000.0
+            if delay_s >= job.step_timeout_s:
+                raise fail(
+                    ("jobs", j, "step_timeout_s"),
+                    f"step_timeout_s = {job.step_timeout_s:g} s is not longer than the one-way delay"
+                    f" {delay_s:g} s of ring flow {flow.label} ({' -> '.join(flow.nodes)}), so no step"
+                    " can receive data in time",
+                    f"give step_timeout_s above {delay_s:g} s (e.g. '{max(2 * delay_s, delay_s + 1):g}s'),"
+                    " or shorter link delays",
+                )
+
+
 def explicit_paths_valid(topo: Topology, fail: Fail) -> None:
     """Each explicit path (``paths``) names a job's ring flow once and is a loop-free chain of
     linked switches from the sender's access switch to the receiver's."""
@@ -609,6 +637,7 @@ CHECKS: tuple[Check, ...] = (
     ecn_can_mark,
     symphony_can_mark,
     dcqcn_timers_fire,
+    step_timeout_covers_paths,
 )
 
 

@@ -485,3 +485,15 @@ def test_queue_ecn_entries_must_fit_the_p4_table() -> None:
     assert "at most 64 ports" in msg
     parse_topology(_star(64, ramp), "t.yaml")
     parse_topology(_star(65, "ecn: {threshold_packets: 10}\n"), "t.yaml")
+
+
+def test_step_timeout_shorter_than_a_path_delay_is_rejected_at_load() -> None:
+    """New-user check, 2026-12-04: a link delay above the step timeout failed only at run time
+    (every step timed out). Now the load names the job's field, the flow and its path; a timeout
+    just above the path's delay (h2 -> s1 -> s2 -> h3: 0.5 + 3000 + 0.1 ms) loads."""
+    slow = GOOD.replace("{a: s1, b: s2}", "{a: s1, b: s2, delay_ms: 3s}")
+    msg = _error(slow.replace("ranks: [h1, h2, h3]}", "ranks: [h1, h2, h3], step_timeout_s: 2s}"))
+    assert "jobs[0].step_timeout_s" in msg and "3.0006 s" in msg and "h2 -> s1 -> s2 -> h3" in msg
+    topo = parse_topology(slow.replace("ranks: [h1, h2, h3]}", "ranks: [h1, h2, h3], step_timeout_s: 3.001s}"),
+                          "t.yaml")
+    assert topo.jobs[0].step_timeout_s == pytest.approx(3.001)
