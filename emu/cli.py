@@ -65,9 +65,12 @@ def scheme_list(text: str, mode: str = "sim") -> tuple[str, ...]:
         return runner.DEFAULT_SCHEMES
     if text == "all":
         return tuple(s for s in runner.SCHEMES if mode == "sim" or s not in runner.SIM_ONLY)
-    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    names = tuple(part.strip() for part in text.split(","))
+    if "" in names:  # "baseline," or "a,,b": a name left out, not a shorter list
+        fail(f"--scheme {text}: an empty name in the list; use both, all or a comma list of "
+             f"{', '.join(runner.SCHEMES)} without empty entries")
     bad = [n for n in names if n not in runner.SCHEMES]
-    if bad or not names:
+    if bad:
         fail(f"--scheme {text}: use both, all or a comma list of {', '.join(runner.SCHEMES)}")
     return names
 
@@ -342,7 +345,7 @@ def cli(verbose: int) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Results folder (default: results/<timestamp>-<pid>/); one holding an earlier run is "
                    "refused unless --force.")
-@click.option("--force", is_flag=True, help="Empty an --out folder that holds an earlier run first.")
+@click.option("--force", is_flag=True, help="Remove what an earlier run wrote in the --out folder first (other files stay).")
 @click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True,
               help="Seed of data, traffic and switches.")
 @click.option("--mode", type=click.Choice(list(BACKENDS)), default=next(iter(BACKENDS)), show_default=True,
