@@ -371,6 +371,14 @@ RUN_OUTPUTS = ("run.json", "run.lock", "summary.json", "cct.csv", "steps.csv", "
 RUN_LOCK = cleanup_mod.RUN_LOCK
 
 
+def topology_copy_header(path: Path) -> str:
+    """The comment lines that head the results folder's copy of the topology file ``path``: the
+    copy is the file as given, and the command line's changes to it are in run.json (new-user
+    check, 2026-12-04: a copy that read ``size_bytes: 16MiB`` of a run with ``--size 4M``)."""
+    return (f"# {path}, as given to symphony-emu run. What the command line changed (--iterations, --size,\n"
+            "# --mtu, --payload, --dilation) is in run.json: iterations, size, mtu, dilation, jobs.\n")
+
+
 def holds_run(path: Path) -> bool:
     """Whether ``path`` holds (part of) an earlier run: a run.json, a summary.json or workers' JSON lines."""
     return path.is_dir() and ((path / RUN_FILE).exists() or (path / "summary.json").exists()
@@ -421,7 +429,7 @@ def make_out_dir(path: Path, *, given: bool = True, force: bool = False) -> Path
             raise UsageError(f"--out {path}: another run is writing there now; give another folder")
         if not force:
             raise UsageError(f"--out {path}: the folder holds an earlier run (run.json, results); give a new "
-                             "folder, or pass --force to empty it first")
+                             "folder, or pass --force to remove that run's files first")
         empty_run_folder(path)
     action = "create"
     try:
@@ -680,7 +688,7 @@ class Experiment:
         if not self.backend.network_per_scheme:  # else run_scheme builds a fresh network per scheme
             self.backend.build(progress)
             self.update_run_file(**self.backend.run_facts())
-        (self.out_dir / "topology.yaml").write_text(self.topology_path.read_text())
+        (self.out_dir / "topology.yaml").write_text(topology_copy_header(self.topology_path) + self.topology_path.read_text())
 
     def update_run_file(self, **fields: Any) -> None:
         """Merge ``fields`` into the results folder's run.json (what ran and how it ended).

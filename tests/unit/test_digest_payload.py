@@ -212,6 +212,13 @@ def test_a_digest_run_sends_the_exact_runs_packets(tmp_path) -> None:  # noqa: A
         assert (tmp_path / "exact" / name).read_bytes() == (tmp_path / "digest" / name).read_bytes(), name
     info = json.loads((tmp_path / "digest" / "run.json").read_text())
     assert [j["payload"] for j in info["jobs"]] == ["digest"]
+    # the folder's topology.yaml is the file as given, headed by where the --payload went (run.json)
+    copy = (tmp_path / "digest" / "topology.yaml").read_text()
+    assert copy == runner.topology_copy_header(single) + single.read_text()
+    assert copy.startswith(f"# {single}, as given") and "--payload" in copy.splitlines()[1]
+    from emu.topology import load_topology
+
+    assert load_topology(tmp_path / "digest" / "topology.yaml").model_dump() == load_topology(single).model_dump()
     its = [r for r in map(json.loads, (tmp_path / "digest" / "baseline" / "job0-rank1.jsonl").read_text().splitlines())
            if r["kind"] == "iteration"]
     assert [r["verified"] for r in its] == [True]
