@@ -575,8 +575,8 @@ def step_timeout_covers_paths(topo: Topology, fail: Fail) -> None:
                     f"step_timeout_s = {job.step_timeout_s:g} s is not longer than the one-way delay"
                     f" {delay_s:g} s of ring flow {flow.label} ({' -> '.join(flow.nodes)}), so no step"
                     " can receive data in time",
-                    f"give step_timeout_s above {delay_s:g} s (e.g. '{max(2 * delay_s, delay_s + 1):g}s'),"
-                    " or shorter link delays",
+                    f"give step_timeout_s above {delay_s:g} s plus a step's sending time (the default is"
+                    " 10 s), or shorter link delays",
                 )
 
 

@@ -42,10 +42,11 @@ def test_each_scheme_gets_a_fresh_network_from_the_seed(tmp_path: Path) -> None:
 
 
 def test_a_failing_scheme_process_ends_the_run_with_one_line(tmp_path: Path) -> None:
-    """A rank that fails in a child (a step time limit far below one packet's time) is a RunError
+    """A rank that fails in a child (a step time limit of 0.5 ms: above the paths' 0.2 ms delay, which the
+    load checks, far below one packet's 1.2 ms at 10 Mbit/s) is a RunError
     naming the scheme and the rank, raised after both children were stopped."""
     topo = tmp_path / "t.yaml"
-    topo.write_text(LEAD.read_text().replace("step_timeout_s: 10", "step_timeout_s: 0.000001"))
+    topo.write_text(LEAD.read_text().replace("step_timeout_s: 10", "step_timeout_s: 0.0005"))
     with pytest.raises(runner.RunError, match=r"^(baseline|symphony): job 0 rank \d on h\d failed: ") as info:
         runner.run(topo, mode="sim", out=tmp_path / "out", iterations=2, parallel=2)
     assert "\n" not in str(info.value)
