@@ -34,6 +34,12 @@ logger = logging.getLogger(__name__)
 
 P4INCLUDE_DIR = Path(__file__).resolve().parent / "p4include"
 _GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar.lark"
+#: Where lark keeps the analysed grammar (``Lark(cache=...)``: its LALR tables, ~0.4 s to compute
+#: per process, ~0.02 s to load). Lark keys the file on the SHA-256 of the grammar text, the
+#: parser's options and lark's and Python's versions, and builds the parser afresh (and writes the
+#: file again) when they differ: the parser is the same either way. In the checkout's ``build/``
+#: (beside the compiled pipelines): a file written with the code, not a shared temporary folder.
+PARSER_CACHE = Path(__file__).resolve().parents[2] / "build" / "lark" / "p4-grammar.cache"
 
 #: NAME tokens that start an unsupported construct, with the token that must follow
 #: (None: anything) and the construct name used in the error message.
@@ -302,9 +308,16 @@ _PARSER: lark.Lark | None = None
 
 
 def _parser() -> lark.Lark:
+    """The P4 grammar's LALR parser (one per process), loaded from :data:`PARSER_CACHE` when that
+    holds this grammar's (else computed and written there; without a writable ``build/``, computed)."""
     global _PARSER
     if _PARSER is None:
-        _PARSER = lark.Lark(_GRAMMAR_PATH.read_text(), parser="lalr", lexer="basic",
+        try:
+            PARSER_CACHE.parent.mkdir(parents=True, exist_ok=True)
+            cache: str | bool = str(PARSER_CACHE)
+        except OSError:
+            cache = False
+        _PARSER = lark.Lark(_GRAMMAR_PATH.read_text(), parser="lalr", lexer="basic", cache=cache,
                             postlex=_POSTLEX, propagate_positions=True, maybe_placeholders=True)
     return _PARSER
 

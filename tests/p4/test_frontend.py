@@ -326,3 +326,22 @@ def test_type_errors_name_the_line(tmp_path: Path, body: str, needle: str, messa
     with pytest.raises(P4FrontendError) as ei:
         Pipeline(load_program(path))
     assert str(ei.value) == f"{display_path(str(path))}:{line_of(path, needle)}: {message}"
+
+
+def test_the_parser_loaded_from_its_cache_parses_as_a_fresh_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from emu.embedded import frontend
+
+    cache = tmp_path / "lark" / "p4-grammar.cache"
+    monkeypatch.setattr(frontend, "PARSER_CACHE", cache)
+    monkeypatch.setattr(frontend, "_PARSER", None)
+    fresh = load_program(SYMPHONY)  # the grammar analysed now, and written to the cache
+    assert cache.is_file()
+    monkeypatch.setattr(frontend, "_PARSER", None)
+    cached = load_program(SYMPHONY)  # the parser loaded from the cache
+    assert cached == fresh and repr(cached) == repr(fresh)
+    # a file that is not this grammar's (another grammar, lark or options) is not used: analysed again, rewritten
+    cache.write_bytes(b"0" * 64 + b"\n")
+    monkeypatch.setattr(frontend, "_PARSER", None)
+    assert load_program(SYMPHONY) == fresh and not cache.read_bytes().startswith(b"0" * 64)
+    with pytest.raises(P4FrontendError, match=r"symphony.p4:\d+: syntax error"):
+        frontend.parse_text("control C() {", source="symphony.p4")
