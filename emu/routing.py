@@ -215,6 +215,9 @@ class Routes:
         self.pins: dict[str, dict[tuple[str, str], PortPlan]] = {s.name: {} for s in self.plan.switches}
         self._compute(ecmp_seed)
         self._pin_paths()
+        #: job id -> its ring flows (:meth:`ring_flows`), worked out once: they are a function of the
+        #: topology and the tables above, which are complete here and never change after
+        self._ring_flows: dict[int, tuple[FlowPath, ...]] = {}
 
     def _compute(self, ecmp_seed: int) -> None:
         plan = self.plan
@@ -303,15 +306,20 @@ class Routes:
 
     def ring_flows(self, job_id: int) -> list[FlowPath]:
         """Paths of job ``job_id``'s ring flows, rank r -> (r+1) % N, in rank order, each channel
-        c (``channels``; UDP source port ``CTH_UDP_PORT + c``, hostapps.spec.channel_port) in turn."""
-        job = self.topo.job(job_id)
-        n = len(job.ranks)
-        out = []
-        for r in range(n):
-            for c in range(job.channels):
-                nodes, links = self.path(job.ranks[r], job.ranks[(r + 1) % n], channel_port(CTH_UDP_PORT, c))
-                out.append(FlowPath(job.id, r, (r + 1) % n, nodes, links, c))
-        return out
+        c (``channels``; UDP source port ``CTH_UDP_PORT + c``, hostapps.spec.channel_port) in turn.
+        Computed once per job (a new list of the same frozen FlowPaths each call): every switch's
+        entries read them (:meth:`expected_flows`, :func:`variant_entries`)."""
+        flows = self._ring_flows.get(job_id)
+        if flows is None:
+            job = self.topo.job(job_id)
+            n = len(job.ranks)
+            out = []
+            for r in range(n):
+                for c in range(job.channels):
+                    nodes, links = self.path(job.ranks[r], job.ranks[(r + 1) % n], channel_port(CTH_UDP_PORT, c))
+                    out.append(FlowPath(job.id, r, (r + 1) % n, nodes, links, c))
+            flows = self._ring_flows[job_id] = tuple(out)
+        return list(flows)
 
     def link_load(self) -> dict[tuple[str, str], list[str]]:
         """Directed hop ``(from, to)`` -> the :attr:`FlowPath.label` of every job's ring flows on it."""

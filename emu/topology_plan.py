@@ -21,6 +21,7 @@ the small :class:`PlanSource` protocol, the names and link options only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 from collections.abc import Sequence
 from typing import Protocol
@@ -129,17 +130,25 @@ class NetworkPlan:
     switches: tuple[SwitchPlan, ...]
     links: tuple[LinkPlan, ...]
 
-    def host(self, name: str) -> HostPlan:
+    @functools.cached_property
+    def _by_name(self) -> tuple[dict[str, HostPlan], dict[str, SwitchPlan]]:
+        """(host name -> host, switch name -> switch), the first of a name in file order (the
+        plan is frozen: made once, on the first look-up)."""
+        hosts: dict[str, HostPlan] = {}
+        switches: dict[str, SwitchPlan] = {}
         for h in self.hosts:
-            if h.name == name:
-                return h
-        raise KeyError(name)
+            hosts.setdefault(h.name, h)
+        for s in self.switches:
+            switches.setdefault(s.name, s)
+        return hosts, switches
+
+    def host(self, name: str) -> HostPlan:
+        """The host named ``name`` (KeyError if none)."""
+        return self._by_name[0][name]
 
     def switch(self, name: str) -> SwitchPlan:
-        for s in self.switches:
-            if s.name == name:
-                return s
-        raise KeyError(name)
+        """The switch named ``name`` (KeyError if none)."""
+        return self._by_name[1][name]
 
     def arp_table(self) -> dict[str, str]:
         """IP -> MAC of every host (for static ARP in each host)."""
