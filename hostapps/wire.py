@@ -141,6 +141,13 @@ def _pack(ctype: int, job_id: int, step: int, src_rank: int, dst_rank: int, psn:
     if offset > _OFFSET_MASK:
         raise struct.error(f"offset {offset} does not fit {OFFSET_BITS} bits")
     psn &= _PSN_MASK
+    if _TYPED and type(ctype) is int and type(version) is int and type(flags) is int and type(job_id) is int \
+            and type(channel) is int and type(step) is int and type(src_rank) is int and type(dst_rank) is int \
+            and type(offset) is int and 0 <= flags <= 0xFF and 0 <= job_id <= 0xFF and 0 <= channel <= 0xFF \
+            and 0 <= src_rank <= 0xFFFF and 0 <= dst_rank <= 0xFFFF and 0 <= offset and 0 <= ctype <= 0xFF \
+            and 0 <= version <= 0xFF and -0x7FFFFFFF <= step <= 0x7FFFFFFF:
+        # compiled (wire.pxd): the same 16 bytes written in C; a value the struct refuses takes its path
+        return _pack_c(version, ctype, flags, job_id, channel, step, src_rank, dst_rank, psn, offset)  # noqa: F821
     return _STRUCT.pack(((version & 0xF) << 4) | (int(ctype) & 0xF), flags, job_id, channel, step & 0xFFFF,
                         src_rank, dst_rank, psn >> 8, ((psn & 0xFF) << 24) | offset)
 
@@ -177,6 +184,12 @@ def unpack_header(datagram: bytes | memoryview) -> tuple[int, int, int, int, int
     job_id, channel, step, src_rank, dst_rank, psn, offset, payload)``, the type a
     :class:`CthType` value. Raises :class:`WireError` as :func:`decode`.
     """
+    if _TYPED and type(datagram) is memoryview:
+        # compiled (wire.pxd): the fields read in C from a byte view (the hosts' datagrams), the type
+        # checked here; anything else, or a header this refuses, takes the path below (its error)
+        r = _unpack_c(datagram, CTH_VERSION)  # noqa: F821
+        if r is not None and r[0] in _TYPES:
+            return r
     view = memoryview(datagram)
     if len(view) < CTH_LEN:
         raise WireError(f"datagram of {len(view)} bytes is shorter than the {CTH_LEN}-byte CTH")
@@ -191,6 +204,9 @@ def unpack_header(datagram: bytes | memoryview) -> tuple[int, int, int, int, int
 
 
 _TYPES = {t.value: t for t in CthType}
+#: compiled (wire.pxd): _pack writes a header and unpack_header reads a byte view's fields in C
+#: (_pack_c, _unpack_c)
+_TYPED = not __file__.endswith(".py")
 
 
 def flow_index(job_id: int, channel: int, rank: int) -> int:

@@ -65,6 +65,54 @@ def test_decode_rejects_garbage(datagram: bytes, message: str) -> None:
         decode(datagram)
 
 
+@pytest.mark.parametrize("ctype", list(CthType))
+def test_unpack_header_of_a_frame_s_view_is_the_codec_s(ctype: CthType) -> None:
+    """unpack_header of a memoryview into a frame (the hosts' datagrams; compiled, read in C: wire.pxd)
+    gives decode's fields and a view of the payload in the same frame; a short one, a wrong version or
+    type raises decode's WireError; a released view, or one of 4-byte items, what memoryview gives."""
+    from hostapps.wire import unpack_header
+
+    payload = bytes(range(37))
+    frame = bytes(42) + encode(Cth(ctype, flags=CthFlags.LAST | CthFlags.RETX, **FIELDS), payload)
+    view = memoryview(frame)[42:]
+    got = unpack_header(view)
+    hdr, body = decode(bytes(view))
+    assert got[:9] == (ctype, hdr.flags, hdr.job_id, hdr.channel, hdr.step, hdr.src_rank, hdr.dst_rank,
+                       hdr.psn, hdr.offset)
+    assert bytes(got[9]) == payload == bytes(body) and got[9].obj is frame and got[9].format == "B"
+    for bad, message in ((view[:15], "shorter"), (memoryview(bytes([0x11]) + bytes(15)), "version 1"),
+                         (memoryview(bytes([0x25]) + bytes(15)), "unknown CTH type 5")):
+        with pytest.raises(WireError, match=message):
+            unpack_header(bad)
+    gone = memoryview(frame)[42:]
+    gone.release()
+    with pytest.raises(ValueError, match="released"):
+        unpack_header(gone)
+    with pytest.raises(WireError, match="datagram of 8 bytes"):  # 8 items of 4 bytes (len counts items)
+        unpack_header(memoryview(frame[42:42 + 32]).cast("I"))
+
+
+def test_pack_header_of_plain_ints_is_the_struct_s() -> None:
+    """pack_header of plain ints (the transport's; compiled, written in C: wire.pxd) gives the struct's
+    bytes, the step and psn wrapped; a value out of its field raises the struct's WireError."""
+    import struct
+
+    from hostapps.wire import pack_header
+
+    layout = struct.Struct("!BBBBHHHHI")
+    for ctype, job, step, src, dst, psn, offset, flags, channel in (
+            (1, 0, 0, 0, 0, 0, 0, 0, 0), (4, 255, 0xFFFF, 0xFFFF, 0xFFFF, (1 << 24) - 1, (1 << 24) - 1, 255, 255),
+            (2, 15, -3, 1023, 7, (5 << 24) + 9, 77, 6, 3), (3, 1, 0x1_0005, 2, 1, 1 << 40, 4096, 1, 0)):
+        p = psn & 0xFFFFFF
+        want = layout.pack((CTH_VERSION << 4) | ctype, flags, job, channel, step & 0xFFFF, src, dst, p >> 8,
+                           ((p & 0xFF) << 24) | offset)
+        assert pack_header(ctype, job, step, src, dst, psn, offset, flags, channel) == want
+    for bad in (dict(job_id=256), dict(src_rank=-1), dict(dst_rank=1 << 16), dict(channel=1 << 70), dict(flags=-1),
+                dict(offset=-1)):
+        with pytest.raises(WireError, match="out of range"):
+            pack_header(**{"ctype": 1, "job_id": 0, "step": 0, "src_rank": 0, "dst_rank": 0, **bad})
+
+
 def test_pack_overflow_raises_wire_error() -> None:
     with pytest.raises(WireError, match="out of range"):
         Cth(CthType.DATA, job_id=0x100, step=0, src_rank=0, dst_rank=0).pack()
