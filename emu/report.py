@@ -263,8 +263,7 @@ def _write_csv(path: Path, header: tuple[str, ...], rows: list[tuple[Any, ...]])
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(header)
-        for row in rows:
-            w.writerow(["" if v is None else v for v in row])
+        w.writerows(rows)  # (the csv module writes None as an empty field)
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
