@@ -54,6 +54,7 @@ MODULES: tuple[str, ...] = (
     "emu.vtime.network",
     "emu.vtime.hosts",
     "emu.vtime.frames",
+    "emu.vtime.hugepages",
     "hostapps.rank",
     "hostapps.transport",
     "hostapps.ratecontrol",

@@ -22,6 +22,7 @@ from typing import Any
 from emu.backend import Backend, ProgressEvent, ProgressFn, RunError, UsageError, WorkerResult, Workload
 from emu.controller import NetworkError
 from emu.p4build import p4_build
+from emu.vtime import hugepages
 from emu.vtime.events import NS_PER_S, s_to_ns
 from emu.vtime.hostcost import CostedOnOffSource, CostedSimRank, CostedSimSwitch, CpuPool
 from emu.vtime.hosts import OnOffSource, SimHost, SimRank, make_verifier
@@ -58,6 +59,7 @@ class SimBackend(Backend):
                              "use --target embedded or --mode mininet")
 
     def build(self, progress: ProgressFn) -> None:
+        hugepages.install()  # the network's and the ranks' objects in 2 MiB pages (compiled build; emu.vtime.hugepages)
         mtu = int(getattr(self.topology, "mtu", 1500) or 1500)
         progress(ProgressEvent("network", message=f"compiling the {self.p4} build for {len(self.topology.switches)} switches"))
         t0 = time.monotonic()

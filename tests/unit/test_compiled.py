@@ -16,8 +16,9 @@ from hostapps import compiled
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _run(tmp: Path, pure: bool) -> tuple[Path, str]:
-    """Run dc-leafspine-16 in a child (pure or compiled); its folder and its pipelines' code_status."""
+def _run(tmp: Path, pure: bool) -> tuple[Path, str, bool]:
+    """Run dc-leafspine-16 in a child (pure or compiled); its folder, its pipelines' code_status and whether
+    its arenas were in huge pages."""
     out = tmp / ("pure" if pure else "compiled")
     env = dict(os.environ, SYMPHONY_EMU_PURE="1" if pure else "0", SYMPHONY_EMU_PARALLEL="1")
     code = ("import sys; from hostapps import compiled; from emu import runner; from emu.embedded import runtime; "
@@ -27,12 +28,14 @@ def _run(tmp: Path, pure: bool) -> tuple[Path, str]:
             "compiled.pipeline_functions = lambda *a: (lambda r: (seen.add(r[2]), r)[1])(functions(*a)); "
             "r = runner.run('topologies/dc-leafspine-16.yaml', mode='sim', iterations=1, size=32768, out=sys.argv[1]); "
             "assert len(seen) == 1, seen; print('PIPELINE', *seen); "  # the P4 pipeline's generated code
+            "from emu.vtime import hugepages; print('HUGEPAGES', hugepages.stats()['chunks'] > 0); "  # its arenas
             "sys.exit(0 if r.ok else 1)")
     proc = subprocess.run([sys.executable, "-c", code, str(out), "1" if pure else "0"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=240, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     status = [ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("PIPELINE ")]
-    return out, status[-1]
+    huge = [ln.split()[1] for ln in proc.stdout.splitlines() if ln.startswith("HUGEPAGES ")]
+    return out, status[-1], huge[-1] == "True"
 
 
 @pytest.mark.timeout(300)
@@ -40,7 +43,11 @@ def test_compiled_modules_give_the_pure_results_bit_for_bit(tmp_path: Path) -> N
     st = compiled.status()
     if any(v != "compiled" for v in st.values()):
         pytest.skip(f"compiled modules not built or stale (scripts/build_compiled.py): {st}")
-    (a, pipe_a), (b, pipe_b) = _run(tmp_path, pure=True), _run(tmp_path, pure=False)
+    (a, pipe_a, huge_a), (b, pipe_b, huge_b) = _run(tmp_path, pure=True), _run(tmp_path, pure=False)
+    # the compiled run's objects lay in huge-page arenas (emu.vtime.hugepages), the pure run's could not
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    want = thp.exists() and "[never]" not in thp.read_text() and os.environ.get("SYMPHONY_EMU_HUGEPAGES") != "0"
+    assert (huge_a, huge_b) == (False, want), (huge_a, huge_b)
     # the P4 pipeline: "source" on the pure side means a build of this very generated code exists,
     # and then the other side must have run it; "not built" (codegen changed since the build) on both
     assert (pipe_a, pipe_b) in (("source", "compiled"), ("not built", "not built")), (pipe_a, pipe_b)
