@@ -24,7 +24,7 @@ import logging
 import math
 import os
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -732,7 +732,8 @@ class Experiment:
 
     def run_schemes(self, schemes: Sequence[str], *, iterations: int | None = None, size: int | None = None,
                     progress: ProgressFn | None = None, parallel: int = 1, order: str = DEFAULT_ORDER,
-                    blocks: Sequence[Block] | None = None) -> dict[str, SchemeRun]:
+                    blocks: Sequence[Block] | None = None,
+                    on_result: Callable[[str, SchemeRun], None] | None = None) -> dict[str, SchemeRun]:
         """Run every job per scheme in the blocks of ``order`` (:meth:`plan`, or ``blocks``);
         scheme -> SchemeRun (its blocks merged) in the order of ``schemes``.
 
@@ -743,17 +744,19 @@ class Experiment:
         (:data:`CALIBRATED_FROM`: the placebo) is calibrated from what the blocks of the
         scheme it follows measured before its first block (:func:`plan_blocks` puts that
         one first; in parallel: after the others); ``self.placebo`` then holds the placebo's
-        probabilities. Raises as :meth:`run_scheme`.
+        probabilities. ``on_result(scheme, run)``: in parallel, called with each scheme's
+        final run as it ends while the others still run (emu.vtime.parallel.run_schemes).
+        Raises as :meth:`run_scheme`.
         """
         blocks = list(blocks) if blocks is not None else self.plan(schemes, iterations=iterations, order=order)
         if parallel > 1 and len(blocks) > 1 and self.backend.network_per_scheme:
             runs = self._run_parallel([b for b in blocks if b.scheme not in CALIBRATED_FROM], iterations=iterations,
-                                      size=size, progress=progress, parallel=parallel)
+                                      size=size, progress=progress, parallel=parallel, on_result=on_result)
             later = [b for b in blocks if b.scheme in CALIBRATED_FROM]
             if later:
                 self._calibrate(runs)
                 runs.update(self._run_parallel(later, iterations=iterations, size=size, progress=progress,
-                                               parallel=parallel, placebo=self.placebo))
+                                               parallel=parallel, placebo=self.placebo, on_result=on_result))
             return {scheme: runs[scheme] for scheme in schemes if scheme in runs}
         runs = {}
         for block in blocks:
@@ -782,8 +785,8 @@ class Experiment:
                  {j: round(p, 6) for j, p in self.placebo.items()})
 
     def _run_parallel(self, blocks: Sequence[Block], *, iterations: int | None, size: int | None,
-                      progress: ProgressFn | None, parallel: int,
-                      placebo: dict[int, float] | None = None) -> dict[str, SchemeRun]:
+                      progress: ProgressFn | None, parallel: int, placebo: dict[int, float] | None = None,
+                      on_result: Callable[[str, SchemeRun], None] | None = None) -> dict[str, SchemeRun]:
         """Virtual time: one block per scheme, each in a process of its own (emu.vtime.parallel)."""
         if len(blocks) < 2:
             return {b.scheme: self.run_scheme(b.scheme, size=size, progress=progress, block=b, placebo=placebo)
@@ -794,7 +797,7 @@ class Experiment:
                                 mode=self.mode, p4=self.p4, iterations=iterations, size=size, log_level=level,
                                 placebo=placebo, block=b)
                  for b in blocks]
-        return par.run_schemes(tasks, progress or no_progress, parallel)
+        return par.run_schemes(tasks, progress or no_progress, parallel, on_result)
 
     def rebuild(self, topology: Any, progress: ProgressFn | None = None) -> None:
         """Stop the network and build and program it again for ``topology`` (another dilation)."""
@@ -1038,8 +1041,19 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         exp.update_run_file(schemes=list(schemes), dilation=d, mtu=topology.mtu, order=order,
                             blocks=[b.as_dict() for b in blocks],
                             **resolved_workload(exp.topology, iterations=iterations, size=size))
+        # a scheme's metrics, worked out as soon as its process ended while the others still run (on the CPU
+        # it freed; summarize works out the rest): the same function of the same files, so the same results
+        early: dict[str, metrics.SchemeMetrics] = {}
+        jobs = scheme_jobs(topology, iterations=iterations, size=size)
+
+        def on_result(scheme: str, run: SchemeRun) -> None:
+            try:
+                early[scheme] = metrics.compute_metrics(run.results_dir, scheme=scheme, jobs=jobs, time_scale=1.0 / d)
+            except Exception:  # noqa: BLE001 - summarize works it out again, and fails there as it would
+                early.pop(scheme, None)
+
         runs = exp.run_schemes(schemes, iterations=iterations, size=size, progress=progress, parallel=parallel,
-                               blocks=blocks)
+                               blocks=blocks, on_result=on_result)
         out_dir = exp.out_dir
     extra: dict[str, Any] | None = {"placebo_calibration": placebo_volume(runs, exp.placebo)} \
         if "placebo" in runs else None
@@ -1055,7 +1069,7 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
         with signals_as_interrupt():
             summary, table = summarize(topology, out_dir, runs, iterations=iterations, size=size,
                                        title=f"{topology.name}, run {exp.run_id}", dilation=d, mode=mode,
-                                       extra=extra, order=(order, blocks), plots=plots)
+                                       extra=extra, order=(order, blocks), plots=plots, computed=early)
             exp.update_run_file(summary=report.SUMMARY_FILE,
                                 overload={s: summary[s].get("overload") for s in runs
                                           if isinstance(summary.get(s), dict)})
@@ -1233,10 +1247,25 @@ def resolved_workload(topology: Any, *, iterations: int | None, size: int | None
             "iterations_override": iterations, "size_override": size}
 
 
+def scheme_jobs(topology: Any, *, iterations: int | None = None, size: int | None = None) -> dict[int, Any]:
+    """The :class:`emu.metrics.JobInfo` of every job a scheme's metrics are computed with: the
+    topology's (:func:`emu.metrics.job_infos`) with the run's ``size`` (bytes per rank) and
+    ``iterations`` (times each job's collectives per iteration) where given."""
+    import dataclasses
+
+    return {
+        job_id: dataclasses.replace(info, size_bytes=size if size is not None else info.size_bytes,
+                                    iterations=(iterations * topology.job(job_id).collectives_per_iteration
+                                                if iterations is not None else info.iterations))
+        for job_id, info in metrics.job_infos(topology).items()
+    }
+
+
 def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, iterations: int | None = None,
               size: int | None = None, title: str | None = None, dilation: float = 1.0,
               mode: str = "mininet", extra: dict[str, Any] | None = None,
-              order: tuple[str, Sequence[Block]] | None = None, plots: bool = True) -> tuple[dict[str, Any], Any]:
+              order: tuple[str, Sequence[Block]] | None = None, plots: bool = True,
+              computed: dict[str, Any] | None = None) -> tuple[dict[str, Any], Any]:
     """Compute the metrics and write summary.json, cct.csv, steps.csv and the PNGs (``plots``) into ``out_dir``.
 
     Returns (summary dict, rich table). Per-switch counters of each scheme are in
@@ -1245,18 +1274,14 @@ def summarize(topology: Any, out_dir: Path, runs: dict[str, SchemeRun], *, itera
     divided by D (emu.dilation). ``extra``: top-level keys merged into summary.json (the
     placebo's calibration and achieved volume, :func:`placebo_volume`). ``order``: (name,
     blocks) of the scheme order, written to summary.json (``scheme_order``, ``blocks``) and
-    the table's caption.
+    the table's caption. ``computed``: scheme -> its metrics already worked out from its final
+    folder (``compute_metrics(run.results_dir, scheme=..., jobs=scheme_jobs(...), time_scale=1 /
+    dilation)``, as here; :func:`run` does it for a scheme whose process ended while others ran).
     """
-    import dataclasses
-
-    infos = {
-        job_id: dataclasses.replace(info, size_bytes=size if size is not None else info.size_bytes,
-                                    iterations=(iterations * topology.job(job_id).collectives_per_iteration
-                                                if iterations is not None else info.iterations))
-        for job_id, info in metrics.job_infos(topology).items()
-    }
-    scheme_metrics = {scheme: metrics.compute_metrics(run.results_dir, scheme=scheme, jobs=infos,
-                                                      time_scale=1.0 / dilation)
+    infos = scheme_jobs(topology, iterations=iterations, size=size)
+    computed = computed or {}
+    scheme_metrics = {scheme: computed[scheme] if scheme in computed else
+                      metrics.compute_metrics(run.results_dir, scheme=scheme, jobs=infos, time_scale=1.0 / dilation)
                       for scheme, run in runs.items()}
     counters = {scheme: counter_totals(run.counter_delta()) for scheme, run in runs.items()}
     from emu.routing import compute_routes

@@ -155,8 +155,13 @@ def _exit_text(exitcode: int | None) -> str:
     return f"ended with exit code {exitcode}"
 
 
-def run_schemes(tasks: list[SchemeTask], progress: ProgressFn, parallel: int) -> dict[str, Any]:
+def run_schemes(tasks: list[SchemeTask], progress: ProgressFn, parallel: int,
+                on_result: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
     """Run each task's scheme in a child process, at most ``parallel`` at a time.
+
+    ``on_result(scheme, result)``, if given, is called in this process with each result that
+    arrives while no scheme waits to start (its child has exited, and the CPU it ran on is free
+    while the others still run: the runner works out that scheme's metrics there).
 
     Returns scheme -> :class:`emu.runner.SchemeRun` in the order of ``tasks``. Raises
     RunError (one line, naming the scheme) when a child fails or dies, KeyboardInterrupt
@@ -198,17 +203,20 @@ def run_schemes(tasks: list[SchemeTask], progress: ProgressFn, parallel: int) ->
                     proc.join(DEATH_GRACE_S)
                     raise RunError(f"{scheme}: the scheme's process {_exit_text(proc.exitcode)} "
                                    "before it finished") from None
-                _handle(message, running, progress, results)
+                done = _handle(message, running, progress, results)
+                if done is not None and on_result is not None and not waiting:
+                    on_result(done, results[done])
     finally:
         _stop(running)
     return {task.scheme: results[task.scheme] for task in tasks}
 
 
 def _handle(message: Any, running: dict[str, tuple[Any, Any]], progress: ProgressFn,
-            results: dict[str, Any]) -> None:
+            results: dict[str, Any]) -> str | None:
+    """Handle one message of a child; the scheme when it was its result (its child joined), else None."""
     if isinstance(message, logging.LogRecord):
         logging.getLogger(message.name).handle(message)
-        return
+        return None
     kind, scheme, payload = message
     if kind == "progress":
         progress(payload)
@@ -217,8 +225,10 @@ def _handle(message: Any, running: dict[str, tuple[Any, Any]], progress: Progres
         proc, reader = running.pop(scheme)
         proc.join()
         reader.close()
+        return scheme
     elif kind == "error":
         raise RunError(payload)
+    return None
 
 
 def _stop(running: dict[str, Any]) -> None:

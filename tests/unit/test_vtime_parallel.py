@@ -3,6 +3,7 @@ after the other, and failures or interrupts that leave no process behind."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import subprocess
@@ -29,6 +30,29 @@ def test_parallel_and_sequential_give_the_same_results_bit_for_bit(tmp_path: Pat
     for name in SAME:
         assert (tmp_path / "par" / name).read_bytes() == (tmp_path / "seq" / name).read_bytes(), name
     assert par.summary["symphony"]["marks"]["symphony"] > 0 == par.summary["baseline"]["marks"]["symphony"]
+
+
+def test_a_scheme_s_metrics_are_worked_out_once_as_its_process_ends(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """In parallel, each scheme's metrics are computed when its process has ended (the others may still
+    run: emu.vtime.parallel.run_schemes' on_result), once, and summarize uses them: the same files."""
+    from emu import metrics
+
+    calls: list[tuple[str, bool]] = []
+    compute = metrics.compute_metrics
+
+    def counted(folder, **kw):  # type: ignore[no-untyped-def]
+        calls.append((kw["scheme"], any(f.function == "summarize" for f in inspect.stack())))
+        return compute(folder, **kw)
+
+    monkeypatch.setattr(metrics, "compute_metrics", counted)
+    par = runner.run(LEAD, mode="sim", out=tmp_path / "par", seed=2, iterations=2, parallel=2)
+    assert par.ok and sorted(calls) == [("baseline", False), ("symphony", False)]  # none in summarize
+    calls.clear()
+    seq = runner.run(LEAD, mode="sim", out=tmp_path / "seq", seed=2, iterations=2, parallel=1)
+    assert seq.ok and sorted(calls) == [("baseline", True), ("symphony", True)]
+    for name in ("summary.json", "cct.csv", "steps.csv"):
+        assert (tmp_path / "par" / name).read_bytes() == (tmp_path / "seq" / name).read_bytes(), name
 
 
 def test_each_scheme_gets_a_fresh_network_from_the_seed(tmp_path: Path) -> None:
