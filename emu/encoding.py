@@ -25,6 +25,7 @@ with one line that names the table, key, action or parameter.
 from __future__ import annotations
 
 import difflib
+import functools
 import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -63,19 +64,8 @@ def parse_value(value: Any, bitwidth: int, what: str) -> int:
     if isinstance(value, int):
         v = value
     elif isinstance(value, str):
-        text = value.strip()
         try:
-            if text.count(".") == 3 and bitwidth == 32:
-                v = int(ipaddress.IPv4Address(text))
-            elif text.count(":") == 5 and bitwidth == 48:
-                octets = text.split(":")
-                if not all(1 <= len(o) <= 2 for o in octets):
-                    raise ValueError(text)
-                v = int("".join(o.zfill(2) for o in octets), 16)
-            elif ":" in text and bitwidth == 128:
-                v = int(ipaddress.IPv6Address(text))
-            else:
-                v = int(text.replace("_", ""), 0)
+            v = _text_value(value.strip(), bitwidth)
         except ValueError:
             raise ControlError(f"{what}: cannot parse value {value!r} for a bit<{bitwidth}> field") from None
     else:
@@ -83,6 +73,24 @@ def parse_value(value: Any, bitwidth: int, what: str) -> int:
     if v < 0 or v >> bitwidth:
         raise ControlError(f"{what}: value {value!r} does not fit in bit<{bitwidth}>")
     return v
+
+
+@functools.lru_cache(maxsize=8192)
+def _text_value(text: str, bitwidth: int) -> int:
+    """The int a stripped string spells for a ``bitwidth``-bit field (dotted IPv4 for 32 bits, a
+    colon MAC for 48, IPv6 for 128, else an int literal); ValueError if it spells none. Cached on
+    ``(text, bitwidth)``, of which it is a function (an error is not cached: raised again): a
+    network's switches get the same addresses (at 128 ranks 66 x 128 routes)."""
+    if text.count(".") == 3 and bitwidth == 32:
+        return int(ipaddress.IPv4Address(text))
+    if text.count(":") == 5 and bitwidth == 48:
+        octets = text.split(":")
+        if not all(1 <= len(o) <= 2 for o in octets):
+            raise ValueError(text)
+        return int("".join(o.zfill(2) for o in octets), 16)
+    if ":" in text and bitwidth == 128:
+        return int(ipaddress.IPv6Address(text))
+    return int(text.replace("_", ""), 0)
 
 
 def canonical_bytes(value: int, bitwidth: int) -> bytes:
