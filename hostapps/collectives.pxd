@@ -7,6 +7,52 @@
 # DigestRingCollective, an extension type too.
 
 cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.memoryview cimport PyMemoryView_GET_BUFFER
+from libc.string cimport memcmp
+
+cdef bint _TYPED
+
+
+cdef inline int _nonzero_c(object view, Py_ssize_t a, Py_ssize_t b, bytes zeros) except -2:
+    """``_nonzero(view[a:b])`` (collectives.py) as 1 or 0, compared with ``zeros`` (a bytes of zeros) in
+    C, for a bytes or a one-dimensional contiguous memoryview of 1-byte items and ``0 <= a``, ``0 <= b``;
+    -1 for anything else (the caller slices)."""
+    cdef Py_buffer buf
+    cdef const char* p
+    cdef Py_ssize_t n, k, z = PyBytes_GET_SIZE(zeros)
+    cdef int r = 0
+    if a < 0 or b < 0:
+        return -1
+    if type(view) is bytes:
+        p = PyBytes_AS_STRING(view)
+        n = PyBytes_GET_SIZE(view)
+    elif type(view) is memoryview:
+        if PyMemoryView_GET_BUFFER(view).ndim != 1 or PyMemoryView_GET_BUFFER(view).itemsize != 1:
+            return -1
+        try:
+            PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
+        except Exception:  # (released, not contiguous)
+            return -1
+        p = <const char*> buf.buf
+        n = buf.len
+    else:
+        return -1
+    if b > n:
+        b = n
+    while a < b:
+        k = b - a if b - a < z else z
+        if memcmp(p + a, PyBytes_AS_STRING(zeros), k) != 0:
+            r = 1
+            break
+        a += k
+    if type(view) is memoryview:
+        PyBuffer_Release(&buf)
+    return r
+
+
+cpdef bint _nonzero_in(object view, Py_ssize_t a, Py_ssize_t b) except -1
 
 cdef long long _STEP_MOD, _ITEM
 

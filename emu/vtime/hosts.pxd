@@ -26,3 +26,8 @@ cdef class SimRank:
     cpdef _service(self, double now)
     @cython.locals(loop=EventLoop, parked=dict)
     cpdef _arm(self, long long ns)
+
+cdef Py_ssize_t _PAYLOAD_OFFSET
+cdef long long _CTH_PORT
+
+cpdef _receive(dict ranks, bytes frame)

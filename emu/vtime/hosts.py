@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 #: UDP port of the background traffic (docs/interfaces.md section 1).
 TRAFFIC_PORT = 5001
 _PAYLOAD_OFFSET = frames.PAYLOAD_OFFSET
+_CTH_PORT = CTH_UDP_PORT  # (compiled: C integers, hosts.pxd)
 
 
 class Verifier:
@@ -437,12 +438,18 @@ class SimHost:
         A CTH datagram goes to the rank of its job; anything else (background traffic to
         :data:`TRAFFIC_PORT`, a frame for no rank here) ends here.
         """
-        if len(frame) < _PAYLOAD_OFFSET + 4 or frame[12] != 8 or frame[13] != 0 or frame[23] != 17 \
-                or frame[14] != 0x45 or ((frame[36] << 8) | frame[37]) != CTH_UDP_PORT:
-            return
-        rank = self.ranks.get(frame[_PAYLOAD_OFFSET + 2])  # the CTH's job_id byte
-        if rank is not None:
-            rank.on_datagram(frame[26:30], memoryview(frame)[_PAYLOAD_OFFSET:], frame[15] & 3)
+        _receive(self.ranks, frame if type(frame) is bytes else bytes(frame))
+
+
+def _receive(ranks: dict[int, SimRank], frame: bytes) -> None:
+    """:meth:`SimHost.receive` of ``frame`` for the host's ``ranks`` (by job id). Compiled, a C function
+    of a typed ``bytes`` (hosts.pxd): the header bytes are read in C."""
+    if len(frame) < _PAYLOAD_OFFSET + 4 or frame[12] != 8 or frame[13] != 0 or frame[23] != 17 \
+            or frame[14] != 0x45 or ((frame[36] << 8) | frame[37]) != _CTH_PORT:
+        return
+    rank = ranks.get(frame[_PAYLOAD_OFFSET + 2])  # the CTH's job_id byte
+    if rank is not None:
+        rank.on_datagram(frame[26:30], memoryview(frame)[_PAYLOAD_OFFSET:], frame[15] & 3)
 
 
 class OnOffSource:

@@ -125,6 +125,31 @@ def test_a_corrupted_chunk_is_caught() -> None:
     assert sum(p is not None for p in problems) == n  # the all-gather spreads the bad chunk to every rank
 
 
+def test_the_zero_check_of_a_payload_range_is_the_slice_s() -> None:
+    """_nonzero_in(view, a, b) (the receiver's check that a slice's bytes after its record are zeros;
+    compiled, compared in place: collectives.pxd) is _nonzero(view[a:b]) for bytes and byte views, any
+    range (clamped as a slice), a range longer than the 64 KiB of zeros it compares with, and a view of
+    4-byte items (its slice counts items); a released view raises memoryview's ValueError."""
+    from hostapps.collectives import _nonzero, _nonzero_in
+
+    for size, hot in ((0, None), (16, 3), (4096, 4095), (70_000, 69_999), (140_000, None), (140_000, 66_000)):
+        raw = bytearray(size)
+        if hot is not None:
+            raw[hot] = 0x40
+        frame = bytes(raw)
+        for view in (frame, memoryview(frame), memoryview(frame)[2:]):
+            for a, b in ((0, size), (0, 3), (3, 4), (hot or 0, (hot or 0) + 1), (size - 1, size + 9), (5, 2),
+                         (size + 3, size + 4), (1, 66_000)):
+                a, b = max(a, 0), max(b, 0)
+                assert _nonzero_in(view, a, b) == _nonzero(view[a:b]), (size, hot, a, b)
+    items = memoryview(bytes(8) + b"\x01" + bytes(7)).cast("I")
+    assert _nonzero_in(items, 0, 2) is False and _nonzero_in(items, 0, 3) is True  # items 0-1 zero, 2 not
+    gone = memoryview(bytes(8))
+    gone.release()
+    with pytest.raises(ValueError, match="released"):
+        _nonzero_in(gone, 0, 4)
+
+
 def test_a_slice_too_small_for_the_record_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 4 elements per slice"):
         DigestRingCollective("allreduce", 0, 4, 12, digest_tokens(SEED, 0, 0, 4, 12, 1), step_base=0,
