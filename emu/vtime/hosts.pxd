@@ -7,6 +7,8 @@
 
 cimport cython
 from emu.vtime.events cimport EventLoop
+from emu.vtime.frames cimport FrameBuilder
+from emu.vtime.network cimport HostLink
 from hostapps.rank cimport RankWorker
 from hostapps.transport cimport Outgoing
 
@@ -22,7 +24,7 @@ cdef class SimRank:
     cdef public long long _written
 
     @cython.locals(o=Outgoing, ns=cython.longlong, nowns=cython.longlong, core=RankWorker, tf=cython.double,
-                   x=cython.double, to=list)
+                   x=cython.double, to=list, link=HostLink, builder=FrameBuilder)
     cpdef _service(self, double now)
     @cython.locals(loop=EventLoop, parked=dict)
     cpdef _arm(self, long long ns)

@@ -294,14 +294,16 @@ class SimRank:
         out = core.poll(now)
         if out:
             host = self.host
-            send_to = host.send_to
+            # host.send_to(...), inlined (per-packet path: C calls of the link and the builder when compiled)
+            link, builder = host.link, host.builder
+            assert link is not None
             to, port, cports = self._to, self.port, self.channel_ports
             for o in out:
                 dest, dport = to[o.dst_rank]
                 if dest is None:
-                    dest = host.builder.dest(self.ip_of[o.dst_rank])  # KeyError: an address the host does not know
-                send_to(dest, port if cports is None else cports[o.datagram[3]], dport, o.datagram,
-                        o.ecn)  # the CTH's channel byte picks the source port
+                    dest = builder.dest(self.ip_of[o.dst_rank])  # KeyError: an address the host does not know
+                link.send(builder.build_to(dest, port if cports is None else cports[o.datagram[3]], dport, o.datagram,
+                                           o.ecn))  # the CTH's channel byte picks the source port
         if core.state >= DONE:
             if not self.ended:
                 self._close()
