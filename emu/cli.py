@@ -75,6 +75,16 @@ def scheme_list(text: str, mode: str = "sim") -> tuple[str, ...]:
     return names
 
 
+def out_folder(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:  # noqa: ARG001
+    """``--out``: a folder path; an empty one (``--out ''``, which would be the current folder) is a
+    ``click.BadParameter`` (new-user check, 2026-12-04: the results went into the checkout)."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("an empty folder name; give a folder (e.g. results/run1, or . for this one)")
+    return Path(value)
+
+
 def parse_size(value: str | int | None) -> int | None:
     """:func:`emu.units.parse_size` for click: a bad size is a ``click.BadParameter``."""
     try:
@@ -342,7 +352,7 @@ def cli(verbose: int) -> None:
               help="Bytes per collective, a multiple of 4, e.g. 262144 or 256K (default: the topology's).")
 @click.option("--target", type=click.Choice(target_names()), default=target_names()[0], show_default=True,
               help="Switch target (symphony-emu doctor says which are installed).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", type=click.Path(file_okay=False), callback=out_folder, default=None,
               help="Results folder (default: results/<timestamp>-<pid>/); one holding an earlier run is "
                    "refused unless --force.")
 @click.option("--force", is_flag=True, help="Remove what an earlier run wrote in the --out folder first (other files stay).")
@@ -422,7 +432,7 @@ def report(directory: Path) -> None:
 
 @cli.command()
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", type=click.Path(file_okay=False), callback=out_folder, default=None,
               help="The sweep's folder (default: results/sweep-<spec name>); the same folder resumes.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Runs at once on this machine (processes; 1 = one after the other).")
@@ -463,7 +473,7 @@ def sweep(spec: Path, out: Path | None, workers: int, scheduler: str | None) -> 
 @cli.command()
 @click.argument("number", type=int)
 @click.option("--quick", is_flag=True, help="A small version (short runs, one seed): a smoke test for CI, not a result.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", type=click.Path(file_okay=False), callback=out_folder, default=None,
               help="The figures' folder (default: results/figures[-quick], shared by the figures so that they share runs); the same folder resumes.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Virtual-time runs at once (processes).")

@@ -53,6 +53,7 @@ from emu.p4build import P4_BUILDS
 from emu.targets import TargetUnavailable, target_class
 from emu.topology import load_topology
 from emu.topology_checks import chunk_problem
+from emu.topology_schema import MAX_DILATION
 from emu.vtime import parallel as par
 from hostapps.collectives import PAYLOADS, digest_too_small
 from hostapps.wire import CTH_UDP_PORT
@@ -385,16 +386,38 @@ def holds_run(path: Path) -> bool:
                               or any(path.glob("*/job*-rank*.jsonl")) or any(path.glob("cli-*/")))
 
 
+def _run_entry(entry: Path) -> bool:
+    """Whether ``entry`` (a file or folder at the top of a results folder) is one a run writes:
+    :data:`RUN_OUTPUTS`, a ``cli-*`` folder or a scheme's folder (its specs, JSON lines or counters)."""
+    is_scheme = entry.is_dir() and ((entry / "specs").is_dir() or any(entry.glob("job*-rank*.json*"))
+                                    or (entry / "counters.json").exists())
+    return entry.name in RUN_OUTPUTS or entry.name.startswith("cli-") or is_scheme
+
+
+def input_in_out_dir(out_dir: Path, path: Path, *, force: bool) -> str | None:
+    """The problem when the run's input file ``path`` lies where the run would overwrite it in
+    ``out_dir`` (its ``topology.yaml``) or, with ``force``, where :func:`empty_run_folder` removes
+    (new-user check, 2026-12-04: ``run X/topology.yaml --out X`` rewrote the input; with ``--force``
+    it deleted it, then failed with a traceback); else None. Both paths resolved."""
+    try:
+        rel = path.resolve().relative_to(out_dir.resolve())
+    except ValueError:
+        return None
+    if rel == Path("topology.yaml"):
+        return "the run writes its copy of the topology there"
+    if force and rel.parts and _run_entry(out_dir / rel.parts[0]):
+        return f"--force removes {rel.parts[0]} there first"
+    return None
+
+
 def empty_run_folder(path: Path) -> list[str]:
-    """Remove what a run wrote in ``path`` (:data:`RUN_OUTPUTS`, scheme and ``cli-*`` folders);
-    anything else stays. Returns the names removed."""
+    """Remove what a run wrote in ``path`` (:data:`RUN_OUTPUTS`, scheme and ``cli-*`` folders:
+    :func:`_run_entry`); anything else stays. Returns the names removed."""
     import shutil
 
     removed = []
     for entry in sorted(path.iterdir()):
-        is_scheme = entry.is_dir() and ((entry / "specs").is_dir() or any(entry.glob("job*-rank*.json*"))
-                                        or (entry / "counters.json").exists())
-        if entry.name in RUN_OUTPUTS or entry.name.startswith("cli-") or is_scheme:
+        if _run_entry(entry):
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
             else:
@@ -644,7 +667,12 @@ class Experiment:
         if not topology.jobs:
             raise UsageError(f"{topology_path}: jobs: the topology has no job to run; add one (docs/topology-format.md)")
         run_id = run_id or new_run_id()
-        out_dir = make_out_dir((out or default_out_dir(run_id)).resolve(), given=out is not None, force=force)
+        wanted = (out or default_out_dir(run_id)).resolve()
+        clash = input_in_out_dir(wanted, Path(topology_path), force=force)
+        if clash is not None:
+            raise UsageError(f"--out {wanted}: it holds the topology file {topology_path} and {clash}; "
+                             "copy the file elsewhere or give another --out")
+        out_dir = make_out_dir(wanted, given=out is not None, force=force)
         try:
             lock_fd = cleanup_mod.hold_run_lock(out_dir)
         except BlockingIOError:
@@ -1007,8 +1035,9 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
             dilation = float(dilation)
         except ValueError:
             raise UsageError(f"--dilation {dilation}: give D >= 1 (1 = the scenario's own rates) or auto") from None
-    if dilation is not None and dilation != "auto" and not (math.isfinite(dilation) and dilation >= 1):
-        raise UsageError(f"--dilation {dilation}: give D >= 1 (1 = the scenario's own rates) or auto")
+    if dilation is not None and dilation != "auto" and not (math.isfinite(dilation) and 1 <= dilation <= MAX_DILATION):
+        raise UsageError(f"--dilation {dilation:g}: give D from 1 (the scenario's own rates) to {MAX_DILATION:g}, "
+                         "or auto")
     if parallel is not None and parallel < 1:
         raise UsageError(f"--parallel {parallel}: give 1 or more (1 = the schemes one after the other)")
     if parallel is not None and parallel > 1 and mode != "sim":

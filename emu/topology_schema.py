@@ -33,16 +33,18 @@ MAX_RATE_MBPS = 1e7
 MAX_DELAY_MS = 10_000.0
 MAX_TIME_MS = 3_600_000.0
 MAX_ITERATIONS = 100_000
+#: Largest time dilation D (the scenario's ``dilation`` and ``--dilation``): 100 Gbit/s becomes 100 kbit/s.
+MAX_DILATION = 1e6
 
 def _dilation(value: Any) -> Any:
-    """``auto`` or a finite number 1..1e6 (one error naming the field, not one per union member)."""
+    """``auto`` or a finite number 1..:data:`MAX_DILATION` (one error naming the field, not one per union member)."""
     if value == "auto":
         return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PydanticCustomError("unit", f"expected a number >= 1 or 'auto', got {value!r}",
                                   {"fix": "give D >= 1 (1 = the scenario's own rates) or auto"})
-    if not (math.isfinite(value) and 1 <= value <= 1e6):
-        raise PydanticCustomError("unit", f"must be a number 1..1e6 or auto, got {value!r}",
+    if not (math.isfinite(value) and 1 <= value <= MAX_DILATION):
+        raise PydanticCustomError("unit", f"must be a number 1..{MAX_DILATION:g} or auto, got {value!r}",
                                   {"fix": "give D >= 1 (1 = the scenario's own rates) or auto"})
     return float(value)
 

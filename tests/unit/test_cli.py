@@ -32,6 +32,7 @@ def cli(*args: str, **kw: object) -> subprocess.CompletedProcess:
         (["report"], "Missing argument 'DIRECTORY'. (see symphony-emu report --help)"),
         (["report", "/nonexistent-results"], "'/nonexistent-results' does not exist"),
         (["run", "--bogus"], "No such option '--bogus'"),
+        (["run", "--out", ""], "Invalid value for '--out': an empty folder name"),  # was: the current folder
         (["run", "--scheme", "baseline,"], "--scheme baseline,: an empty name in the list"),  # was: baseline only
         (["run", "--scheme", "baseline,,symphony"], "an empty name in the list"),
         (["run", "--scheme", "basline"], "--scheme basline: use both, all or a comma list of baseline"),

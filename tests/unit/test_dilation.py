@@ -92,8 +92,11 @@ def test_runner_refuses_dilation_outside_mininet(tmp_path: Path) -> None:
 
     with pytest.raises(runner.UsageError, match="--dilation: only --mode mininet"):
         runner.run(REPO / "topologies" / "single.yaml", mode="sim", dilation=10, out=tmp_path)
-    with pytest.raises(runner.UsageError, match="--dilation 0.5: give D >= 1"):
+    with pytest.raises(runner.UsageError, match="--dilation 0.5: give D from 1"):
         runner.run(REPO / "topologies" / "single.yaml", dilation=0.5, out=tmp_path)
+    # new-user check, 2026-12-04: 1e9 was taken (10 Mbit/s / 1e9) and the run sat at its first iteration
+    with pytest.raises(runner.UsageError, match=r"--dilation 1e\+09: give D from 1 .* to 1e\+06, or auto"):
+        runner.run(REPO / "topologies" / "single.yaml", dilation="1e9", out=tmp_path)
     with pytest.raises(runner.UsageError, match="--mtu 100"):
         runner.run(REPO / "topologies" / "single.yaml", mtu=100, out=tmp_path)
 

@@ -294,3 +294,30 @@ def test_a_run_stopped_while_its_results_are_written_says_so(no_network: list[st
         assert str(err.value) == f"{tmp_path}: run was interrupted before its summary was written; run it again"
     else:
         assert info["status"] == "failed" and info["failure"] == "writing the results: stopped"
+
+
+def test_an_input_topology_where_the_run_writes_is_refused_and_kept(tmp_path: Path) -> None:
+    """New-user check, 2026-12-04: ``run X/topology.yaml --out X`` rewrote the input file (the copy's
+    header prepended); with ``--force`` it deleted it, then failed with a traceback. Now both are one
+    UsageError before anything is written, and the file is unchanged; a topology elsewhere in the
+    folder is fine without --force."""
+    out = tmp_path / "X"
+    out.mkdir()
+    topo = out / "topology.yaml"
+    topo.write_text(SINGLE.read_text())
+    for force in (False, True):
+        with pytest.raises(runner.UsageError, match=r"it holds the topology file .* and the run writes its copy"):
+            with runner.Experiment.open(topo, out=out, mode="sim", force=force):
+                pass
+        assert topo.read_text() == SINGLE.read_text()
+    (out / "logs").mkdir()
+    logs_topo = out / "logs" / "mine.yaml"
+    logs_topo.write_text(SINGLE.read_text())
+    (out / "run.json").write_text("{}")  # an earlier run: --force would empty the folder
+    with pytest.raises(runner.UsageError, match=r"--force removes logs there first"):
+        with runner.Experiment.open(logs_topo, out=out, mode="sim", force=True):
+            pass
+    assert logs_topo.read_text() == SINGLE.read_text()
+    assert runner.input_in_out_dir(out, out / "own" / "t.yaml", force=True) is None
+    assert runner.input_in_out_dir(out, logs_topo, force=False) is None
+    assert runner.input_in_out_dir(tmp_path / "elsewhere", topo, force=True) is None
