@@ -311,6 +311,9 @@ def render_report(results_dir: str | Path, *, plots: bool = True) -> RenderableT
         raise ReportError(f"{path}: unreadable ({exc}); re-run the experiment") from None
     if not isinstance(summary, dict):
         raise ReportError(f"{path}: not a JSON object; re-run the experiment")
+    if not scheme_names(summary):  # new-user check, 2026-12-04: `{}` printed empty tables, exit 0
+        raise ReportError(f"{path}: holds no scheme's results (no block with iterations and verified); "
+                          "re-run the experiment")
     note: Text | None = None
     if plots:
         unwritable = not_writable(d)

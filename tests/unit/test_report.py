@@ -398,3 +398,13 @@ def test_the_table_has_a_row_per_scheme_and_none_for_the_placebo_calibration() -
     text = console.export_text()
     assert "placebo_calibration" not in text, text
     assert sum(1 for line in text.splitlines() if line.startswith("│ placebo ")) == 2, text  # timing and counters
+
+
+@pytest.mark.parametrize("text", ["{}", '{"comparison": {}, "paths": {}}'])
+def test_a_summary_without_schemes_is_refused(tmp_path: Path, text: str) -> None:
+    """New-user check, 2026-12-04: a summary.json of ``{}`` printed empty tables and exited 0."""
+    (tmp_path / "summary.json").write_text(text)
+    with pytest.raises(ReportError) as info:
+        render_report(tmp_path)
+    assert str(info.value) == (f"{tmp_path / 'summary.json'}: holds no scheme's results (no block with iterations "
+                               "and verified); re-run the experiment")
