@@ -22,6 +22,7 @@ from emu.backend import BACKENDS
 from emu.interrupts import signals_as_interrupt
 from emu.targets.registry import target_names
 from emu.topology import resolve_topology
+from emu.topology_schema import MAX_ITERATIONS
 
 #: Exit code of user mistakes.
 EXIT_USAGE = 2
@@ -346,7 +347,7 @@ def cli(verbose: int) -> None:
                    "all (with the references: the placebo, random marks of Symphony's volume calibrated from "
                    "the symphony run, and in --mode sim the ideal, a per-step barrier at the hosts) or a comma list "
                    "of baseline, symphony, placebo, ideal.")
-@click.option("--iterations", type=click.IntRange(min=1), default=None,
+@click.option("--iterations", type=click.IntRange(1, MAX_ITERATIONS), default=None,
               help="Collectives per job (default: the topology's).")
 @click.option("--size", default=None, callback=_size_option,
               help="Bytes per collective, a multiple of 4, e.g. 262144 or 256K (default: the topology's).")

@@ -202,7 +202,7 @@ def parse_size(value: str | int | None) -> int | None:
         text = text[:-1]
     try:
         size = int(float(text) * scale)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: inf, 1e400 (new-user check 2026-12-04: a traceback)
         raise ValueError(f"{value!r} is not a size in bytes (e.g. 262144, 256K, 1M)") from None
     if size <= 0:
         raise ValueError(f"{value!r}: the size must be positive")

@@ -32,6 +32,9 @@ def cli(*args: str, **kw: object) -> subprocess.CompletedProcess:
         (["report"], "Missing argument 'DIRECTORY'. (see symphony-emu report --help)"),
         (["report", "/nonexistent-results"], "'/nonexistent-results' does not exist"),
         (["run", "--bogus"], "No such option '--bogus'"),
+        (["run", "--size", "inf"], "'inf' is not a size in bytes"),  # was: an OverflowError traceback
+        (["run", "--size", "1e400"], "'1e400' is not a size in bytes"),
+        (["run", "--iterations", "100001"], "100001 is not in the range 1<=x<=100000"),
         (["run", "--out", ""], "Invalid value for '--out': an empty folder name"),  # was: the current folder
         (["run", "--scheme", "baseline,"], "--scheme baseline,: an empty name in the list"),  # was: baseline only
         (["run", "--scheme", "baseline,,symphony"], "an empty name in the list"),
