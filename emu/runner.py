@@ -55,6 +55,7 @@ from emu.topology import load_topology
 from emu.topology_checks import chunk_problem
 from emu.topology_schema import MAX_DILATION
 from emu.vtime import parallel as par
+from hostapps import compiled as compiled_mod
 from hostapps.collectives import PAYLOADS, digest_too_small
 from hostapps.wire import CTH_UDP_PORT
 
@@ -1067,6 +1068,12 @@ def run(topology_path: str | os.PathLike[str], schemes: Sequence[str] = DEFAULT_
             order = "sequential"
         if topology.host_cost is not None:
             exp.update_run_file(host_cost=topology.host_cost)
+        built = compiled_mod.run_facts()
+        stale = sorted(m for m, v in built["not_compiled"].items() if v == "stale build")
+        if stale:
+            log.warning("%d compiled module(s) are older than their source and run as Python source, slower "
+                        "(%s); rebuild them with scripts/build_compiled.py", len(stale), ", ".join(stale))
+        exp.update_run_file(compiled_modules=built)
         exp.update_run_file(schemes=list(schemes), dilation=d, mtu=topology.mtu, order=order,
                             blocks=[b.as_dict() for b in blocks],
                             **resolved_workload(exp.topology, iterations=iterations, size=size))

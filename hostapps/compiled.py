@@ -187,6 +187,16 @@ def install() -> None:
         sys.meta_path.insert(0, SourceFirst())
 
 
+def run_facts() -> dict[str, Any]:
+    """What run.json records of the compiled build (:func:`status`): ``{"compiled": n, "of": len(MODULES),
+    "not_compiled": {module: status}}`` (empty when every module is compiled), so that a run that
+    fell back to Python source, e.g. after a source edit made a build stale, says so (new-user check,
+    2026-12-04: it ran 1.9x slower without a word)."""
+    st = status()
+    missing = {m: v for m, v in st.items() if v != "compiled"}
+    return {"compiled": len(st) - len(missing), "of": len(st), "not_compiled": missing}
+
+
 def status() -> dict[str, str]:
     """``{module: "compiled" | "source" | "stale build" | "not built"}`` for :data:`MODULES`
     (what an import now loads, given ``SYMPHONY_EMU_PURE``); imports nothing."""

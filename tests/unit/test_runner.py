@@ -321,3 +321,20 @@ def test_an_input_topology_where_the_run_writes_is_refused_and_kept(tmp_path: Pa
     assert runner.input_in_out_dir(out, out / "own" / "t.yaml", force=True) is None
     assert runner.input_in_out_dir(out, logs_topo, force=False) is None
     assert runner.input_in_out_dir(tmp_path / "elsewhere", topo, force=True) is None
+
+
+def test_run_json_says_which_compiled_modules_ran_and_a_stale_one_is_warned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """New-user check, 2026-12-04: after a source edit a stale build ran as Python source, 1.9x
+    slower, and nothing said so. run.json's ``compiled_modules`` counts them; a stale one is a warning."""
+    from hostapps import compiled
+
+    real = compiled.status()
+    monkeypatch.setattr(compiled, "status", lambda: {**real, "hostapps.wire": "stale build"})
+    with caplog.at_level("WARNING", logger="emu.runner"):
+        res = runner.run(SINGLE, mode="sim", out=tmp_path, schemes=("baseline",), iterations=1, size=65536)
+    assert res.ok
+    facts = _run_json(tmp_path)["compiled_modules"]
+    assert facts["of"] == len(compiled.MODULES) and facts["compiled"] + len(facts["not_compiled"]) == facts["of"]
+    assert facts["not_compiled"]["hostapps.wire"] == "stale build"
+    assert any("run as Python source" in r.getMessage() and "hostapps.wire" in r.getMessage() for r in caplog.records)
